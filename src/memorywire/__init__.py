@@ -1,0 +1,1 @@
+"""memorywire: a vendor-neutral wire format for AI-agent memory."""

@@ -1,0 +1,135 @@
+"""The ``MemoryStore`` protocol every backend, the router and governance implement.
+
+Contract, for implementers and callers alike:
+
+* **Scope.** Every operation is scoped to ``agent_id`` (and ``user_id`` when given). A store
+  never returns, counts, changes or reveals a memory of another agent; "not found" and "not
+  yours" are the same answer. Scoped k-NN is exact: the top-k is computed inside the scope,
+  never on a global top-k filtered afterwards.
+* **Atomicity.** Each call is one transaction from the caller's view: it either happened
+  whole (rows, vectors, full-text, links, recall statistics) or not at all.
+* **Failures.** A store raises only :mod:`memorywire.errors` types. Backend or driver errors
+  are translated to ``BackendUnavailable`` (the backend could not be reached or failed) or
+  ``StoreCorrupt`` (the data is not what we wrote). A feature the store cannot honour raises
+  ``CapabilityMissing`` — never a silent skip.
+* **Concurrency.** Methods are safe to call concurrently from many tasks of one event loop;
+  stores that persist to disk are safe across processes that open the same location.
+* **Identity.** ``remember`` honours a caller-supplied ``id``; a retry of the same id with the
+  same content returns the original ``stored_at`` and writes nothing new. Ids are opaque.
+* **Pending.** Stores never see staged (approval-pending) writes: staging lives in
+  :class:`memorywire.governance.GovernedStore`, which wraps any store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, runtime_checkable
+
+from memorywire.wire.models import (
+    ExpireRequest,
+    ExpireResponse,
+    ForgetRequest,
+    ForgetResponse,
+    MemoryRecord,
+    MemoryType,
+    MergeRequest,
+    MergeResponse,
+    RecallRequest,
+    RecallResponse,
+    RememberRequest,
+    RememberResponse,
+)
+
+__all__ = ["Capability", "Health", "ListQuery", "MemoryStore", "UpdateRequest"]
+
+
+class Capability(StrEnum):
+    """What a store declares it can do (an open set; these are the v0 names)."""
+
+    SEMANTIC = "semantic"
+    EPISODIC = "episodic"
+    PROCEDURAL = "procedural"
+    EMOTIONAL = "emotional"
+    FTS = "fts"
+    VECTOR = "vector"
+    GRAPH = "graph"
+    GOVERNANCE = "governance"
+    RECALL_TRACKING = "recall_tracking"
+
+
+@dataclass(frozen=True)
+class Health:
+    """``status`` is ``ok``, ``degraded`` or ``down``; ``details`` is free-form and JSON-safe."""
+
+    status: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "details": self.details}
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """Enumerate live memories in a scope, oldest first, for consolidation, export and diffs.
+
+    ``agent_id=None`` lists every agent (administrative callers only).
+    """
+
+    agent_id: str | None
+    user_id: str | None = None
+    types: Sequence[MemoryType] | None = None
+    filter: dict[str, Any] | None = None
+    include_archived: bool = False
+    limit: int = 1000
+    after_id: str | None = None
+
+
+@dataclass(frozen=True)
+class UpdateRequest:
+    """Change a live memory in place (procedure state, tier promotion); id and scope stay."""
+
+    agent_id: str
+    id: str
+    user_id: str | None = None
+    content: str | dict[str, Any] | None = None
+    metadata_patch: dict[str, Any] | None = None
+    confidence: float | None = None
+
+
+@runtime_checkable
+class MemoryStore(Protocol):
+    """An async memory backend speaking wire format v0."""
+
+    @property
+    def name(self) -> str:
+        """Short stable name reported in ``stores`` / ``source_store`` fields."""
+        ...
+
+    @property
+    def capabilities(self) -> frozenset[Capability]: ...
+
+    async def remember(self, req: RememberRequest) -> RememberResponse: ...
+
+    async def recall(self, req: RecallRequest) -> RecallResponse: ...
+
+    async def forget(self, req: ForgetRequest) -> ForgetResponse: ...
+
+    async def merge(self, req: MergeRequest) -> MergeResponse: ...
+
+    async def expire(self, req: ExpireRequest) -> ExpireResponse: ...
+
+    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
+        """A live (not deleted, not archived) memory in scope, or ``None``."""
+        ...
+
+    async def list(self, query: ListQuery) -> list[MemoryRecord]: ...
+
+    async def update(self, req: UpdateRequest) -> MemoryRecord:
+        """Raises ``NotFound`` when the memory is not live in scope."""
+        ...
+
+    async def health(self) -> Health: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,356 @@
+"""Typed models of wire format v0.
+
+The JSON Schemas under ``schemas/v0`` are the truth; these models mirror them one to one and
+``tests/unit/test_wire_agreement.py`` proves it (same properties, same required set, every
+dump validates). Requests forbid unknown keys so a typo is an error naming the field;
+responses forbid them where v0 does; stored records allow extras as v0 does.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "PENDING_APPROVAL_DELETED_AT",
+    "DecisionRequest",
+    "Diff",
+    "EmotionalRecord",
+    "EpisodicRecord",
+    "ExpireAction",
+    "ExpirePolicy",
+    "ExpireRequest",
+    "ExpireResponse",
+    "ForgetRequest",
+    "ForgetResponse",
+    "Fusion",
+    "MemoryRecord",
+    "MemoryType",
+    "MergeRequest",
+    "MergeResponse",
+    "MergeStrategy",
+    "ProceduralRecord",
+    "Procedure",
+    "RecallHit",
+    "RecallRequest",
+    "RecallResponse",
+    "RememberRequest",
+    "RememberResponse",
+    "ReviewRequest",
+    "SemanticRecord",
+    "StoreCount",
+    "StoreFailure",
+    "Transition",
+]
+
+#: The first implementation marks staged rows with ``deleted_at = -1``; kept for interop.
+PENDING_APPROVAL_DELETED_AT = -1
+
+AgentId = Annotated[str, Field(min_length=1, max_length=256)]
+StateName = Annotated[str, Field(min_length=1, max_length=128)]
+UserId = Annotated[str, Field(max_length=256)]
+Millis = Annotated[int, Field(ge=0)]
+Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+Id = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class MemoryType(StrEnum):
+    SEMANTIC = "semantic"
+    EPISODIC = "episodic"
+    PROCEDURAL = "procedural"
+    EMOTIONAL = "emotional"
+
+
+class Fusion(StrEnum):
+    RRF = "rrf"
+    MAX = "max"
+    WEIGHTED = "weighted"
+
+
+class MergeStrategy(StrEnum):
+    KEEP_CANONICAL = "keep_canonical"
+    MERGE_CONTENT = "merge_content"
+    KEEP_HIGHEST_CONFIDENCE = "keep_highest_confidence"
+
+
+class ExpireAction(StrEnum):
+    FORGET = "forget"
+    ARCHIVE = "archive"
+    DEMOTE = "demote"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_enum_values=False, populate_by_name=True)
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", use_enum_values=False, populate_by_name=True)
+
+
+# --- procedural FSM -------------------------------------------------------------------------
+
+
+class Transition(_Strict):
+    """One edge. Only these three keys exist: callbacks are code-execution vectors."""
+
+    trigger: Annotated[str, Field(min_length=1, max_length=128)]
+    source: str | list[str]
+    dest: Annotated[str, Field(min_length=1, max_length=128)]
+
+
+class Procedure(_Strict):
+    """A pytransitions-compatible state machine with no callbacks at all."""
+
+    name: Annotated[str, Field(min_length=1, max_length=256)]
+    initial: Annotated[str, Field(min_length=1, max_length=128)]
+    states: Annotated[list[StateName], Field(min_length=1)]
+    transitions: list[Transition] = Field(default_factory=list)
+    current: Annotated[str, Field(min_length=1, max_length=128)] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+# --- requests --------------------------------------------------------------------------------
+
+
+class RememberRequest(_Strict):
+    agent_id: AgentId
+    type: MemoryType
+    content: Annotated[str, Field(min_length=1)] | dict[str, Any]
+    user_id: UserId | None = None
+    metadata: dict[str, Any] | None = None
+    confidence: Confidence = 1.0
+    source: Annotated[str, Field(max_length=256)] | None = None
+    expires_at: Millis | None = None
+    approval_required: bool = False
+    #: NEW: caller-chosen id. A retry with the same id is idempotent; the router uses it to
+    #: give one memory the same identity in every child store.
+    id: Id | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content_nonempty(cls, v: str | dict[str, Any]) -> str | dict[str, Any]:
+        if isinstance(v, dict) and not v:
+            raise ValueError("content object must not be empty")
+        return v
+
+    def content_text(self) -> str:
+        """Content as text: procedural objects are serialised canonically."""
+        if isinstance(self.content, str):
+            return self.content
+        return json.dumps(self.content, sort_keys=True, ensure_ascii=False)
+
+
+class RecallRequest(_Strict):
+    agent_id: AgentId
+    query: Annotated[str, Field(min_length=1)]
+    user_id: UserId | None = None
+    k: Annotated[int, Field(ge=1, le=1000)] = 5
+    types: list[MemoryType] | None = None
+    hops: Annotated[int, Field(ge=0, le=3)] = 0
+    fusion: Fusion = Fusion.RRF
+    filter: dict[str, Any] | None = None
+    fresher_than_days: Annotated[int, Field(ge=0)] | None = None
+
+
+class ForgetRequest(_Strict):
+    agent_id: AgentId
+    user_id: UserId | None = None
+    ids: list[Id] | None = None
+    filter: dict[str, Any] | None = None
+    hard_delete: bool = False
+    reason: str | None = None
+
+    @field_validator("filter")
+    @classmethod
+    def _filter_nonempty(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is not None and not v:
+            raise ValueError("filter must name at least one key (an empty filter matches all)")
+        return v
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.ids is None and self.filter is None:
+            raise ValueError("forget needs 'ids' or 'filter'; a scope-less mass delete is refused")
+
+
+class MergeRequest(_Strict):
+    agent_id: AgentId
+    canonical: Id
+    duplicates: Annotated[list[Id], Field(min_length=1)]
+    strategy: MergeStrategy = MergeStrategy.KEEP_CANONICAL
+    #: NEW: optional user scope, as on every other operation.
+    user_id: UserId | None = None
+
+
+class ExpirePolicy(_Strict):
+    older_than_days: Annotated[int, Field(ge=1)] | None = None
+    type: MemoryType | None = None
+    confidence_below: Confidence | None = None
+    no_recall_in_days: Annotated[int, Field(ge=1)] | None = None
+
+    def model_post_init(self, __context: Any) -> None:
+        if all(getattr(self, f) is None for f in type(self).model_fields):
+            raise ValueError("expire policy must set at least one key")
+
+
+class ExpireRequest(_Strict):
+    agent_id: AgentId
+    policy: ExpirePolicy
+    action: ExpireAction = ExpireAction.FORGET
+    #: NEW: optional user scope.
+    user_id: UserId | None = None
+
+
+# --- responses -------------------------------------------------------------------------------
+
+
+class StoreFailure(_Strict):
+    """Why one child store was left out of an operation (never part of the v0 body)."""
+
+    store: str
+    error: str
+    code: str = "backend_unavailable"
+
+
+class RememberResponse(_Strict):
+    id: Id
+    stored_at: Millis
+    stores: list[str]
+    pending_approval: bool
+    approval_url: str | None = None
+    #: Transport-side diagnostics; excluded from the wire body (v0 forbids extra keys).
+    failures: list[StoreFailure] = Field(default_factory=list, exclude=True)
+
+
+class RecallHit(_Open):
+    id: Id
+    type: MemoryType
+    content: str | dict[str, Any]
+    score: float
+    metadata: dict[str, Any] | None = None
+    created_at: Millis | None = None
+    supporting: list[str] = Field(default_factory=list)
+    source_store: str | None = None
+    user_id: str | None = None
+    source: str | None = None
+    confidence: Confidence | None = None
+
+
+class RecallResponse(_Strict):
+    results: list[RecallHit]
+    fusion_used: Fusion
+    stores_queried: list[str]
+    latency_ms: Annotated[int, Field(ge=0)]
+    failures: list[StoreFailure] = Field(default_factory=list, exclude=True)
+
+
+class StoreCount(_Strict):
+    store: str
+    count: Annotated[int, Field(ge=0)]
+    error: str | None = None
+
+
+class ForgetResponse(_Strict):
+    forgotten_ids: list[str]
+    stores: list[StoreCount]
+    hard_delete: bool
+    pending_approval: bool | None = None
+    approval_url: str | None = None
+
+
+class MergeResponse(_Strict):
+    canonical: str
+    merged_count: Annotated[int, Field(ge=0)]
+    strategy_used: MergeStrategy
+    stores: list[str]
+    pending_approval: bool | None = None
+    approval_url: str | None = None
+    errors: list[StoreFailure] | None = None
+
+
+class ExpireResponse(_Strict):
+    matched_count: Annotated[int, Field(ge=0)]
+    action_taken: ExpireAction
+    stores: list[str]
+    matched_ids: list[str] | None = None
+    pending_approval: bool | None = None
+    approval_url: str | None = None
+    errors: list[StoreFailure] | None = None
+
+
+# --- stored records --------------------------------------------------------------------------
+
+
+class MemoryRecord(_Open):
+    """A stored memory as a backend holds it; v0 allows extra keys."""
+
+    id: Id
+    agent_id: AgentId
+    type: MemoryType
+    content: str | dict[str, Any]
+    created_at: Millis
+    user_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    confidence: Confidence | None = None
+    source: str | None = None
+    updated_at: Millis | None = None
+    expires_at: Millis | None = None
+
+
+class SemanticRecord(MemoryRecord):
+    type: Literal[MemoryType.SEMANTIC] = MemoryType.SEMANTIC
+
+
+class EpisodicRecord(MemoryRecord):
+    type: Literal[MemoryType.EPISODIC] = MemoryType.EPISODIC
+    event_time: Millis | None = None
+    location: str | None = None
+    participants: list[str] | None = None
+
+
+class EmotionalRecord(MemoryRecord):
+    type: Literal[MemoryType.EMOTIONAL] = MemoryType.EMOTIONAL
+    sentiment: Literal["positive", "negative", "neutral", "mixed"] | None = None
+    valence: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
+    arousal: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    emotion: str | None = None
+    target: str | None = None
+
+
+class ProceduralRecord(MemoryRecord):
+    type: Literal[MemoryType.PROCEDURAL] = MemoryType.PROCEDURAL
+    content: Procedure  # type: ignore[assignment]
+
+
+# --- governance ------------------------------------------------------------------------------
+
+
+class Diff(_Strict):
+    added: list[dict[str, Any]] = Field(default_factory=list)
+    removed: list[dict[str, Any]] = Field(default_factory=list)
+    modified: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ReviewRequest(_Open):
+    """What a reviewer sees for one pending operation."""
+
+    operation: Literal["remember", "forget", "merge", "expire"]
+    agent_id: AgentId
+    request: dict[str, Any]
+    diff: Diff
+    reasoning: str | None = None
+    id: Id | None = None
+    status: Literal["pending", "approved", "rejected"] | None = None
+    created_at: Millis | None = None
+    content_hash: str | None = None
+    requested_by: str | None = None
+
+
+class DecisionRequest(_Open):
+    approved: bool
+    reviewer: str
+    reviewed_at: Millis
+    reason: str | None = None
+    content_hash: str | None = None

@@ -1,0 +1,20 @@
+"""Sortable opaque ids (UUIDv7 layout): time-ordered, so newer ids sort later."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+__all__ = ["new_id"]
+
+
+def new_id(now_ms: int | None = None) -> str:
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= (rand >> 68) << 64 & (0xFFF << 64)
+    value |= 0b10 << 62
+    value |= rand & ((1 << 62) - 1)
+    return str(uuid.UUID(int=value))

@@ -99,6 +99,10 @@ class Transition(_Strict):
     trigger: Annotated[str, Field(min_length=1, max_length=128)]
     source: str | list[str]
     dest: Annotated[str, Field(min_length=1, max_length=128)]
+    #: NEW: guard names, accepted only when registered as safe predicates
+    #: (``memorywire.procedural``); never resolved as code paths.
+    conditions: str | list[str] | None = None
+    unless: str | list[str] | None = None
 
 
 class Procedure(_Strict):

@@ -1,0 +1,295 @@
+"""The append-only, hash-chained audit log, kept in SQLite.
+
+Triggers refuse ``UPDATE`` and ``DELETE`` on the log, so an honest program cannot rewrite
+history by mistake; the hash chain and signed checkpoints (see :mod:`.chain`) catch a dishonest
+one that drops the triggers. :meth:`AuditLog.append` joins the caller's open transaction, which
+is how :class:`~memorywire.governance.store.GovernedStore` writes an audit entry atomically with
+the state change it records.
+
+Entries never carry memory content: ``details`` holds content hashes, ids, counts and reasons.
+``append`` refuses a ``content`` or ``query`` key so a careless caller cannot leak it here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import apsw
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from memorywire.core.clock import Clock, SystemClock
+from memorywire.errors import BackendUnavailable, InvalidRequest, StoreCorrupt
+from memorywire.governance.chain import (
+    GENESIS_HASH,
+    AuditEntry,
+    Checkpoint,
+    VerifyReport,
+    canonical_json,
+    entry_hash,
+    sign_checkpoint,
+    verify_entries,
+)
+
+__all__ = ["ACTIONS", "AuditLog", "open_connection", "write_transaction"]
+
+#: The actions memorywire writes; ``append`` accepts others so extensions can add their own.
+ACTIONS = frozenset(
+    {
+        "remember",
+        "staged",
+        "approved",
+        "rejected",
+        "forget",
+        "merge",
+        "expire",
+        "update",
+        "promote",
+        "evict",
+        "recall",
+    }
+)
+
+_FORBIDDEN_DETAIL_KEYS = frozenset({"content", "query"})
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit_log(
+    seq INTEGER PRIMARY KEY,
+    ts INTEGER NOT NULL,
+    actor TEXT NOT NULL,
+    action TEXT NOT NULL,
+    agent_id TEXT,
+    memory_ids TEXT NOT NULL,
+    details TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_log_agent ON audit_log(agent_id, seq);
+CREATE TRIGGER IF NOT EXISTS audit_log_no_update BEFORE UPDATE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_log_no_delete BEFORE DELETE ON audit_log
+BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+CREATE TABLE IF NOT EXISTS audit_checkpoints(
+    seq INTEGER PRIMARY KEY,
+    hash TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    public_key TEXT NOT NULL,
+    ts INTEGER NOT NULL
+);
+"""
+
+
+def open_connection(path: str | Path) -> apsw.Connection:
+    """A connection set up for governance: waits on locks, zeroes deleted bytes on disk."""
+    try:
+        conn = apsw.Connection(str(path))
+        conn.set_busy_timeout(10_000)
+        conn.execute("PRAGMA secure_delete = ON")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except apsw.Error as exc:
+        raise BackendUnavailable(f"cannot open governance database {path}: {exc}") from exc
+    return conn
+
+
+@contextmanager
+def write_transaction(conn: apsw.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` at the outermost level (so read-then-write never deadlocks across
+    processes), a savepoint when nested; rolled back on any exception."""
+    if not conn.getautocommit():
+        with conn:
+            yield
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _row_to_entry(row: Sequence[Any]) -> AuditEntry:
+    seq, ts, actor, action, agent_id, memory_ids, details, prev_hash, hash_ = row
+    try:
+        ids = tuple(str(i) for i in json.loads(memory_ids))
+        det = json.loads(details)
+    except (TypeError, ValueError):
+        # Unparseable columns are themselves tampering; keep the row so verify reports it.
+        ids, det = (f"<unparseable:{memory_ids!r}>",), {"unparseable": str(details)}
+    return AuditEntry(
+        seq=int(seq),
+        ts=int(ts),
+        actor=str(actor),
+        action=str(action),
+        agent_id=None if agent_id is None else str(agent_id),
+        memory_ids=ids,
+        details=det if isinstance(det, dict) else {"value": det},
+        prev_hash=str(prev_hash),
+        hash=str(hash_),
+    )
+
+
+_COLUMNS = "seq, ts, actor, action, agent_id, memory_ids, details, prev_hash, hash"
+
+
+class AuditLog:
+    """Append, query, checkpoint and verify the chained log in one SQLite database."""
+
+    def __init__(self, conn: apsw.Connection, clock: Clock | None = None) -> None:
+        self._conn = conn
+        self._clock: Clock = clock or SystemClock()
+        with write_transaction(conn):
+            conn.execute(_SCHEMA)
+
+    @classmethod
+    def open(cls, path: str | Path, clock: Clock | None = None) -> AuditLog:
+        return cls(open_connection(path), clock)
+
+    @property
+    def connection(self) -> apsw.Connection:
+        return self._conn
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # --- writing ------------------------------------------------------------------------
+
+    def append(
+        self,
+        *,
+        actor: str,
+        action: str,
+        agent_id: str | None = None,
+        memory_ids: Sequence[str] = (),
+        details: Mapping[str, Any] | None = None,
+    ) -> AuditEntry:
+        """Add one entry inside the caller's transaction (or a new one)."""
+        if not action:
+            raise InvalidRequest("audit action must be a non-empty string")
+        try:
+            det = json.loads(canonical_json(dict(details or {})))
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest(f"audit details must be plain JSON: {exc}") from exc
+        leaked = _FORBIDDEN_DETAIL_KEYS & det.keys()
+        if leaked:
+            raise InvalidRequest(f"audit details must not carry {sorted(leaked)}; store a hash")
+        try:
+            with write_transaction(self._conn):
+                head = self._conn.execute(
+                    "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1"
+                ).fetchone()
+                seq = 1 if head is None else int(head[0]) + 1
+                prev = GENESIS_HASH if head is None else str(head[1])
+                entry = AuditEntry(
+                    seq=seq,
+                    ts=self._clock.now_ms(),
+                    actor=actor,
+                    action=action,
+                    agent_id=agent_id,
+                    memory_ids=tuple(memory_ids),
+                    details=det,
+                    prev_hash=prev,
+                    hash="",
+                )
+                h = entry_hash(prev, entry.body())
+                self._conn.execute(
+                    f"INSERT INTO audit_log({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
+                    (
+                        seq,
+                        entry.ts,
+                        actor,
+                        action,
+                        agent_id,
+                        canonical_json(list(memory_ids)),
+                        canonical_json(det),
+                        prev,
+                        h,
+                    ),
+                )
+        except apsw.Error as exc:
+            raise BackendUnavailable(f"audit log write failed: {exc}") from exc
+        return replace(entry, hash=h)
+
+    async def record(self, event: Mapping[str, Any]) -> None:
+        """The ``AuditSink`` face: ``{action, actor?, agent_id?, memory_ids?, details?}``."""
+        self.append(
+            actor=str(event.get("actor") or "system"),
+            action=str(event.get("action") or ""),
+            agent_id=event.get("agent_id"),
+            memory_ids=[str(i) for i in event.get("memory_ids") or ()],
+            details=event.get("details") or {},
+        )
+
+    # --- reading ------------------------------------------------------------------------
+
+    def entries(
+        self,
+        *,
+        agent_id: str | None = None,
+        memory_id: str | None = None,
+        after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[AuditEntry]:
+        sql = f"SELECT {_COLUMNS} FROM audit_log WHERE seq > ?"
+        args: list[Any] = [after_seq]
+        if agent_id is not None:
+            sql += " AND agent_id = ?"
+            args.append(agent_id)
+        if memory_id is not None:
+            sql += " AND EXISTS (SELECT 1 FROM json_each(audit_log.memory_ids) WHERE value = ?)"
+            args.append(memory_id)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        try:
+            return [_row_to_entry(r) for r in self._conn.execute(sql, args)]
+        except apsw.Error as exc:
+            raise StoreCorrupt(f"audit log unreadable: {exc}") from exc
+
+    def head(self) -> tuple[int, str]:
+        row = self._conn.execute(
+            "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        return (0, GENESIS_HASH) if row is None else (int(row[0]), str(row[1]))
+
+    # --- checkpoints and verification -----------------------------------------------------
+
+    def checkpoint(self, private_key: Ed25519PrivateKey) -> dict[str, Any]:
+        """Sign the current head; export the returned dict (JSON) somewhere the db is not."""
+        with write_transaction(self._conn):
+            seq, hash_ = self.head()
+            cp = sign_checkpoint(private_key, seq, hash_, self._clock.now_ms())
+            self._conn.execute(
+                "INSERT OR REPLACE INTO audit_checkpoints(seq, hash, signature, public_key, ts)"
+                " VALUES (?,?,?,?,?)",
+                (cp.seq, cp.hash, cp.signature, cp.public_key, cp.ts),
+            )
+        return cp.to_dict()
+
+    def stored_checkpoints(self) -> list[Checkpoint]:
+        """Checkpoints kept in the db itself: handy, but only as trustworthy as the file."""
+        rows = self._conn.execute(
+            "SELECT seq, hash, signature, public_key, ts FROM audit_checkpoints ORDER BY seq"
+        )
+        return [
+            Checkpoint(seq=int(a), hash=str(b), signature=str(c), public_key=str(d), ts=int(e))
+            for a, b, c, d, e in rows
+        ]
+
+    def verify(
+        self,
+        checkpoints: Sequence[Checkpoint | Mapping[str, Any]] | None = None,
+        trusted_keys: Sequence[str] | None = None,
+    ) -> VerifyReport:
+        """Recompute the chain; ``checkpoints=None`` uses the ones stored in the db."""
+        cps = (
+            self.stored_checkpoints()
+            if checkpoints is None
+            else [c if isinstance(c, Checkpoint) else Checkpoint.from_dict(c) for c in checkpoints]
+        )
+        return verify_entries(self.entries(), cps, trusted_keys)

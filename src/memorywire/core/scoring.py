@@ -1,0 +1,88 @@
+"""In-store ranking: exact top-m selection, hybrid RRF of vector and BM25 lists, the
+relevance floor and the demote factor.
+
+The relevance floor is what lets a store answer "nothing" to a question about something it
+never stored: RRF only ranks, so without a floor every query returns k rows. The floor is a
+cosine threshold; a row that only the lexical list found must still clear a lower
+``lexical_floor``, so a shared stop-word-like term cannot drag in an unrelated memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "DEMOTE_FACTOR",
+    "RRF_K",
+    "Scored",
+    "candidate_pool",
+    "exact_top",
+    "hybrid_rank",
+]
+
+#: v0: a demoted memory keeps existing but its recall score is multiplied by this.
+DEMOTE_FACTOR = 0.25
+#: v0 RRF constant: an item at rank r (from 0) scores 1 / (RRF_K + r).
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class Scored:
+    id: str
+    score: float
+    cosine: float
+
+
+def exact_top(scores: npt.NDArray[np.float32], m: int) -> npt.NDArray[np.intp]:
+    """Indices of the ``m`` highest scores, best first, ties by lower index (deterministic)."""
+    n = int(scores.shape[0])
+    if m <= 0 or n == 0:
+        return np.empty(0, dtype=np.intp)
+    if m < n:
+        part = np.argpartition(-scores, m - 1)[:m]
+        # Rows tied with the m-th score may sit outside ``part``; pull them all in so the
+        # final cut is decided by the stable tie rule rather than by argpartition's whims.
+        cut = scores[part].min()
+        part = np.flatnonzero(scores >= cut)
+    else:
+        part = np.arange(n)
+    order = np.lexsort((part, -scores[part].astype(np.float64)))
+    return part[order][:m].astype(np.intp)
+
+
+def hybrid_rank(
+    cosines: Mapping[str, float],
+    vector_ranked: Sequence[str],
+    lexical_ranked: Sequence[str],
+    *,
+    k: int,
+    floor: float,
+    lexical_floor: float,
+    factors: Mapping[str, float] | None = None,
+    rrf_k: int = RRF_K,
+) -> list[Scored]:
+    """Fuse the two ranked lists with RRF, keep rows that clear the floor, best ``k`` first."""
+    fused: dict[str, float] = {}
+    for rank, mid in enumerate(vector_ranked):
+        fused[mid] = fused.get(mid, 0.0) + 1.0 / (rrf_k + rank)
+    lexical = set(lexical_ranked)
+    for rank, mid in enumerate(lexical_ranked):
+        fused[mid] = fused.get(mid, 0.0) + 1.0 / (rrf_k + rank)
+    out: list[Scored] = []
+    for mid, score in fused.items():
+        cos = cosines.get(mid, -1.0)
+        if cos < floor and not (mid in lexical and cos >= lexical_floor):
+            continue
+        factor = 1.0 if factors is None else factors.get(mid, 1.0)
+        out.append(Scored(mid, score * factor, cos))
+    out.sort(key=lambda s: (-s.score, -s.cosine, s.id))
+    return out[:k]
+
+
+def candidate_pool(k: int) -> int:
+    """How deep each ranked list goes before fusion: deep enough that RRF can reorder."""
+    return max(4 * k, 50)

@@ -1,0 +1,126 @@
+"""Helpers both built-in stores share: content normalisation, links, embedder resolution."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from memorywire.embed.base import Embedder
+from memorywire.errors import CapabilityMissing, InvalidRequest
+from memorywire.wire.models import MemoryType, Procedure
+
+__all__ = [
+    "DEFAULT_LEXICAL_FLOOR",
+    "DEFAULT_RELEVANCE_FLOOR",
+    "content_from_storage",
+    "content_to_storage",
+    "embed_text",
+    "links_of",
+    "resolve_embedder",
+    "shortest_hops",
+]
+
+#: Cosine floor for the default MiniLM model; see benchmarks/microbench.py for calibration.
+DEFAULT_RELEVANCE_FLOOR = 0.40
+#: A row only the full-text list found must still be at least this close.
+DEFAULT_LEXICAL_FLOOR = 0.25
+
+
+def resolve_embedder(embedder: Embedder | None) -> Embedder:
+    if embedder is not None:
+        return embedder
+    try:
+        module = importlib.import_module("memorywire.embed")
+        factory = module.default_embedder
+    except (ImportError, AttributeError) as exc:
+        raise CapabilityMissing(
+            "no default embedder is available; install memorywire[model] or pass embedder="
+        ) from exc
+    made = factory()
+    if not isinstance(made, Embedder):
+        raise CapabilityMissing("memorywire.embed.default_embedder() returned no Embedder")
+    return made
+
+
+def content_to_storage(mtype: MemoryType, content: str | dict[str, Any]) -> str:
+    """Text kept in the store: plain text, or canonical JSON of a validated procedure.
+
+    A procedure travels as a JSON string in v0 requests; an object is accepted too. It must
+    be a callback-free pytransitions machine (the model forbids every other key).
+    """
+    if mtype is not MemoryType.PROCEDURAL:
+        if not isinstance(content, str):
+            raise InvalidRequest(f"{mtype.value} content must be a string")
+        return content
+    if isinstance(content, str):
+        try:
+            content = json.loads(content)
+        except json.JSONDecodeError as exc:
+            raise InvalidRequest(f"procedural content is not valid JSON: {exc.msg}") from exc
+        if not isinstance(content, dict):
+            raise InvalidRequest("procedural content must be a JSON object (a state machine)")
+    try:
+        proc = Procedure.model_validate(content)
+    except ValidationError as exc:
+        raise InvalidRequest(f"procedural content is not a valid state machine: {exc}") from exc
+    return json.dumps(proc.model_dump(exclude_none=True), sort_keys=True, ensure_ascii=False)
+
+
+def content_from_storage(mtype: MemoryType, stored: str) -> str | dict[str, Any]:
+    if mtype is MemoryType.PROCEDURAL:
+        value = json.loads(stored)
+        if isinstance(value, dict):
+            return value
+    return stored
+
+
+def embed_text(mtype: MemoryType, stored: str) -> str:
+    """What gets embedded and full-text indexed: a procedure reads as its words, not JSON."""
+    if mtype is not MemoryType.PROCEDURAL:
+        return stored
+    proc = json.loads(stored)
+    words = [str(proc.get("name", "")), *map(str, proc.get("states", []))]
+    words += [str(t.get("trigger", "")) for t in proc.get("transitions", [])]
+    return " ".join(w.replace("_", " ") for w in words if w)
+
+
+def links_of(metadata: Mapping[str, Any] | None) -> list[str]:
+    """Graph edges a memory declares: ``metadata.links``, a list of memory ids."""
+    raw = (metadata or {}).get("links")
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
+        raise InvalidRequest("metadata.links must be a list of memory ids")
+    return list(dict.fromkeys(raw))
+
+
+def shortest_hops(
+    adjacency: Mapping[str, Iterable[str]], sources: Iterable[str], hops: int
+) -> dict[str, dict[str, int]]:
+    """Undirected BFS: for each source, every node within ``hops`` and its distance."""
+    graph: dict[str, set[str]] = {}
+    for a, bs in adjacency.items():
+        for b in bs:
+            if a != b:
+                graph.setdefault(a, set()).add(b)
+                graph.setdefault(b, set()).add(a)
+    out: dict[str, dict[str, int]] = {}
+    for src in sources:
+        dist = {src: 0}
+        queue = deque([src])
+        while queue:
+            node = queue.popleft()
+            if dist[node] >= hops:
+                continue
+            for nxt in sorted(graph.get(node, ())):
+                if nxt not in dist:
+                    dist[nxt] = dist[node] + 1
+                    queue.append(nxt)
+        del dist[src]
+        out[src] = dist
+    return out

@@ -1,0 +1,136 @@
+"""The ``memorywire`` command line: thin, on the public API only.
+
+Every subcommand is a ``register(subparsers)`` callable that adds its parser and sets
+``handler`` (``Namespace -> exit code``) as a default. Built-in ones are listed in
+:data:`SUBCOMMANDS`; other packages add theirs through the ``memorywire.commands`` entry-point
+group, exactly as built-ins do, without touching this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, entry_points, version
+from pathlib import Path
+from typing import Any
+
+from memorywire.errors import MemorywireError
+from memorywire.wire import CURRENT, parse_json, schema, schema_names, validate
+
+__all__ = ["ENTRY_POINT_GROUP", "SUBCOMMANDS", "Register", "build_parser", "main"]
+
+Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Register = Callable[[Any], None]
+Handler = Callable[[argparse.Namespace], int]
+
+ENTRY_POINT_GROUP = "memorywire.commands"
+
+
+# --- schema ----------------------------------------------------------------------------------
+
+
+def _schema(args: argparse.Namespace) -> int:
+    if args.list:
+        for name in schema_names():
+            print(name)
+        return 0
+    if not args.name:
+        print("memorywire schema: give a NAME or --list", file=sys.stderr)
+        return 2
+    try:
+        print(json.dumps(schema(args.name), indent=2, ensure_ascii=False))
+    except MemorywireError as exc:
+        print(f"memorywire schema: {exc.message}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def register_schema(subparsers: Any) -> None:
+    p = subparsers.add_parser("schema", help="print a wire schema, or list them")
+    p.add_argument("name", nargs="?", metavar="NAME", help="e.g. remember, types/fsm, error")
+    p.add_argument("--list", action="store_true", help="print every schema name, one a line")
+    p.set_defaults(handler=_schema)
+
+
+# --- validate --------------------------------------------------------------------------------
+
+
+def _read(source: str) -> str:
+    if source == "-":
+        return sys.stdin.read()
+    return Path(source).read_text(encoding="utf-8")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    try:
+        text = _read(args.file)
+    except OSError as exc:
+        print(f"memorywire validate: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        return 2
+    try:
+        document = parse_json(text)
+    except MemorywireError as exc:
+        print(f"(root): {exc.message} [json]")
+        return 1
+    issues = validate(args.kind, document)
+    if not issues:
+        print("valid")
+        return 0
+    for issue in issues:
+        print(issue)
+    return 1
+
+
+def register_validate(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "validate",
+        help="check a JSON document against a wire schema",
+        description="Exit 0 and print 'valid', or exit 1 and print 'PATH: message [keyword]' "
+        "for every problem.",
+    )
+    p.add_argument("kind", metavar="KIND", choices=schema_names(), help="a schema name")
+    p.add_argument("file", metavar="FILE", help="a JSON file, or - for standard input")
+    p.set_defaults(handler=_validate)
+
+
+#: Built-in subcommands, registered in this order.
+SUBCOMMANDS: list[Register] = [register_schema, register_validate]
+
+
+def _plugins() -> list[Register]:
+    return [ep.load() for ep in entry_points(group=ENTRY_POINT_GROUP)]
+
+
+def _version() -> str:
+    try:
+        pkg = version("memorywire")
+    except PackageNotFoundError:
+        pkg = "unknown"
+    return f"memorywire {pkg} (wire v{CURRENT})"
+
+
+def build_parser(extra: Sequence[Register] = ()) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memorywire", description="memorywire: a wire format for AI-agent memory."
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for register in [*SUBCOMMANDS, *_plugins(), *extra]:
+        register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    return handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

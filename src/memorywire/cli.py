@@ -16,6 +16,7 @@ from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 from typing import Any
 
+from memorywire.consolidation import register_cli as register_consolidate
 from memorywire.errors import MemorywireError
 from memorywire.wire import CURRENT, parse_json, schema, schema_names, validate
 
@@ -96,7 +97,7 @@ def register_validate(subparsers: Any) -> None:
 
 
 #: Built-in subcommands, registered in this order.
-SUBCOMMANDS: list[Register] = [register_schema, register_validate]
+SUBCOMMANDS: list[Register] = [register_schema, register_validate, register_consolidate]
 
 
 def _plugins() -> list[Register]:

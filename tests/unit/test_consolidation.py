@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -298,3 +299,13 @@ async def test_context_manager_runs_in_background(store: InMemoryStore, clock: F
     assert not c.running
     rec = await store.get("agent", mid)
     assert rec is not None and rec.metadata is not None and rec.metadata["tier"] == "ltm"
+
+
+def test_cli_consolidate_once(capsys: pytest.CaptureFixture[str]) -> None:
+    from memorywire.cli import main
+
+    assert main(["consolidate", "--store", "memory://", "--once"]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out) == {"promoted": [], "evicted": [], "kept": [], "skipped": []}
+    assert main(["consolidate", "--store", "nosuch://x", "--once"]) == 1
+    assert "unknown store URL scheme" in capsys.readouterr().err

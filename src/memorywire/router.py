@@ -1,0 +1,543 @@
+"""``MemoryRouter``: one ``MemoryStore`` in front of several, fanning out and fusing.
+
+Identity. ``remember`` gives a memory one id (the caller's, or a new one) and hands that id to
+every child, so the same memory has the same id everywhere and recall fuses by id alone —
+never by guessing from content.
+
+Failure isolation. Every call to a child runs under the router's deadline (``timeout``
+seconds from the start of the operation). A child that raises, misses the deadline, answers
+with something that is not a valid v0 response (wrong type, hits that fail the ``RecallHit``
+schema, non-finite scores, types that were not asked for, another id than the one it was
+given) or returns ids it cannot back up with ``get`` is left out of that call, named in the
+response's ``failures`` (or the ``error`` / ``errors`` fields of forget / merge / expire) and
+logged on ``memorywire.router``. An operation fails only when every child failed: with the
+children's own error when they all refused the same way (say ``NotFound``), else with
+``BackendUnavailable``.
+
+Recall. Each child is asked for ``min(1000, max(2k, k + 10))`` hits with ``hops = 0``; the
+lists are fused (:mod:`memorywire.core.fusion`), the graph boost is applied once here from
+the edges of children that declare ``graph``, and the result is cut to ``k``. A fused hit
+carries the content of, and names as ``source_store``, the child that ranked it best.
+Verification: ids that only one child returned and that sit in the fused top ``2k`` are
+checked with that child's ``get``; a child holding none of a checked id is excluded as lying
+or corrupt. A check that times out or errors is inconclusive and keeps the hits (logged).
+
+Capabilities. The union of what the children declare — the router can serve a memory type or
+a search mode if any child can — except ``recall_tracking`` and ``governance``, which the
+router declares only when every child does: an expire by ``no_recall_in_days`` or an
+approval-gated write would otherwise be honoured by some children and silently not by
+others, so the router raises ``CapabilityMissing`` for them instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+
+import anyio
+
+from memorywire.core.fusion import DEFAULT_RRF_K, FusedItem, fuse, graph_boost
+from memorywire.core.ids import new_id
+from memorywire.errors import (
+    BackendUnavailable,
+    CapabilityMissing,
+    ErrorDetail,
+    InvalidRequest,
+    MemorywireError,
+    PendingApproval,
+    StoreCorrupt,
+)
+from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
+from memorywire.wire.models import (
+    ExpireRequest,
+    ExpireResponse,
+    ForgetRequest,
+    ForgetResponse,
+    MemoryRecord,
+    MergeRequest,
+    MergeResponse,
+    RecallHit,
+    RecallRequest,
+    RecallResponse,
+    RememberRequest,
+    RememberResponse,
+    StoreCount,
+    StoreFailure,
+)
+
+__all__ = ["MAX_FETCH", "GraphStore", "MemoryRouter", "fetch_size"]
+
+log = logging.getLogger("memorywire.router")
+
+T = TypeVar("T")
+
+MAX_FETCH = 1000
+#: Capabilities the router claims only when every child claims them.
+_NEEDS_ALL = frozenset({Capability.RECALL_TRACKING, Capability.GOVERNANCE})
+#: Follow-up calls (verification, graph edges) get at least this long even when a slow child
+#: used up the deadline, so one sleeper cannot make every survivor's answer unverifiable.
+_FOLLOW_UP_FLOOR_S = 0.05
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """A store that can report the memory graph (``InMemoryStore`` and ``SqliteStore`` do)."""
+
+    async def neighbours(
+        self, agent_id: str, ids: Sequence[str], hops: int, user_id: str | None = None
+    ) -> dict[str, dict[str, int]]: ...
+
+
+def fetch_size(k: int) -> int:
+    """How many hits to ask each child for, so fusion sees more than the final cut."""
+    return min(MAX_FETCH, max(2 * k, k + 10))
+
+
+class _BadAnswer(Exception):
+    """A child answered, but not with something the v0 contract allows."""
+
+
+@dataclass
+class _Outcome(Generic[T]):
+    store: MemoryStore
+    value: T | None = None
+    failure: StoreFailure | None = None
+    error: MemorywireError | None = None
+    bad: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+def _checked_hits(resp: object, req: RecallRequest) -> list[RecallHit]:
+    if not isinstance(resp, RecallResponse):
+        raise _BadAnswer(f"recall returned {type(resp).__name__}, not a RecallResponse")
+    results: object = getattr(resp, "results", None)
+    if not isinstance(results, list):
+        raise _BadAnswer("recall returned no list of results")
+    hits: list[RecallHit] = []
+    for raw in results:
+        try:
+            hit = RecallHit.model_validate(raw if isinstance(raw, dict) else dict(raw))
+        except (ValueError, TypeError) as exc:
+            raise _BadAnswer(f"recall returned a schema-invalid hit: {exc}") from None
+        if not math.isfinite(hit.score):
+            raise _BadAnswer(f"recall returned a non-finite score for {hit.id!r}")
+        if req.types is not None and hit.type not in req.types:
+            raise _BadAnswer(f"recall returned a {hit.type.value} hit that was not asked for")
+        hits.append(hit)
+    return hits
+
+
+class MemoryRouter:
+    def __init__(
+        self,
+        stores: Sequence[MemoryStore],
+        weights: Mapping[str, float] | None = None,
+        timeout: float = 2.0,
+        quorum: int = 1,
+        remember_policy: Literal["all", "primary_only"] = "all",
+        name: str = "router",
+        *,
+        rrf_k: int = DEFAULT_RRF_K,
+        verify_hits: bool = True,
+    ) -> None:
+        """``stores[0]`` is the primary (``primary_only`` writes there; it wins rank ties).
+
+        ``quorum`` counts the children that answered a recall: with quorum 2, an id that only
+        one child returns is dropped, which stops a single lying store from placing ids.
+        """
+        if not stores:
+            raise InvalidRequest("a router needs at least one store")
+        names = [s.name for s in stores]
+        if len(set(names)) != len(names):
+            raise InvalidRequest(f"child store names must be unique, got {names}")
+        if not 1 <= quorum <= len(stores):
+            raise InvalidRequest(f"quorum must be between 1 and {len(stores)}")
+        if not (timeout > 0 and math.isfinite(timeout)):
+            raise InvalidRequest("timeout must be a positive number of seconds")
+        if remember_policy not in ("all", "primary_only"):
+            raise InvalidRequest("remember_policy must be 'all' or 'primary_only'")
+        unknown = set(weights or {}) - set(names)
+        if unknown:
+            raise InvalidRequest(f"weights name unknown stores: {sorted(unknown)}")
+        if any(not math.isfinite(w) or w < 0 for w in (weights or {}).values()):
+            raise InvalidRequest("weights must be finite and non-negative")
+        self._stores = list(stores)
+        self._weights = dict(weights or {})
+        self._timeout = float(timeout)
+        self._quorum = quorum
+        self._policy = remember_policy
+        self._name = name
+        self._rrf_k = rrf_k
+        self._verify = verify_hits
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def stores(self) -> list[MemoryStore]:
+        return list(self._stores)
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        caps = [s.capabilities for s in self._stores]
+        union = frozenset().union(*caps)
+        every = frozenset.intersection(*caps)
+        return frozenset(c for c in union if c not in _NEEDS_ALL or c in every)
+
+    # --- fan-out machinery ---------------------------------------------------------------------
+
+    async def _gather(
+        self,
+        stores: Sequence[MemoryStore],
+        call: Callable[[MemoryStore], Awaitable[T]],
+        what: str,
+        deadline: float | None = None,
+    ) -> list[_Outcome[T]]:
+        if deadline is None:
+            deadline = anyio.current_time() + self._timeout
+        outcomes: list[_Outcome[T]] = [_Outcome(s) for s in stores]
+
+        async def one(o: _Outcome[T]) -> None:
+            name = o.store.name
+            with anyio.CancelScope(deadline=deadline) as scope:
+                try:
+                    o.value = await call(o.store)
+                except MemorywireError as exc:
+                    o.error = exc
+                    o.failure = StoreFailure(store=name, error=f"{what}: {exc.message}",
+                                             code=exc.code)
+                except _BadAnswer as exc:
+                    o.bad = True
+                    o.failure = StoreFailure(store=name, error=f"{what}: {exc}",
+                                             code=StoreCorrupt.code)
+                except Exception as exc:  # a child broke its contract; isolate it, keep going
+                    log.exception("store %r raised a non-memorywire error on %s", name, what)
+                    o.failure = StoreFailure(store=name, error=f"{what}: {exc!r}",
+                                             code=MemorywireError.code)
+            if scope.cancelled_caught:
+                o.failure = StoreFailure(
+                    store=name, error=f"{what}: no answer within {self._timeout:g}s",
+                    code=BackendUnavailable.code,
+                )
+            if o.failure is not None:
+                log.warning("store %r left out of %s: %s", name, what, o.failure.error)
+
+        async with anyio.create_task_group() as tg:
+            for o in outcomes:
+                tg.start_soon(one, o)
+        return outcomes
+
+    @staticmethod
+    def _all_failed(outcomes: Sequence[_Outcome[Any]], what: str) -> MemorywireError:
+        errors = [o.error for o in outcomes]
+        first = errors[0]
+        if first is not None and all(type(e) is type(first) for e in errors):
+            return first
+        details = [ErrorDetail(f"/stores/{o.store.name}", o.failure.code, o.failure.error)
+                   for o in outcomes if o.failure is not None]
+        return BackendUnavailable(f"{what} failed on every store", details)
+
+    @staticmethod
+    def _failures(outcomes: Sequence[_Outcome[Any]]) -> list[StoreFailure]:
+        return [o.failure for o in outcomes if o.failure is not None]
+
+    # --- writes ------------------------------------------------------------------------------
+
+    async def remember(self, req: RememberRequest) -> RememberResponse:
+        if req.approval_required and Capability.GOVERNANCE not in self.capabilities:
+            raise CapabilityMissing(
+                "approval_required needs governance on every child; wrap the router in "
+                "GovernedStore instead"
+            )
+        mid = req.id or new_id()
+        child_req = req.model_copy(update={"id": mid})
+        targets = self._stores[:1] if self._policy == "primary_only" else self._stores
+
+        async def write(s: MemoryStore) -> RememberResponse:
+            resp = await s.remember(child_req)
+            if not isinstance(resp, RememberResponse):
+                raise _BadAnswer(f"remember returned {type(resp).__name__}")
+            if resp.pending_approval:
+                raise PendingApproval("the store staged the write for approval")
+            if resp.id != mid:
+                raise _BadAnswer(f"store stored id {resp.id!r} instead of {mid!r}")
+            return resp
+
+        outcomes = await self._gather(targets, write, "remember")
+        accepted = [o for o in outcomes if o.ok and o.value is not None]
+        if not accepted:
+            raise self._all_failed(outcomes, "remember")
+        first = accepted[0].value
+        assert first is not None
+        return RememberResponse(
+            id=mid, stored_at=first.stored_at, stores=[o.store.name for o in accepted],
+            pending_approval=False, failures=self._failures(outcomes),
+        )
+
+    async def forget(self, req: ForgetRequest) -> ForgetResponse:
+        outcomes = await self._gather(self._stores, lambda s: s.forget(req), "forget")
+        if not any(o.ok for o in outcomes):
+            raise self._all_failed(outcomes, "forget")
+        ids: dict[str, None] = {}
+        counts: list[StoreCount] = []
+        for o in outcomes:
+            if o.ok and o.value is not None:
+                ids.update(dict.fromkeys(o.value.forgotten_ids))
+                counts.append(StoreCount(store=o.store.name, count=len(o.value.forgotten_ids)))
+            elif o.failure is not None:
+                counts.append(StoreCount(store=o.store.name, count=0, error=o.failure.error))
+        return ForgetResponse(forgotten_ids=list(ids), stores=counts, hard_delete=req.hard_delete)
+
+    async def merge(self, req: MergeRequest) -> MergeResponse:
+        outcomes = await self._gather(self._stores, lambda s: s.merge(req), "merge")
+        done = [o.value for o in outcomes if o.ok and o.value is not None]
+        if not done:
+            raise self._all_failed(outcomes, "merge")
+        failures = self._failures(outcomes)
+        return MergeResponse(
+            canonical=done[0].canonical, merged_count=max(r.merged_count for r in done),
+            strategy_used=req.strategy, stores=[o.store.name for o in outcomes if o.ok],
+            errors=failures or None,
+        )
+
+    async def expire(self, req: ExpireRequest) -> ExpireResponse:
+        if (req.policy.no_recall_in_days is not None
+                and Capability.RECALL_TRACKING not in self.capabilities):
+            lacking = [s.name for s in self._stores
+                       if Capability.RECALL_TRACKING not in s.capabilities]
+            raise CapabilityMissing(
+                f"no_recall_in_days needs recall tracking, which {lacking} do not declare"
+            )
+        outcomes = await self._gather(self._stores, lambda s: s.expire(req), "expire")
+        done = [o.value for o in outcomes if o.ok and o.value is not None]
+        if not done:
+            raise self._all_failed(outcomes, "expire")
+        failures = self._failures(outcomes)
+        matched: dict[str, None] = {}
+        every_listed = all(r.matched_ids is not None for r in done)
+        for r in done:
+            matched.update(dict.fromkeys(r.matched_ids or []))
+        count = len(matched) if every_listed else max(r.matched_count for r in done)
+        return ExpireResponse(
+            matched_count=count, action_taken=req.action,
+            stores=[o.store.name for o in outcomes if o.ok],
+            matched_ids=list(matched) if every_listed else None, errors=failures or None,
+        )
+
+    async def update(self, req: UpdateRequest) -> MemoryRecord:
+        """Applied to every child holding the memory, so replicas stay alike."""
+        outcomes = await self._gather(self._stores, lambda s: s.update(req), "update")
+        for o in outcomes:
+            if o.ok and o.value is not None:
+                return o.value
+        raise self._all_failed(outcomes, "update")
+
+    # --- reads -------------------------------------------------------------------------------
+
+    async def recall(self, req: RecallRequest) -> RecallResponse:
+        started = time.perf_counter()
+        deadline = anyio.current_time() + self._timeout
+        if req.hops and Capability.GRAPH not in self.capabilities:
+            raise CapabilityMissing("hops > 0 needs a child that declares the graph capability")
+        child_req = req.model_copy(update={"k": fetch_size(req.k), "hops": 0})
+
+        async def ask(s: MemoryStore) -> list[RecallHit]:
+            return _checked_hits(await s.recall(child_req), req)
+
+        outcomes = await self._gather(self._stores, ask, "recall", deadline)
+        failures = self._failures(outcomes)
+        answered = {o.store.name: o.value for o in outcomes if o.ok and o.value is not None}
+        if not answered:
+            raise self._all_failed(outcomes, "recall")
+
+        def fused_now() -> list[FusedItem]:
+            lists = {n: [(h.id, h.score) for h in hits] for n, hits in answered.items()}
+            return fuse(lists, req.fusion, weights=self._weights, quorum=self._quorum,
+                        rrf_k=self._rrf_k)
+
+        fused = fused_now()
+        follow_up = max(deadline, anyio.current_time() + _FOLLOW_UP_FLOOR_S)
+        liars: list[StoreFailure] = []
+        distances: dict[str, dict[str, dict[str, int]]] = {}
+        async with anyio.create_task_group() as tg:
+            if self._verify:
+                tg.start_soon(self._verify_singletons, req, fused[: 2 * req.k], follow_up, liars)
+            if req.hops:
+                tg.start_soon(self._edges, req, [f.id for f in fused], list(answered), follow_up,
+                              distances, failures)
+        if liars:
+            failures.extend(liars)
+            for f in liars:
+                answered.pop(f.store, None)
+                distances.pop(f.store, None)
+            if not answered:
+                details = [ErrorDetail(f"/stores/{f.store}", f.code, f.error) for f in failures]
+                raise BackendUnavailable("recall failed on every store", details)
+            fused = fused_now()
+        if req.hops:
+            fused = graph_boost(fused, _merge_distances(distances.values()), req.hops)
+        by_store = {n: {h.id: h for h in reversed(hits)} for n, hits in answered.items()}
+        results = [
+            by_store[f.best_store][f.id].model_copy(update={
+                "score": f.score, "source_store": f.best_store, "supporting": list(f.supporting),
+            })
+            for f in fused[: req.k]
+        ]
+        return RecallResponse(
+            results=results, fusion_used=req.fusion,
+            stores_queried=[s.name for s in self._stores],
+            latency_ms=int((time.perf_counter() - started) * 1000), failures=failures,
+        )
+
+    async def _verify_singletons(
+        self, req: RecallRequest, top: Sequence[FusedItem], deadline: float,
+        liars: list[StoreFailure],
+    ) -> None:
+        wanted: dict[str, list[str]] = {}
+        for f in top:
+            if len(f.stores) == 1:
+                wanted.setdefault(f.best_store, []).append(f.id)
+        if not wanted:
+            return
+
+        async def held(s: MemoryStore) -> None:
+            missing: list[str] = []
+
+            async def check(i: str) -> None:
+                try:
+                    if await s.get(req.agent_id, i, req.user_id) is None:
+                        missing.append(i)
+                except MemorywireError as exc:  # inconclusive for this id, not a lie
+                    log.info("verifying %r on %r failed: %s", i, s.name, exc.message)
+
+            async with anyio.create_task_group() as tg:
+                for i in wanted[s.name]:
+                    tg.start_soon(check, i)
+            if missing:
+                raise _BadAnswer(f"returned ids it does not hold: {sorted(missing)[:5]}")
+
+        stores = [s for s in self._stores if s.name in wanted]
+        for o in await self._gather(stores, held, "recall verification", deadline):
+            if o.bad and o.failure is not None:
+                liars.append(o.failure)
+            elif o.failure is not None:
+                log.info("could not verify hits of %r; kept them", o.store.name)
+
+    async def _edges(
+        self,
+        req: RecallRequest,
+        ids: list[str],
+        answered: list[str],
+        deadline: float,
+        out: dict[str, dict[str, dict[str, int]]],
+        failures: list[StoreFailure],
+    ) -> None:
+        graph = [s for s in self._stores if s.name in answered
+                 and Capability.GRAPH in s.capabilities and isinstance(s, GraphStore)]
+
+        async def edges(s: MemoryStore) -> dict[str, dict[str, int]]:
+            assert isinstance(s, GraphStore)
+            return await s.neighbours(req.agent_id, ids, req.hops, req.user_id)
+
+        for o in await self._gather(graph, edges, "graph", deadline):
+            if o.ok and o.value is not None:
+                out[o.store.name] = o.value
+            elif o.failure is not None:
+                failures.append(o.failure)
+
+    async def neighbours(
+        self, agent_id: str, ids: Sequence[str], hops: int, user_id: str | None = None
+    ) -> dict[str, dict[str, int]]:
+        """Edges known to any graph child, nearest distance wins (lets routers nest)."""
+        graph = [s for s in self._stores
+                 if Capability.GRAPH in s.capabilities and isinstance(s, GraphStore)]
+        if not graph:
+            raise CapabilityMissing("no child store declares the graph capability")
+
+        async def edges(s: MemoryStore) -> dict[str, dict[str, int]]:
+            assert isinstance(s, GraphStore)
+            return await s.neighbours(agent_id, ids, hops, user_id)
+
+        outcomes = await self._gather(graph, edges, "graph")
+        maps = [o.value for o in outcomes if o.ok and o.value is not None]
+        if not maps:
+            raise self._all_failed(outcomes, "graph")
+        return _merge_distances(maps)
+
+    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
+        """The first child in declared order that holds the memory."""
+        outcomes = await self._gather(self._stores, lambda s: s.get(agent_id, id, user_id), "get")
+        if not any(o.ok for o in outcomes):
+            raise self._all_failed(outcomes, "get")
+        for o in outcomes:
+            if o.ok and o.value is not None:
+                return o.value
+        return None
+
+    async def list(self, query: ListQuery) -> list[MemoryRecord]:
+        """Union by id (first child in declared order wins), oldest first, then ``limit``."""
+        outcomes = await self._gather(self._stores, lambda s: s.list(query), "list")
+        if not any(o.ok for o in outcomes):
+            raise self._all_failed(outcomes, "list")
+        merged: dict[str, MemoryRecord] = {}
+        for o in outcomes:
+            for rec in o.value or []:
+                merged.setdefault(rec.id, rec)
+        rows = sorted(merged.values(), key=lambda r: (r.created_at, r.id))
+        if query.after_id is not None:
+            anchor = merged.get(query.after_id)
+            if anchor is not None:
+                key = (anchor.created_at, anchor.id)
+                rows = [r for r in rows if (r.created_at, r.id) > key]
+            rows = [r for r in rows if r.id != query.after_id]
+        return rows[: query.limit]
+
+    async def health(self) -> Health:
+        outcomes = await self._gather(self._stores, lambda s: s.health(), "health")
+        details: dict[str, Any] = {}
+        statuses: list[str] = []
+        for o in outcomes:
+            if o.ok and o.value is not None:
+                statuses.append(o.value.status)
+                details[o.store.name] = o.value.to_dict()
+            else:
+                statuses.append("down")
+                details[o.store.name] = {"status": "down",
+                                         "error": o.failure.error if o.failure else ""}
+        if all(s == "ok" for s in statuses):
+            status = "ok"
+        elif all(s == "down" for s in statuses):
+            status = "down"
+        else:
+            status = "degraded"
+        return Health(status, {"stores": details})
+
+    async def aclose(self) -> None:
+        """Closes every child; a failure to close one is logged and does not stop the rest."""
+        for o in await self._gather(self._stores, lambda s: s.aclose(), "close"):
+            if o.failure is not None:
+                log.warning("closing %r failed: %s", o.store.name, o.failure.error)
+
+
+def _merge_distances(
+    maps: Iterable[Mapping[str, Mapping[str, int]]],
+) -> dict[str, dict[str, int]]:
+    """Nearest distance per pair over every map, made symmetric (edges are undirected)."""
+    out: dict[str, dict[str, int]] = {}
+    for m in maps:
+        for a, near in m.items():
+            for b, d in near.items():
+                for x, y in ((a, b), (b, a)):
+                    row = out.setdefault(x, {})
+                    if d < row.get(y, d + 1):
+                        row[y] = d
+    return out
+

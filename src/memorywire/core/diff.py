@@ -1,0 +1,124 @@
+"""What a pending operation would change, as a reviewer needs to see it.
+
+Pure functions over plain record dicts (``MemoryRecord.model_dump(mode="json")`` shapes and
+recall hits). Similarity here is lexical (word-set Jaccard) on purpose: recall scores are
+backend-specific (RRF ranks, cosine, BM25), so a floor on them would mean something different
+per store; the recall score is still reported alongside.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memorywire.core.merge import MergeRow, plan_merge
+from memorywire.wire.models import Diff, MergeStrategy
+
+__all__ = [
+    "DEFAULT_SIMILARITY_FLOOR",
+    "DUPLICATE_SIMILARITY",
+    "forget_diff",
+    "merge_diff",
+    "remember_diff",
+    "similarity",
+]
+
+DEFAULT_SIMILARITY_FLOOR = 0.3
+DUPLICATE_SIMILARITY = 0.9
+_WORD = re.compile(r"[\w']+", re.UNICODE)
+_NEGATIONS = frozenset({"not", "no", "never", "none", "nobody", "nothing", "neither", "nor"})
+
+
+def _text(content: Any) -> str:
+    return content if isinstance(content, str) else str(content)
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def _negated(words: set[str]) -> bool:
+    return bool(words & _NEGATIONS) or any(w.endswith("n't") for w in words)
+
+
+def similarity(a: str, b: str) -> float:
+    """Jaccard over lower-cased word sets, in [0, 1]; 1.0 for identical word sets."""
+    wa, wb = _words(a), _words(b)
+    if not wa and not wb:
+        return 1.0
+    return len(wa & wb) / len(wa | wb)
+
+
+def _relation(new_text: str, old_text: str, sim: float) -> str:
+    if sim >= DUPLICATE_SIMILARITY and _negated(_words(new_text)) == _negated(_words(old_text)):
+        return "duplicate"
+    if _negated(_words(new_text)) != _negated(_words(old_text)):
+        return "contradiction"
+    return "related"
+
+
+def remember_diff(
+    new: Mapping[str, Any],
+    candidates: Sequence[Mapping[str, Any]],
+    *,
+    floor: float = DEFAULT_SIMILARITY_FLOOR,
+    top: int = 3,
+) -> Diff:
+    """``added`` is the new memory; ``modified`` the existing ones it may duplicate or
+    contradict: candidates at or above ``floor``, most similar first, at most ``top``."""
+    new_text = _text(new.get("content", ""))
+    scored: list[tuple[float, Mapping[str, Any]]] = []
+    for cand in candidates:
+        if cand.get("id") == new.get("id"):
+            continue
+        sim = similarity(new_text, _text(cand.get("content", "")))
+        if sim >= floor:
+            scored.append((sim, cand))
+    scored.sort(key=lambda t: (-t[0], str(t[1].get("id"))))
+    modified = [
+        {
+            "id": cand.get("id"),
+            "type": cand.get("type"),
+            "content": cand.get("content"),
+            "metadata": cand.get("metadata"),
+            "similarity": round(sim, 4),
+            "recall_score": cand.get("score"),
+            "relation": _relation(new_text, _text(cand.get("content", "")), sim),
+        }
+        for sim, cand in scored[:top]
+    ]
+    return Diff(added=[dict(new)], modified=modified)
+
+
+def forget_diff(records: Sequence[Mapping[str, Any]]) -> Diff:
+    """Everything listed disappears from recall (soft) or from disk (hard)."""
+    return Diff(removed=[dict(r) for r in records])
+
+
+def _row(rec: Mapping[str, Any]) -> MergeRow:
+    conf = rec.get("confidence")
+    return MergeRow(
+        id=str(rec["id"]),
+        content=rec.get("content", ""),
+        created_at=int(rec.get("created_at") or 0),
+        confidence=1.0 if conf is None else float(conf),
+        metadata=dict(rec.get("metadata") or {}),
+    )
+
+
+def merge_diff(
+    canonical: Mapping[str, Any],
+    duplicates: Sequence[Mapping[str, Any]],
+    strategy: MergeStrategy,
+) -> Diff:
+    """``modified`` is the surviving row before and after; ``removed`` the rows it absorbs."""
+    outcome = plan_merge(_row(canonical), [_row(d) for d in duplicates], strategy)
+    everyone = {str(r["id"]): r for r in [canonical, *duplicates]}
+    before = everyone[outcome.canonical_id]
+    after = dict(before)
+    after.update(content=outcome.content, metadata=outcome.metadata, confidence=outcome.confidence)
+    return Diff(
+        removed=[dict(everyone[i]) for i in outcome.absorbed_ids if i in everyone],
+        modified=[{"id": outcome.canonical_id, "before": dict(before), "after": after}],
+    )

@@ -1,0 +1,154 @@
+"""Declarative write policies: ordered rules, first match wins, default commit.
+
+A rule matches when every condition it names holds (conditions are ANDed; a list value means
+"any of"). Conditions about the memory itself (``source``, ``type``, ``tags``,
+``confidence_below``, ``content_size_over``) only ever match a ``remember``: a forget or merge
+carries no such facts, so a rule naming them never gates those operations by accident.
+
+File format (JSON)::
+
+    {"default": "commit",
+     "rules": [{"name": "untrusted", "match": {"source": ["web_page", "tool_result"]},
+                "decision": "review", "reason": "content from the open web"}]}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memorywire.errors import ErrorDetail, InvalidRequest
+from memorywire.wire.models import RememberRequest
+
+__all__ = ["Decision", "Match", "PolicyDecision", "PolicySet", "Rule"]
+
+Decision = Literal["commit", "review", "reject"]
+Operation = Literal["remember", "forget", "merge", "expire"]
+_MEMORY_FACTS = ("source", "type", "tags", "confidence_below", "content_size_over")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Match(_Model):
+    operation: Operation | list[Operation] = "remember"
+    agent_id: str | list[str] | None = None
+    user_id: str | list[str] | None = None
+    source: str | list[str] | None = None
+    type: str | list[str] | None = None
+    #: Matches when ``metadata.tags`` contains any of these.
+    tags: list[str] | None = None
+    confidence_below: float | None = Field(default=None, ge=0.0, le=1.0)
+    #: Content size in UTF-8 bytes.
+    content_size_over: int | None = Field(default=None, ge=0)
+
+
+class Rule(_Model):
+    name: str = Field(min_length=1)
+    match: Match = Field(default_factory=Match)
+    decision: Decision
+    reason: str | None = None
+
+
+class _PolicyFile(_Model):
+    default: Decision = "commit"
+    rules: list[Rule] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PolicyDecision:
+    decision: Decision
+    rule: str | None
+    reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decision": self.decision, "rule": self.rule, "reason": self.reason}
+
+
+def _one_of(want: str | list[str] | None, have: str | None) -> bool:
+    if want is None:
+        return True
+    if have is None:
+        return False
+    return have in want if isinstance(want, list) else have == want
+
+
+def _matches(m: Match, operation: str, agent_id: str, user_id: str | None, req: Any) -> bool:
+    ops = m.operation if isinstance(m.operation, list) else [m.operation]
+    if operation not in ops:
+        return False
+    if not (_one_of(m.agent_id, agent_id) and _one_of(m.user_id, user_id)):
+        return False
+    if not isinstance(req, RememberRequest):
+        return all(getattr(m, f) is None for f in _MEMORY_FACTS)
+    if not (_one_of(m.source, req.source) and _one_of(m.type, req.type.value)):
+        return False
+    if m.tags is not None:
+        tags = (req.metadata or {}).get("tags")
+        have = {str(t) for t in tags} if isinstance(tags, list) else set()
+        if isinstance(tags, str):
+            have = {tags}
+        if not have & set(m.tags):
+            return False
+    if m.confidence_below is not None and not req.confidence < m.confidence_below:
+        return False
+    size = len(req.content_text().encode("utf-8"))
+    return m.content_size_over is None or size > m.content_size_over
+
+
+class PolicySet:
+    """An immutable, ordered rule list; build a new one to change policy."""
+
+    def __init__(self, rules: Sequence[Rule] = (), default: Decision = "commit") -> None:
+        self._rules = tuple(rules)
+        self._default: Decision = default
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return self._rules
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PolicySet:
+        try:
+            parsed = _PolicyFile.model_validate(data)
+        except ValidationError as exc:
+            details = [
+                ErrorDetail("/" + "/".join(str(p) for p in e["loc"]), str(e["type"]), str(e["msg"]))
+                for e in exc.errors()
+            ]
+            raise InvalidRequest("invalid governance policy", details) from exc
+        return cls(parsed.rules, parsed.default)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> PolicySet:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise InvalidRequest(f"cannot read policy file {path}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise InvalidRequest(f"policy file {path} must hold a JSON object")
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "default": self._default,
+            "rules": [r.model_dump(exclude_none=True) for r in self._rules],
+        }
+
+    def decide(
+        self, operation: str, agent_id: str, user_id: str | None = None, request: Any = None
+    ) -> PolicyDecision:
+        for rule in self._rules:
+            if _matches(rule.match, operation, agent_id, user_id, request):
+                return PolicyDecision(rule.decision, rule.name, rule.reason)
+        return PolicyDecision(self._default, None, None)
+
+    def decide_remember(self, req: RememberRequest) -> PolicyDecision:
+        return self.decide("remember", req.agent_id, req.user_id, req)

@@ -1,0 +1,335 @@
+"""The approval queue: staged operations and their state machine, in the governance db.
+
+States: ``pending -> committing -> approved`` or ``pending -> rejected``. Every transition is
+one SQLite transaction that also appends the audit entry recording it, so the queue and the
+log can never disagree. ``committing`` means "a reviewer approved; the inner store may or may
+not have the change yet": :class:`~memorywire.governance.store.GovernedStore` re-drives such
+items with the same id after a crash, which the inner store's idempotent ``remember`` (same id,
+same content) turns into exactly one memory.
+
+Staged content lives here only while undecided. Once decided the request is replaced by a
+scrubbed copy (content and metadata values gone, a content hash kept) under
+``PRAGMA secure_delete``, so the bytes do not linger in free pages either.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import apsw
+
+from memorywire.errors import BackendUnavailable, Conflict, Forbidden, NotFound
+from memorywire.governance.audit import AuditLog, write_transaction
+from memorywire.governance.chain import canonical_json, sha256_hex
+
+__all__ = ["ApprovalQueue", "QueueItem", "content_hash_of", "scrub_request"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS approvals(
+    id TEXT PRIMARY KEY,
+    operation TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    user_id TEXT,
+    request TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    requested_by TEXT NOT NULL,
+    reasoning TEXT,
+    status TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    reviewer TEXT,
+    reviewed_at INTEGER,
+    reason TEXT,
+    reviewed_hash TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    result TEXT
+);
+CREATE INDEX IF NOT EXISTS approvals_status ON approvals(status, agent_id, created_at);
+"""
+
+_COLS = (
+    "id, operation, agent_id, user_id, request, content_hash, requested_by, reasoning, status,"
+    " created_at, updated_at, reviewer, reviewed_at, reason, reviewed_hash, attempts, result"
+)
+
+
+def content_hash_of(operation: str, request: Mapping[str, Any]) -> str:
+    """What a reviewer approves: the operation and its full request, hashed canonically."""
+    return sha256_hex(canonical_json({"operation": operation, "request": dict(request)}))
+
+
+def scrub_request(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The request minus anything that is memory content."""
+    out = dict(request)
+    if "content" in out:
+        out["content_sha256"] = sha256_hex(canonical_json(out.pop("content")))
+    if isinstance(out.get("metadata"), dict):
+        out["metadata_keys"] = sorted(out.pop("metadata"))
+    if isinstance(out.get("filter"), dict):
+        out["filter_sha256"] = sha256_hex(canonical_json(out.pop("filter")))
+    out["scrubbed"] = True
+    return out
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    id: str
+    operation: str
+    agent_id: str
+    user_id: str | None
+    request: dict[str, Any]
+    content_hash: str
+    requested_by: str
+    reasoning: str | None
+    status: str
+    created_at: int
+    updated_at: int
+    reviewer: str | None = None
+    reviewed_at: int | None = None
+    reason: str | None = None
+    reviewed_hash: str | None = None
+    attempts: int = 0
+    result: dict[str, Any] | None = None
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> QueueItem:
+        vals = list(row)
+        vals[4] = json.loads(vals[4])
+        vals[16] = None if vals[16] is None else json.loads(vals[16])
+        return cls(*vals)
+
+
+class ApprovalQueue:
+    """Synchronous, transactional queue operations; callers never await inside one."""
+
+    def __init__(self, audit: AuditLog) -> None:
+        self._audit = audit
+        self._conn = audit.connection
+        with write_transaction(self._conn):
+            self._conn.execute(_SCHEMA)
+
+    def _get(self, item_id: str) -> QueueItem | None:
+        row = self._conn.execute(
+            f"SELECT {_COLS} FROM approvals WHERE id = ?", (item_id,)
+        ).fetchone()
+        return None if row is None else QueueItem.from_row(tuple(row))
+
+    def get(self, item_id: str) -> QueueItem | None:
+        return self._get(item_id)
+
+    def items(
+        self,
+        *,
+        agent_id: str | None = None,
+        operation: str | None = None,
+        status: str | None = "pending",
+        limit: int = 100,
+    ) -> list[QueueItem]:
+        sql = f"SELECT {_COLS} FROM approvals WHERE 1=1"
+        args: list[Any] = []
+        for col, val in (("agent_id", agent_id), ("operation", operation), ("status", status)):
+            if val is not None:
+                sql += f" AND {col} = ?"
+                args.append(val)
+        sql += " ORDER BY created_at, id LIMIT ?"
+        args.append(limit)
+        return [QueueItem.from_row(tuple(r)) for r in self._conn.execute(sql, args)]
+
+    def count(self, status: str = "pending") -> int:
+        row = self._conn.execute(
+            "SELECT count(*) FROM approvals WHERE status = ?", (status,)
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def _write(self, sql: str, args: tuple[Any, ...]) -> None:
+        try:
+            self._conn.execute(sql, args)
+        except apsw.Error as exc:
+            raise BackendUnavailable(f"governance database write failed: {exc}") from exc
+
+    def stage(self, item: QueueItem, details: Mapping[str, Any]) -> QueueItem:
+        """Add (or amend, while still pending and by the same writer) one staged operation.
+
+        A retry with the same id and the same request returns the stored item unchanged.
+        """
+        with write_transaction(self._conn):
+            old = self._get(item.id)
+            if old is not None:
+                if old.content_hash == item.content_hash:
+                    return old
+                if old.status != "pending" or old.requested_by != item.requested_by:
+                    raise Conflict(f"id {item.id} is already used by another staged operation")
+                self._write(
+                    "UPDATE approvals SET request = ?, content_hash = ?, reasoning = ?,"
+                    " updated_at = ? WHERE id = ?",
+                    (
+                        canonical_json(item.request),
+                        item.content_hash,
+                        item.reasoning,
+                        item.updated_at,
+                        item.id,
+                    ),
+                )
+                item = replace(old, request=item.request, content_hash=item.content_hash)
+            else:
+                self._write(
+                    f"INSERT INTO approvals({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        item.id,
+                        item.operation,
+                        item.agent_id,
+                        item.user_id,
+                        canonical_json(item.request),
+                        item.content_hash,
+                        item.requested_by,
+                        item.reasoning,
+                        "pending",
+                        item.created_at,
+                        item.updated_at,
+                        None,
+                        None,
+                        None,
+                        None,
+                        0,
+                        None,
+                    ),
+                )
+            self._audit.append(
+                actor=item.requested_by,
+                action="staged",
+                agent_id=item.agent_id,
+                memory_ids=[item.id],
+                details={
+                    "operation": item.operation,
+                    "content_hash": item.content_hash,
+                    "amended": old is not None,
+                    **details,
+                },
+            )
+        return item
+
+    def begin_commit(
+        self, item_id: str, reviewer: str, content_hash: str | None, reason: str | None, now: int
+    ) -> QueueItem:
+        """Record an approval (``pending -> committing``); an already-approved or committing
+        item is returned as is so the caller can finish or report it (retries are safe)."""
+        with write_transaction(self._conn):
+            item = self._get(item_id)
+            if item is None:
+                raise NotFound(f"no staged operation {item_id}")
+            if item.status in ("committing", "approved"):
+                return item
+            if item.status == "rejected":
+                raise Conflict(f"operation {item_id} was already rejected")
+            if item.requested_by == reviewer:
+                raise Forbidden("a writer cannot approve its own write; ask another reviewer")
+            if content_hash is not None and content_hash != item.content_hash:
+                raise Conflict(
+                    f"operation {item_id} changed since it was reviewed (stale content hash);"
+                    " reload it and review again"
+                )
+            self._write(
+                "UPDATE approvals SET status = 'committing', reviewer = ?, reviewed_at = ?,"
+                " reason = ?, reviewed_hash = ?, updated_at = ? WHERE id = ?",
+                (reviewer, now, reason, item.content_hash, now, item_id),
+            )
+            self._audit.append(
+                actor=reviewer,
+                action="approved",
+                agent_id=item.agent_id,
+                memory_ids=[item.id],
+                details={
+                    "operation": item.operation,
+                    "content_hash": item.content_hash,
+                    "requested_by": item.requested_by,
+                    "reason": reason,
+                },
+            )
+        got = self._get(item_id)
+        assert got is not None
+        return got
+
+    def note_attempt(self, item_id: str) -> None:
+        with write_transaction(self._conn):
+            self._write("UPDATE approvals SET attempts = attempts + 1 WHERE id = ?", (item_id,))
+
+    def finish_commit(
+        self,
+        item: QueueItem,
+        result: Mapping[str, Any],
+        memory_ids: list[str],
+        now: int,
+    ) -> None:
+        """``committing -> approved``, the completion audit entry, and the content scrub."""
+        with write_transaction(self._conn):
+            current = self._get(item.id)
+            if current is None or current.status != "committing":
+                return
+            self._write(
+                "UPDATE approvals SET status = 'approved', request = ?, result = ?,"
+                " updated_at = ? WHERE id = ?",
+                (
+                    canonical_json(scrub_request(item.request)),
+                    canonical_json(dict(result)),
+                    now,
+                    item.id,
+                ),
+            )
+            self._audit.append(
+                actor=item.reviewer or "system",
+                action=item.operation,
+                agent_id=item.agent_id,
+                memory_ids=memory_ids or [item.id],
+                details={
+                    "phase": "done",
+                    "approval_id": item.id,
+                    "content_hash": item.content_hash,
+                    "requested_by": item.requested_by,
+                    **dict(result),
+                },
+            )
+
+    def reject(
+        self, item_id: str, reviewer: str, reason: str | None, content_hash: str | None, now: int
+    ) -> QueueItem:
+        with write_transaction(self._conn):
+            item = self._get(item_id)
+            if item is None:
+                raise NotFound(f"no staged operation {item_id}")
+            if item.status == "rejected":
+                return item
+            if item.status != "pending":
+                raise Conflict(f"operation {item_id} was already approved")
+            if content_hash is not None and content_hash != item.content_hash:
+                raise Conflict(f"operation {item_id} changed since it was reviewed")
+            self._write(
+                "UPDATE approvals SET status = 'rejected', reviewer = ?, reviewed_at = ?,"
+                " reason = ?, reviewed_hash = ?, request = ?, updated_at = ? WHERE id = ?",
+                (
+                    reviewer,
+                    now,
+                    reason,
+                    item.content_hash,
+                    canonical_json(scrub_request(item.request)),
+                    now,
+                    item_id,
+                ),
+            )
+            self._audit.append(
+                actor=reviewer,
+                action="rejected",
+                agent_id=item.agent_id,
+                memory_ids=[item.id],
+                details={
+                    "operation": item.operation,
+                    "content_hash": item.content_hash,
+                    "requested_by": item.requested_by,
+                    "reason": reason,
+                },
+            )
+        got = self._get(item_id)
+        assert got is not None
+        return got

@@ -1,0 +1,123 @@
+"""Turn a queue item into the ``ReviewRequest`` a reviewer reads, with a live diff.
+
+The diff is computed when asked, against the inner store as it is now, rather than stored at
+staging time: the queue then never holds copies of other memories' content, and a reviewer
+never approves against a stale picture of what the change would touch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memorywire.core.diff import forget_diff, merge_diff, remember_diff
+from memorywire.governance.queue import QueueItem
+from memorywire.store.base import ListQuery, MemoryStore
+from memorywire.wire.models import (
+    DecisionRequest,
+    Diff,
+    ForgetRequest,
+    MemoryRecord,
+    MergeRequest,
+    RecallRequest,
+    RememberRequest,
+    ReviewRequest,
+)
+
+__all__ = ["ReviewBuilder"]
+
+_QUERY_CHARS = 2000
+_CANDIDATES = 10
+
+
+def _rec(r: MemoryRecord) -> dict[str, Any]:
+    return r.model_dump(mode="json", exclude_none=True)
+
+
+class ReviewBuilder:
+    def __init__(self, inner: MemoryStore) -> None:
+        self._inner = inner
+
+    def summary(self, item: QueueItem, url: str | None, diff: Diff | None = None) -> dict[str, Any]:
+        status = "approved" if item.status == "committing" else item.status
+        review = ReviewRequest(
+            operation=item.operation,  # type: ignore[arg-type]
+            agent_id=item.agent_id,
+            request=item.request,
+            diff=diff or Diff(),
+            reasoning=item.reasoning,
+            id=item.id,
+            status=status,  # type: ignore[arg-type]
+            created_at=item.created_at,
+            content_hash=item.content_hash,
+            requested_by=item.requested_by,
+        )
+        out = review.model_dump(mode="json")
+        out["commit_state"] = item.status
+        out["approval_url"] = url
+        out["diff_included"] = diff is not None
+        if item.reviewer is not None and item.reviewed_at is not None:
+            out["decision"] = DecisionRequest(
+                approved=item.status in ("committing", "approved"),
+                reviewer=item.reviewer,
+                reviewed_at=item.reviewed_at,
+                reason=item.reason,
+                content_hash=item.reviewed_hash,
+            ).model_dump(mode="json")
+        if item.result is not None:
+            out["result"] = item.result
+        return out
+
+    async def review(self, item: QueueItem, url: str | None, with_diff: bool) -> dict[str, Any]:
+        diff = await self.diff(item) if with_diff and item.status == "pending" else None
+        return self.summary(item, url, diff)
+
+    async def diff(self, item: QueueItem) -> Diff:
+        if item.operation == "remember":
+            req = RememberRequest.model_validate(item.request)
+            hits = await self._inner.recall(
+                RecallRequest(
+                    agent_id=req.agent_id,
+                    user_id=req.user_id,
+                    query=req.content_text()[:_QUERY_CHARS],
+                    k=_CANDIDATES,
+                )
+            )
+            new = req.model_dump(mode="json", exclude_none=True)
+            return remember_diff(new, [h.model_dump(mode="json") for h in hits.results])
+        if item.operation == "forget":
+            freq = ForgetRequest.model_validate(item.request)
+            found: dict[str, MemoryRecord] = {}
+            for i in freq.ids or []:
+                rec = await self._inner.get(freq.agent_id, i, freq.user_id)
+                if rec is not None:
+                    found[rec.id] = rec
+            if freq.filter is not None:
+                for rec in await self._inner.list(
+                    ListQuery(agent_id=freq.agent_id, user_id=freq.user_id, filter=freq.filter)
+                ):
+                    found.setdefault(rec.id, rec)
+            return forget_diff([_rec(r) for r in found.values()])
+        mreq = MergeRequest.model_validate(item.request)
+        canonical = await self._resolve(mreq, mreq.canonical)
+        if not canonical:
+            return Diff()
+        dups: dict[str, dict[str, Any]] = {}
+        for ref in mreq.duplicates:
+            for row in await self._resolve_all(mreq, ref):
+                if row["id"] != canonical[0]["id"]:
+                    dups.setdefault(row["id"], row)
+        return merge_diff(canonical[0], list(dups.values()), mreq.strategy)
+
+    async def _resolve(self, req: MergeRequest, ref: str) -> list[dict[str, Any]]:
+        """An id, else the oldest memory whose ``metadata.entity_name`` is ``ref``."""
+        rows = await self._resolve_all(req, ref)
+        return sorted(rows, key=lambda r: (r.get("created_at", 0), r["id"]))[:1]
+
+    async def _resolve_all(self, req: MergeRequest, ref: str) -> list[dict[str, Any]]:
+        rec = await self._inner.get(req.agent_id, ref, req.user_id)
+        if rec is not None:
+            return [_rec(rec)]
+        named = await self._inner.list(
+            ListQuery(agent_id=req.agent_id, user_id=req.user_id, filter={"entity_name": ref})
+        )
+        return [_rec(r) for r in named]

@@ -440,33 +440,36 @@ class MemoryRouter:
         out: dict[str, dict[str, dict[str, int]]],
         failures: list[StoreFailure],
     ) -> None:
-        graph = [s for s in self._stores if s.name in answered
-                 and Capability.GRAPH in s.capabilities and isinstance(s, GraphStore)]
-
-        async def edges(s: MemoryStore) -> dict[str, dict[str, int]]:
-            assert isinstance(s, GraphStore)
-            return await s.neighbours(req.agent_id, ids, req.hops, req.user_id)
-
-        for o in await self._gather(graph, edges, "graph", deadline):
+        stores = [s for s in self._graph_children() if s.name in answered]
+        for o in await self._ask_edges(stores, req.agent_id, ids, req.hops, req.user_id,
+                                       deadline):
             if o.ok and o.value is not None:
                 out[o.store.name] = o.value
             elif o.failure is not None:
                 failures.append(o.failure)
 
-    async def neighbours(
-        self, agent_id: str, ids: Sequence[str], hops: int, user_id: str | None = None
-    ) -> dict[str, dict[str, int]]:
-        """Edges known to any graph child, nearest distance wins (lets routers nest)."""
-        graph = [s for s in self._stores
-                 if Capability.GRAPH in s.capabilities and isinstance(s, GraphStore)]
-        if not graph:
-            raise CapabilityMissing("no child store declares the graph capability")
+    def _graph_children(self) -> list[MemoryStore]:
+        return [s for s in self._stores
+                if Capability.GRAPH in s.capabilities and isinstance(s, GraphStore)]
 
+    async def _ask_edges(
+        self, stores: Sequence[MemoryStore], agent_id: str, ids: Sequence[str], hops: int,
+        user_id: str | None, deadline: float | None = None,
+    ) -> list[_Outcome[dict[str, dict[str, int]]]]:
         async def edges(s: MemoryStore) -> dict[str, dict[str, int]]:
             assert isinstance(s, GraphStore)
             return await s.neighbours(agent_id, ids, hops, user_id)
 
-        outcomes = await self._gather(graph, edges, "graph")
+        return await self._gather(stores, edges, "graph", deadline)
+
+    async def neighbours(
+        self, agent_id: str, ids: Sequence[str], hops: int, user_id: str | None = None
+    ) -> dict[str, dict[str, int]]:
+        """Edges known to any graph child, nearest distance wins (lets routers nest)."""
+        graph = self._graph_children()
+        if not graph:
+            raise CapabilityMissing("no child store declares the graph capability")
+        outcomes = await self._ask_edges(graph, agent_id, ids, hops, user_id)
         maps = [o.value for o in outcomes if o.ok and o.value is not None]
         if not maps:
             raise self._all_failed(outcomes, "graph")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from memorywire.errors import CapabilityMissing, Conflict, InvalidRequest, NotFo
 from memorywire.router import MemoryRouter, fetch_size
 from memorywire.store.base import Capability, ListQuery, MemoryStore, UpdateRequest
 from memorywire.store.memory import InMemoryStore
+from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import (
     ExpireRequest,
     ForgetRequest,
@@ -258,3 +260,22 @@ async def test_recall_respects_types() -> None:
                                                content="coffee with Ana yesterday"))
     resp = await router.recall(recall("coffee", types=["episodic"]))
     assert [h.id for h in resp.results] == [ep.id]
+
+
+async def test_mixed_backends_sqlite_and_memory(tmp_path: Path) -> None:
+    sq = SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(), name="sqlite",
+                     relevance_floor=-1.0, lexical_floor=-1.0)
+    router = MemoryRouter([sq, store("mem")])
+    try:
+        ids = await fill(router)
+        resp = await router.recall(recall("where does the sister live", k=5))
+        got = [h.id for h in resp.results]
+        assert sorted(got) == sorted(ids) and got[0] == ids[1]
+        assert math.isclose(resp.results[0].score, 2 / 60)
+        assert resp.results[0].source_store == "sqlite" and resp.failures == []
+        f = await router.forget(ForgetRequest(agent_id=AGENT, ids=[ids[1]], hard_delete=True))
+        assert f.forgotten_ids == [ids[1]] and [s.count for s in f.stores] == [1, 1]
+        again = await router.recall(recall("where does the sister live", k=5))
+        assert ids[1] not in {h.id for h in again.results}
+    finally:
+        await router.aclose()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,6 +19,7 @@ from memorywire.errors import BackendUnavailable
 from memorywire.router import MemoryRouter
 from memorywire.store.base import Capability, Health, ListQuery, UpdateRequest
 from memorywire.store.memory import InMemoryStore
+from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -43,7 +45,9 @@ SLACK = 0.1
 class Faulty:
     """Delegates to a real store, misbehaving on the operations named in ``ops``."""
 
-    def __init__(self, inner: InMemoryStore, mode: str, ops: Sequence[str] = ("recall",)) -> None:
+    def __init__(
+        self, inner: InMemoryStore | SqliteStore, mode: str, ops: Sequence[str] = ("recall",)
+    ) -> None:
         self.inner, self.mode, self.ops = inner, mode, set(ops)
 
     @property
@@ -267,3 +271,21 @@ async def test_nested_router_reports_and_survives_a_dead_grandchild() -> None:
     res2 = await outer2.recall(recall("nested fault isolation", k=1))
     assert [h.id for h in res2.results] == [resp.id]
     assert [f.store for f in res2.failures] == ["dead"]
+
+
+@pytest.mark.parametrize("mode", ["sleep", "unknown_ids", "garbage"])
+async def test_faulty_sqlite_beside_memory(tmp_path: Path, mode: str) -> None:
+    sq = SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(), name="sqlite",
+                     relevance_floor=-1.0, lexical_floor=-1.0)
+    mem = store("mem")
+    try:
+        mid = (await MemoryRouter([sq, mem]).remember(remember("the boat is red"))).id
+        router = MemoryRouter([Faulty(sq, mode), mem], timeout=DEADLINE)
+        t0 = time.perf_counter()
+        resp = await router.recall(recall("boat"))
+        assert time.perf_counter() - t0 < DEADLINE + SLACK
+        assert [h.id for h in resp.results] == [mid]
+        assert [(h.source_store, f.store) for h, f in zip(resp.results, resp.failures,
+                                                          strict=True)] == [("mem", "sqlite")]
+    finally:
+        await sq.aclose()

@@ -14,6 +14,7 @@ from memorywire.errors import BackendUnavailable, Conflict, Forbidden, PendingAp
 from memorywire.governance import GovernedStore, acting_as
 from memorywire.store.base import Capability, ListQuery, MemoryStore
 from memorywire.store.memory import InMemoryStore
+from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import (
     ExpirePolicy,
     ExpireRequest,
@@ -34,9 +35,7 @@ def _memory(tmp: Path, clock: FakeClock) -> MemoryStore:
 
 
 def _sqlite(tmp: Path, clock: FakeClock) -> MemoryStore:
-    mod = pytest.importorskip("memorywire.store.sqlite")
-    store: MemoryStore = mod.SqliteStore(tmp / "mem.db", embedder=HashingEmbedder(), clock=clock)
-    return store
+    return SqliteStore(tmp / "mem.db", embedder=HashingEmbedder(), clock=clock)
 
 
 INNERS: dict[str, Callable[[Path, FakeClock], MemoryStore]] = {

@@ -25,6 +25,7 @@ from memorywire.embed import Embedder, MiniLMEmbedder, default_embedder, embedde
 from memorywire.embed import spec as spec_module
 from memorywire.embed.bert_onnx import BUILDER_VERSION
 from memorywire.embed.model_cache import minilm_model_dir
+from memorywire.embed.spec import THREADS_ENV
 from memorywire.errors import CapabilityMissing, InvalidRequest
 
 REFERENCE = Path(__file__).parent.parent / "data" / "minilm_reference.json"
@@ -198,6 +199,19 @@ def test_default_embedder_is_a_process_wide_singleton(cache_dir: Path) -> None:
     int8 = embedder_from_spec("minilm-int8")
     assert int8 is embedder_from_spec("MiniLM-int8")
     assert int8.name == "all-MiniLM-L6-v2/onnx-int8"
+    assert first.threads == 1
+
+
+@pytest.mark.usefixtures("shared_in_tmp_cache")
+def test_default_embedder_threads_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(THREADS_ENV, "2")
+    assert default_embedder().threads == 2
+    spec_module._shared.clear()
+    monkeypatch.setenv(THREADS_ENV, "many")
+    with pytest.raises(InvalidRequest, match=THREADS_ENV):
+        default_embedder()
 
 
 def test_model_dir_points_into_the_package() -> None:

@@ -21,16 +21,20 @@ from memorywire.embed.minilm import MiniLMEmbedder
 from memorywire.embed.model_cache import Precision
 from memorywire.errors import InvalidRequest
 
-__all__ = ["API_KEY_ENV", "default_embedder", "embedder_from_spec"]
+__all__ = ["API_KEY_ENV", "THREADS_ENV", "default_embedder", "embedder_from_spec"]
 
 API_KEY_ENV = "MEMORYWIRE_EMBEDDING_API_KEY"
+THREADS_ENV = "MEMORYWIRE_EMBED_THREADS"
 
 _shared: dict[Precision, MiniLMEmbedder] = {}
 _shared_lock = threading.Lock()
 
 
 def default_embedder() -> MiniLMEmbedder:
-    """The process-wide fp32 MiniLM; loading it once saves ~90 MB per extra copy."""
+    """The process-wide fp32 MiniLM; loading it once saves ~90 MB per extra copy.
+
+    Its intra-op thread count comes from ``MEMORYWIRE_EMBED_THREADS`` (default 1).
+    """
     return _shared_minilm("fp32")
 
 
@@ -38,9 +42,17 @@ def _shared_minilm(precision: Precision) -> MiniLMEmbedder:
     with _shared_lock:
         embedder = _shared.get(precision)
         if embedder is None:
-            embedder = MiniLMEmbedder(precision=precision)
+            embedder = MiniLMEmbedder(precision=precision, threads=_threads_from_env())
             _shared[precision] = embedder
         return embedder
+
+
+def _threads_from_env() -> int:
+    raw = os.environ.get(THREADS_ENV, "1")
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidRequest(f"{THREADS_ENV} must be an integer, not {raw!r}") from None
 
 
 def embedder_from_spec(spec: str) -> Embedder:

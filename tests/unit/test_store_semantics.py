@@ -47,7 +47,7 @@ def _make(kind: str, tmp_path: Path, clock: FakeClock) -> Store:
     return SqliteStore(tmp_path / "m.db", embedder=emb, clock=clock, **FLOORS)
 
 
-@pytest.fixture(params=["memory"])
+@pytest.fixture(params=["memory", "sqlite"])
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

@@ -1,0 +1,122 @@
+"""A per-scope in-process matrix of live vectors, so exact k-NN is one matrix product.
+
+SQLite holds the vectors durably; this cache only mirrors one agent's live rows. It carries
+the scope's version number from the database; a reader compares it with the stored one
+inside its transaction and reloads on any difference, so writes by other connections or
+processes are always seen. Appends by the owning connection extend it in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memorywire.wire.models import MemoryType
+
+__all__ = ["NO_EXPIRY", "TYPE_CODES", "CachedRow", "ScopeIndex"]
+
+#: ``expires_at`` of a memory that never expires, as an int64 sentinel.
+NO_EXPIRY = np.iinfo(np.int64).max
+TYPE_CODES: dict[MemoryType, int] = {t: i for i, t in enumerate(MemoryType)}
+
+
+@dataclass(frozen=True)
+class CachedRow:
+    rid: int
+    id: str
+    user_id: str | None
+    type: MemoryType
+    created_at: int
+    expires_at: int | None
+    demoted: bool
+    metadata_json: str
+    vector: npt.NDArray[np.float32]
+
+
+class ScopeIndex:
+    def __init__(self, dim: int, version: int, capacity: int = 64) -> None:
+        self.dim = dim
+        self.version = version
+        self.n = 0
+        cap = max(capacity, 16)
+        self._matrix = np.zeros((cap, dim), dtype=np.float32)
+        self._rids = np.zeros(cap, dtype=np.int64)
+        self._types = np.zeros(cap, dtype=np.int8)
+        self._created = np.zeros(cap, dtype=np.int64)
+        self._expires = np.zeros(cap, dtype=np.int64)
+        self._demoted = np.zeros(cap, dtype=bool)
+        self._users = np.empty(cap, dtype=object)
+        self.ids: list[str] = []
+        self.metadata_json: list[str] = []
+        self.pos: dict[int, int] = {}
+
+    def _grow(self, need: int) -> None:
+        cap = self._rids.shape[0]
+        if need <= cap:
+            return
+        new = max(need, cap * 2)
+
+        def grown(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            out = np.zeros((new, *a.shape[1:]), dtype=a.dtype)
+            out[: self.n] = a[: self.n]
+            return out
+
+        self._matrix = grown(self._matrix)
+        self._rids = grown(self._rids)
+        self._types = grown(self._types)
+        self._created = grown(self._created)
+        self._expires = grown(self._expires)
+        self._demoted = grown(self._demoted)
+        users = np.empty(new, dtype=object)
+        users[: self.n] = self._users[: self.n]
+        self._users = users
+
+    def extend(self, rows: Sequence[CachedRow]) -> None:
+        self._grow(self.n + len(rows))
+        for row in rows:
+            i = self.n
+            self._matrix[i] = row.vector
+            self._rids[i] = row.rid
+            self._types[i] = TYPE_CODES[row.type]
+            self._created[i] = row.created_at
+            self._expires[i] = NO_EXPIRY if row.expires_at is None else row.expires_at
+            self._demoted[i] = row.demoted
+            self._users[i] = row.user_id
+            self.ids.append(row.id)
+            self.metadata_json.append(row.metadata_json)
+            self.pos[row.rid] = i
+            self.n += 1
+
+    @property
+    def matrix(self) -> npt.NDArray[np.float32]:
+        return self._matrix[: self.n]
+
+    @property
+    def rids(self) -> npt.NDArray[np.int64]:
+        return self._rids[: self.n]
+
+    @property
+    def demoted(self) -> npt.NDArray[np.bool_]:
+        return self._demoted[: self.n]
+
+    def eligible(
+        self,
+        now_ms: int,
+        *,
+        user_id: str | None,
+        types: Sequence[MemoryType] | None,
+        fresher_than_ms: int | None,
+    ) -> npt.NDArray[np.bool_]:
+        """Rows a recall may see, before the metadata filter (which needs parsed JSON)."""
+        mask: npt.NDArray[np.bool_] = self._expires[: self.n] > now_ms
+        if user_id is not None:
+            mask &= self._users[: self.n] == user_id
+        if types is not None:
+            mask &= np.isin(self._types[: self.n], [TYPE_CODES[t] for t in types])
+        if fresher_than_ms is not None:
+            mask &= self._created[: self.n] >= fresher_than_ms
+        return mask

@@ -16,6 +16,7 @@ from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 from typing import Any
 
+from memorywire.cli_ops import register_ops
 from memorywire.consolidation import register_cli as register_consolidate
 from memorywire.errors import MemorywireError
 from memorywire.wire import CURRENT, parse_json, schema, schema_names, validate
@@ -97,7 +98,12 @@ def register_validate(subparsers: Any) -> None:
 
 
 #: Built-in subcommands, registered in this order.
-SUBCOMMANDS: list[Register] = [register_schema, register_validate, register_consolidate]
+SUBCOMMANDS: list[Register] = [
+    register_schema,
+    register_validate,
+    register_consolidate,
+    register_ops,
+]
 
 
 def _plugins() -> list[Register]:

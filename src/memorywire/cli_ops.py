@@ -1,0 +1,400 @@
+"""Operational subcommands: serve, mcp, the five operations, approvals and tokens.
+
+Data commands talk to a local store (``--store URL``) or a server (``--server URL --token T``,
+also ``$MEMORYWIRE_SERVER`` / ``$MEMORYWIRE_TOKEN``) through the public client, print a table
+by default and the wire JSON with ``--json``. Exit status: 0 ok, 1 an operation error (the
+envelope's code is printed), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+
+from memorywire.errors import MemorywireError
+from memorywire.wire.codec import to_wire
+
+__all__ = ["REGISTER", "register_ops"]
+
+Subparsers = Any
+
+
+def _print_json(doc: Any) -> None:
+    print(json.dumps(doc, indent=2, ensure_ascii=False))
+
+
+def _client(args: argparse.Namespace) -> Any:
+    from memorywire.client import Memory, RemoteMemory
+
+    server = args.server or os.environ.get("MEMORYWIRE_SERVER")
+    if server:
+        return RemoteMemory(server, args.token or os.environ.get("MEMORYWIRE_TOKEN"))
+    from memorywire.server.config import load_config
+
+    config = load_config(overrides={"store": args.store, "embedder": args.embedder}).resolved()
+    from memorywire.server.app import open_configured_store
+
+    store = open_configured_store(config)
+    return Memory(store, approvals=_local_approvals(args, store), own_store=True)
+
+
+def _local_approvals(args: argparse.Namespace, store: Any) -> Any:
+    return None
+
+
+def _run(args: argparse.Namespace, body: Callable[[Any], Awaitable[Any]]) -> int:
+    async def go() -> Any:
+        mem = _client(args)
+        try:
+            return await body(mem)
+        finally:
+            await mem.aclose()
+
+    try:
+        result = anyio.run(go)
+    except MemorywireError as err:
+        if args.json:
+            _print_json(err.to_envelope())
+        print(f"memorywire {args.command}: {err.code}: {err.message}", file=sys.stderr)
+        for d in err.details:
+            print(f"  {d.path or '(root)'}: {d.message} [{d.keyword}]", file=sys.stderr)
+        return 1
+    doc = to_wire(result) if isinstance(result, BaseModel) else result
+    if args.json:
+        _print_json(doc)
+    else:
+        _render(args.command, doc)
+    return 0
+
+
+def _render(command: str, doc: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if command == "recall" and isinstance(doc, dict):
+        table = Table("score", "id", "type", "content", title=f"fusion {doc['fusion_used']}")
+        for hit in doc["results"]:
+            content = hit["content"]
+            text = content if isinstance(content, str) else json.dumps(content)
+            table.add_row(f"{hit['score']:.4f}", hit["id"], hit["type"], text[:120])
+        console.print(table)
+        return
+    if isinstance(doc, dict) and len(doc) == 1 and isinstance(next(iter(doc.values())), list):
+        key, rows = next(iter(doc.items()))
+        if rows and all(isinstance(r, dict) for r in rows):
+            cols = list(dict.fromkeys(k for r in rows for k in r))
+            table = Table(*cols, title=key)
+            for r in rows:
+                table.add_row(*(_cell(r.get(c)) for c in cols))
+            console.print(table)
+        else:
+            console.print(f"{key}: (none)" if not rows else f"{key}: {rows}")
+        return
+    if isinstance(doc, dict):
+        table = Table("field", "value", show_header=False)
+        for k, v in doc.items():
+            table.add_row(k, _cell(v))
+        console.print(table)
+        return
+    console.print(_cell(doc))
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _json_arg(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", help="store URL (default: sqlite under the data directory)")
+    p.add_argument("--server", help="server base URL, e.g. http://127.0.0.1:8765")
+    p.add_argument("--token", help="bearer token for --server")
+    p.add_argument("--embedder", choices=["default", "hashing"], default=None,
+                   help=argparse.SUPPRESS)
+    p.add_argument("--json", action="store_true", help="print wire JSON instead of a table")
+
+
+def _agent(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--agent", "-a", dest="agent_id", required=True, help="agent_id")
+    p.add_argument("--user", "-u", dest="user_id", help="user_id")
+
+
+def _doc(args: argparse.Namespace, *keys: str) -> dict[str, Any]:
+    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+
+
+# --- the five operations ---------------------------------------------------------------------
+
+
+def _remember(args: argparse.Namespace) -> int:
+    doc = _doc(args, "agent_id", "user_id", "type", "content", "metadata", "confidence",
+               "source", "expires_at", "id")
+    if args.approval_required:
+        doc["approval_required"] = True
+    return _run(args, lambda m: m.remember(doc))
+
+
+def _recall(args: argparse.Namespace) -> int:
+    doc = _doc(args, "agent_id", "user_id", "query", "k", "types", "hops", "fusion", "filter",
+               "fresher_than_days")
+    return _run(args, lambda m: m.recall(doc))
+
+
+def _forget(args: argparse.Namespace) -> int:
+    doc = _doc(args, "agent_id", "user_id", "ids", "filter", "reason")
+    if args.hard_delete:
+        doc["hard_delete"] = True
+    return _run(args, lambda m: m.forget(doc))
+
+
+def _merge(args: argparse.Namespace) -> int:
+    doc = _doc(args, "agent_id", "user_id", "canonical", "duplicates", "strategy")
+    return _run(args, lambda m: m.merge(doc))
+
+
+def _expire(args: argparse.Namespace) -> int:
+    policy = _doc(args, "older_than_days", "confidence_below", "no_recall_in_days")
+    if args.policy_type:
+        policy["type"] = args.policy_type
+    doc = {**_doc(args, "agent_id", "user_id", "action"), "policy": policy}
+    return _run(args, lambda m: m.expire(doc))
+
+
+def _approvals(args: argparse.Namespace) -> int:
+    if args.action == "list":
+        doc = _doc(args, "agent_id", "status")
+        return _run(args, lambda m: m.call("approvals.list", doc))
+    if args.action == "show":
+        return _run(args, lambda m: m.call("approvals.get", {"id": args.approval_id}))
+    op = f"approvals.{args.action}"
+    doc = {"id": args.approval_id, **_doc(args, "reason")}
+    return _run(args, lambda m: m.call(op, doc))
+
+
+def _register_ops(sub: Subparsers) -> None:
+    p = sub.add_parser("remember", help="store a memory")
+    _common(p)
+    _agent(p)
+    p.add_argument("content")
+    p.add_argument("--type", "-t", default="semantic",
+                   choices=["semantic", "episodic", "procedural", "emotional"])
+    p.add_argument("--metadata", type=_json_arg, help="JSON object")
+    p.add_argument("--confidence", type=float)
+    p.add_argument("--source")
+    p.add_argument("--expires-at", dest="expires_at", type=int, help="epoch ms")
+    p.add_argument("--id", help="caller-chosen id (idempotent retries)")
+    p.add_argument("--approval-required", action="store_true")
+    p.set_defaults(handler=_remember)
+
+    p = sub.add_parser("recall", help="search memories")
+    _common(p)
+    _agent(p)
+    p.add_argument("query")
+    p.add_argument("-k", type=int)
+    p.add_argument("--type", dest="types", action="append",
+                   choices=["semantic", "episodic", "procedural", "emotional"])
+    p.add_argument("--hops", type=int)
+    p.add_argument("--fusion", choices=["rrf", "max", "weighted"])
+    p.add_argument("--filter", type=_json_arg, help="JSON object of metadata equalities")
+    p.add_argument("--fresher-than-days", dest="fresher_than_days", type=int)
+    p.set_defaults(handler=_recall)
+
+    p = sub.add_parser("forget", help="forget memories by id or metadata filter")
+    _common(p)
+    _agent(p)
+    p.add_argument("--id", dest="ids", action="append", help="repeatable")
+    p.add_argument("--filter", type=_json_arg)
+    p.add_argument("--hard", dest="hard_delete", action="store_true")
+    p.add_argument("--reason")
+    p.set_defaults(handler=_forget)
+
+    p = sub.add_parser("merge", help="merge duplicates into a canonical memory")
+    _common(p)
+    _agent(p)
+    p.add_argument("canonical")
+    p.add_argument("duplicates", nargs="+")
+    p.add_argument("--strategy",
+                   choices=["keep_canonical", "merge_content", "keep_highest_confidence"])
+    p.set_defaults(handler=_merge)
+
+    p = sub.add_parser("expire", help="forget, archive or demote by policy")
+    _common(p)
+    _agent(p)
+    p.add_argument("--older-than-days", dest="older_than_days", type=int)
+    p.add_argument("--type", dest="policy_type",
+                   choices=["semantic", "episodic", "procedural", "emotional"])
+    p.add_argument("--confidence-below", dest="confidence_below", type=float)
+    p.add_argument("--no-recall-in-days", dest="no_recall_in_days", type=int)
+    p.add_argument("--action", choices=["forget", "archive", "demote"])
+    p.set_defaults(handler=_expire)
+
+    p = sub.add_parser("approvals", help="review staged operations")
+    ap = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    q = ap.add_parser("list", help="pending approvals")
+    _common(q)
+    q.add_argument("--agent", "-a", dest="agent_id")
+    q.add_argument("--status", choices=["pending", "approved", "rejected"])
+    for action in ("show", "approve", "reject"):
+        q = ap.add_parser(action, help=f"{action} one approval")
+        _common(q)
+        q.add_argument("approval_id", metavar="ID")
+        if action != "show":
+            q.add_argument("--reason")
+    p.set_defaults(handler=_approvals)
+
+
+# --- tokens ----------------------------------------------------------------------------------
+
+
+def _token(args: argparse.Namespace) -> int:
+    from memorywire.server.auth import TokenStore
+    from memorywire.server.config import data_dir
+
+    store = TokenStore(args.tokens_db or data_dir() / "tokens.db")
+    try:
+        if args.action == "create":
+            secret, info = store.create(
+                role=args.role,
+                agent_ids=args.agent_ids,
+                user_ids=args.user_ids,
+                provenance=args.provenance,
+                name=args.name or "",
+            )
+            if args.json:
+                _print_json({"token": secret, **info.to_dict()})
+            else:
+                print(f"created {info.role.value} token {info.id} ({info.name})")
+                print("secret (shown once, store it now):")
+                print(secret)
+            return 0
+        if args.action == "list":
+            rows = [i.to_dict() for i in store.list(include_revoked=args.all)]
+            if args.json:
+                _print_json({"tokens": rows})
+            else:
+                _render("token", {"tokens": rows})
+            return 0
+        info = store.revoke(args.token_id)
+        if args.json:
+            _print_json(info.to_dict())
+        else:
+            print(f"revoked {info.id} ({info.name})")
+        return 0
+    except MemorywireError as err:
+        print(f"memorywire token: {err.code}: {err.message}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+
+
+def _register_token(sub: Subparsers) -> None:
+    p = sub.add_parser("token", help="create, list and revoke API tokens")
+    tp = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    c = tp.add_parser("create", help="mint a token (the secret is printed once)")
+    c.add_argument("--role", required=True, choices=["agent", "reviewer", "admin"])
+    c.add_argument("--agent", dest="agent_ids", action="append",
+                   help="agent_id in scope (repeatable; omit for all, not allowed for agent)")
+    c.add_argument("--user", dest="user_ids", action="append", help="restrict to user_ids")
+    c.add_argument("--provenance", help="source stamped on every write made with the token")
+    c.add_argument("--name")
+    lst = tp.add_parser("list", help="live tokens (never their secrets)")
+    lst.add_argument("--all", action="store_true", help="include revoked tokens")
+    r = tp.add_parser("revoke", help="revoke a token by id")
+    r.add_argument("token_id", metavar="ID")
+    for q in (c, lst, r):
+        q.add_argument("--tokens-db", help="token database (default: <data dir>/tokens.db)")
+        q.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_token)
+
+
+# --- serve and mcp ---------------------------------------------------------------------------
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from memorywire.server.app import build_server
+    from memorywire.server.config import load_config
+
+    try:
+        config = load_config(
+            args.config,
+            overrides={
+                "store": args.store,
+                "host": args.host,
+                "port": args.port,
+                "no_auth": True if args.no_auth else None,
+                "governance_db": args.governance_db,
+                "tokens_db": args.tokens_db,
+                "embedder": args.embedder,
+            },
+        )
+        server = build_server(config)
+    except MemorywireError as err:
+        print(f"memorywire serve: {err.code}: {err.message}", file=sys.stderr)
+        return 2
+    cfg = server.config
+    mode = "WITHOUT authentication" if cfg.no_auth else f"tokens from {cfg.tokens_db}"
+    print(f"memorywire serving {cfg.store} on http://{cfg.host}:{cfg.port} ({mode})",
+          file=sys.stderr, flush=True)
+    try:
+        uvicorn.run(server.app, host=cfg.host, port=cfg.port, log_level="warning")
+    finally:
+        anyio.run(server.aclose)
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from memorywire.server.mcp import run_stdio
+
+    try:
+        return run_stdio(args.store, embedder=args.embedder, governance_db=args.governance_db)
+    except MemorywireError as err:
+        print(f"memorywire mcp: {err.code}: {err.message}", file=sys.stderr)
+        return 2
+
+
+def _register_serve(sub: Subparsers) -> None:
+    p = sub.add_parser("serve", help="serve REST, JSON-RPC and OpenAPI over HTTP")
+    p.add_argument("--store", help="store URL")
+    p.add_argument("--host", help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default 8765)")
+    p.add_argument("--no-auth", action="store_true", help="no tokens (loopback only)")
+    p.add_argument("--config", help="TOML or JSON settings file")
+    p.add_argument("--governance-db", dest="governance_db", help="enable approvals")
+    p.add_argument("--tokens-db", dest="tokens_db")
+    p.add_argument("--embedder", choices=["default", "hashing"], help=argparse.SUPPRESS)
+    p.set_defaults(handler=_serve)
+
+    p = sub.add_parser("mcp", help="speak MCP over stdio")
+    p.add_argument("--store", help="store URL")
+    p.add_argument("--governance-db", dest="governance_db",
+                   help="enable approvals (destructive tools are staged for review)")
+    p.add_argument("--embedder", choices=["default", "hashing"], help=argparse.SUPPRESS)
+    p.set_defaults(handler=_mcp)
+
+
+def register_ops(sub: Subparsers) -> None:
+    _register_serve(sub)
+    _register_ops(sub)
+    _register_token(sub)
+
+
+REGISTER = register_ops

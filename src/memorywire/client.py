@@ -1,0 +1,355 @@
+"""The Python SDK: the same methods and return types in-process, over HTTP, and blocking.
+
+* :class:`Memory` runs operations in this process through the server's own dispatcher (same
+  validation, same errors), over a store object or a store URL.
+* :class:`RemoteMemory` speaks the REST transport with a bearer token.
+* :class:`SyncMemory` wraps either for scripts, on a private event loop thread.
+
+Every method returns the wire response model (``RememberResponse``, ...) and raises the
+:mod:`memorywire.errors` tree; a remote error is rebuilt from its envelope, so
+``except NotFound`` works the same on both sides.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import Any, Generic, Protocol, Self, TypeVar
+
+import anyio
+import anyio.from_thread
+import httpx
+from pydantic import BaseModel
+
+from memorywire.errors import (
+    BackendUnavailable,
+    MemorywireError,
+    error_from_envelope,
+)
+from memorywire.server.approvals import Approvals
+from memorywire.server.auth import Principal
+from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, validate_request
+from memorywire.store.base import MemoryStore
+from memorywire.wire.models import (
+    ExpireRequest,
+    ExpireResponse,
+    ForgetRequest,
+    ForgetResponse,
+    MergeRequest,
+    MergeResponse,
+    RecallRequest,
+    RecallResponse,
+    RememberRequest,
+    RememberResponse,
+    StoreFailure,
+)
+
+__all__ = ["AsyncMemoryAPI", "Memory", "RemoteMemory", "SyncMemory"]
+
+Req = TypeVar("Req", bound=BaseModel)
+Resp = TypeVar("Resp", bound=BaseModel)
+
+
+def _doc(req: BaseModel | Mapping[str, Any] | None, kw: Mapping[str, Any]) -> dict[str, Any]:
+    """One request document from a model, a mapping, keyword arguments, or both."""
+    if isinstance(req, BaseModel):
+        base: dict[str, Any] = req.model_dump(mode="json", exclude_unset=True)
+    else:
+        base = dict(req or {})
+    base.update(kw)
+    return base
+
+
+class AsyncMemoryAPI(Protocol):
+    """What :class:`Memory` and :class:`RemoteMemory` both offer."""
+
+    async def remember(
+        self, req: RememberRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> RememberResponse: ...
+
+    async def recall(
+        self, req: RecallRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> RecallResponse: ...
+
+    async def forget(
+        self, req: ForgetRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> ForgetResponse: ...
+
+    async def merge(
+        self, req: MergeRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> MergeResponse: ...
+
+    async def expire(
+        self, req: ExpireRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> ExpireResponse: ...
+
+    async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Memory:
+    """In-process memory over a store object or URL (``memory://``, ``sqlite:///x.db``)."""
+
+    def __init__(
+        self,
+        store: MemoryStore | str,
+        *,
+        approvals: Approvals | None = None,
+        principal: Principal | None = None,
+        own_store: bool = False,
+        **store_kw: Any,
+    ) -> None:
+        """A URL is opened here and closed by :meth:`aclose`; so is a store with ``own_store``."""
+        if isinstance(store, str):
+            from memorywire.store.registry import open_store
+
+            self._owned: MemoryStore | None = open_store(store, **store_kw)
+            store = self._owned
+        else:
+            self._owned = store if own_store else None
+        self.store = store
+        self._dispatcher = Dispatcher(store, approvals=approvals)
+        self._principal = principal or Principal.local_admin()
+
+    async def remember(
+        self, req: RememberRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> RememberResponse:
+        r = validate_request(RememberRequest, _doc(req, kw), "remember")
+        return await self._dispatcher.remember(r, self._principal)
+
+    async def recall(
+        self, req: RecallRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> RecallResponse:
+        r = validate_request(RecallRequest, _doc(req, kw), "recall")
+        return await self._dispatcher.recall(r, self._principal)
+
+    async def forget(
+        self, req: ForgetRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> ForgetResponse:
+        r = validate_request(ForgetRequest, _doc(req, kw), "forget")
+        return await self._dispatcher.forget(r, self._principal)
+
+    async def merge(
+        self, req: MergeRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> MergeResponse:
+        r = validate_request(MergeRequest, _doc(req, kw), "merge")
+        return await self._dispatcher.merge(r, self._principal)
+
+    async def expire(
+        self, req: ExpireRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> ExpireResponse:
+        r = validate_request(ExpireRequest, _doc(req, kw), "expire")
+        return await self._dispatcher.expire(r, self._principal)
+
+    async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
+        """Any other dispatcher operation (``approvals.list``, ``health``, ...) as JSON."""
+        return (await self._dispatcher.dispatch(op, dict(doc or {}), self._principal)).body
+
+    async def aclose(self) -> None:
+        if self._owned is not None:
+            owned, self._owned = self._owned, None
+            await owned.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+#: Where each generic operation lives on the REST surface: (method, path template, body?).
+_ROUTES: Mapping[str, tuple[str, str]] = {
+    "approvals.list": ("GET", "/v0/approvals"),
+    "approvals.get": ("GET", "/v0/approvals/{id}"),
+    "approvals.approve": ("POST", "/v0/approvals/{id}/approve"),
+    "approvals.reject": ("POST", "/v0/approvals/{id}/reject"),
+    "audit.list": ("GET", "/v0/audit"),
+    "audit.verify": ("POST", "/v0/audit/verify"),
+    "health": ("GET", "/v0/health"),
+}
+
+
+class RemoteMemory:
+    """Memory on a memorywire server, over REST with a bearer token."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+        )
+
+    async def _send(
+        self, method: str, path: str, body: Any = None, params: Mapping[str, Any] | None = None
+    ) -> httpx.Response:
+        try:
+            resp = await self._http.request(
+                method, path, json=body, params=dict(params) if params else None
+            )
+        except httpx.HTTPError as exc:
+            raise BackendUnavailable(f"memorywire server unreachable: {exc}") from None
+        if resp.status_code >= 400:
+            raise _error_of(resp)
+        return resp
+
+    async def _op(self, op: str, doc: dict[str, Any], model: type[Resp]) -> Resp:
+        resp = await self._send("POST", f"/v0/{op}", doc)
+        out = model.model_validate(resp.json())
+        failures = resp.headers.get(FAILURES_HEADER)
+        if failures and "failures" in type(out).model_fields:
+            parsed = [StoreFailure.model_validate(f) for f in json.loads(failures)]
+            out = out.model_copy(update={"failures": parsed})
+        return out
+
+    async def remember(
+        self, req: RememberRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> RememberResponse:
+        return await self._op("remember", _doc(req, kw), RememberResponse)
+
+    async def recall(
+        self, req: RecallRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> RecallResponse:
+        return await self._op("recall", _doc(req, kw), RecallResponse)
+
+    async def forget(
+        self, req: ForgetRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> ForgetResponse:
+        return await self._op("forget", _doc(req, kw), ForgetResponse)
+
+    async def merge(
+        self, req: MergeRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> MergeResponse:
+        return await self._op("merge", _doc(req, kw), MergeResponse)
+
+    async def expire(
+        self, req: ExpireRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> ExpireResponse:
+        return await self._op("expire", _doc(req, kw), ExpireResponse)
+
+    async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
+        q = dict(doc or {})
+        if op == "schema":
+            name = q.get("name")
+            path = f"/v0/schemas/{name}" if name else "/v0/schemas"
+            return (await self._send("GET", path)).json()
+        route = _ROUTES.get(op)
+        if route is None:
+            return await self._rpc(op, q)
+        method, template = route
+        if "{id}" in template:
+            template = template.replace("{id}", str(q.pop("id", "")))
+        if method == "GET":
+            return (await self._send("GET", template, params=q)).json()
+        return (await self._send("POST", template, q)).json()
+
+    async def _rpc(self, method: str, params: dict[str, Any]) -> Any:
+        call = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        reply = (await self._send("POST", "/v0/rpc", call)).json()
+        if "error" in reply:
+            raise error_from_envelope(reply["error"].get("data") or {})
+        return reply["result"]
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _error_of(resp: httpx.Response) -> MemorywireError:
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and "code" in body:
+        return error_from_envelope(body)
+    return MemorywireError(f"HTTP {resp.status_code} from server without an error envelope")
+
+
+T = TypeVar("T")
+A = TypeVar("A", bound=AsyncMemoryAPI)
+
+
+class SyncMemory(Generic[A]):
+    """A blocking facade over :class:`Memory` or :class:`RemoteMemory`.
+
+    The async object lives on a private event-loop thread, so this works from any plain
+    script, including one with no event loop of its own.
+    """
+
+    def __init__(self, make: Callable[[], A]) -> None:
+        self._cm: AbstractContextManager[anyio.from_thread.BlockingPortal] = (
+            anyio.from_thread.start_blocking_portal()
+        )
+        self._portal = self._cm.__enter__()
+        try:
+            self._mem: A = self._portal.call(_construct, make)
+        except BaseException:
+            self._cm.__exit__(None, None, None)
+            raise
+
+    @classmethod
+    def local(cls, store: MemoryStore | str, **kw: Any) -> SyncMemory[Memory]:
+        return SyncMemory(lambda: Memory(store, **kw))
+
+    @classmethod
+    def remote(cls, base_url: str, token: str | None = None, **kw: Any) -> SyncMemory[RemoteMemory]:
+        return SyncMemory(lambda: RemoteMemory(base_url, token, **kw))
+
+    def _run(self, fn: Callable[..., Awaitable[T]], req: Any, kw: Mapping[str, Any]) -> T:
+        async def go() -> T:
+            return await fn(req, **kw)
+
+        return self._portal.call(go)
+
+    def remember(self, req: Any = None, **kw: Any) -> RememberResponse:
+        return self._run(self._mem.remember, req, kw)
+
+    def recall(self, req: Any = None, **kw: Any) -> RecallResponse:
+        return self._run(self._mem.recall, req, kw)
+
+    def forget(self, req: Any = None, **kw: Any) -> ForgetResponse:
+        return self._run(self._mem.forget, req, kw)
+
+    def merge(self, req: Any = None, **kw: Any) -> MergeResponse:
+        return self._run(self._mem.merge, req, kw)
+
+    def expire(self, req: Any = None, **kw: Any) -> ExpireResponse:
+        return self._run(self._mem.expire, req, kw)
+
+    def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
+        return self._run(self._mem.call, op, {"doc": doc})
+
+    def close(self) -> None:
+        try:
+            self._portal.call(self._mem.aclose)
+        finally:
+            self._cm.__exit__(None, None, None)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+async def _construct(make: Callable[[], T]) -> T:
+    # Built inside the portal's loop so its HTTP client and store bind to that loop.
+    return make()

@@ -1,0 +1,135 @@
+"""Server settings from defaults, a TOML/JSON file, environment variables and flags (in that order).
+
+Environment variables are ``MEMORYWIRE_<FIELD>`` (``MEMORYWIRE_STORE``, ``MEMORYWIRE_PORT``,
+``MEMORYWIRE_MAX_BODY_BYTES``, ...). The data directory is ``$MEMORYWIRE_HOME`` or
+``$XDG_DATA_HOME/memorywire`` (``~/.local/share/memorywire``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from memorywire.errors import InvalidRequest
+from memorywire.server.limits import Limits
+
+__all__ = ["ServerConfig", "data_dir", "is_loopback", "load_config"]
+
+
+def data_dir() -> Path:
+    home = os.environ.get("MEMORYWIRE_HOME")
+    if home:
+        return Path(home)
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
+    return base / "memorywire"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    store: str = ""
+    host: str = "127.0.0.1"
+    port: int = 8765
+    no_auth: bool = False
+    tokens_db: str = ""
+    governance_db: str = ""
+    #: ``default`` lets the store choose; ``hashing`` is the test-only word-overlap embedder.
+    embedder: str = "default"
+    max_body_bytes: int = Limits.max_body_bytes
+    max_content_bytes: int = Limits.max_content_bytes
+    max_json_depth: int = Limits.max_json_depth
+    recall_rate: float = Limits.recall_rate
+    recall_burst: int = Limits.recall_burst
+    #: Origins allowed to call ``/mcp`` from a browser (an absent Origin is always allowed).
+    allowed_origins: tuple[str, ...] = field(default_factory=tuple)
+
+    def resolved(self) -> ServerConfig:
+        """Fill in paths under the data directory and check the combination is safe."""
+        home = data_dir()
+        out = replace(
+            self,
+            store=self.store or f"sqlite:///{home / 'mem.db'}",
+            tokens_db=self.tokens_db or str(home / "tokens.db"),
+        )
+        if out.no_auth and not is_loopback(out.host):
+            raise InvalidRequest(
+                f"refusing to serve without authentication on non-loopback address {out.host!r}; "
+                "drop --no-auth and create a token with `memorywire token create`"
+            )
+        if not 0 < out.port < 65536:
+            raise InvalidRequest(f"port {out.port} is out of range")
+        return out
+
+    def limits(self) -> Limits:
+        return Limits(
+            max_body_bytes=self.max_body_bytes,
+            max_content_bytes=self.max_content_bytes,
+            max_json_depth=self.max_json_depth,
+            recall_rate=self.recall_rate,
+            recall_burst=self.recall_burst,
+        )
+
+
+def _coerce(name: str, value: Any, default: Any) -> Any:
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, str):
+                return value.strip().lower() in ("1", "true", "yes", "on")
+            return bool(value)
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+        if isinstance(default, tuple):
+            if isinstance(value, str):
+                return tuple(v.strip() for v in value.split(",") if v.strip())
+            return tuple(str(v) for v in value)
+        return str(value)
+    except (TypeError, ValueError):
+        raise InvalidRequest(f"config {name}: cannot use {value!r}") from None
+
+
+def load_config(
+    path: str | Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> ServerConfig:
+    """Defaults < file < environment < explicit overrides (``None`` values are ignored)."""
+    env = os.environ if env is None else env
+    base = ServerConfig()
+    known = {f.name: getattr(base, f.name) for f in fields(ServerConfig)}
+    values: dict[str, Any] = {}
+    if path is not None:
+        text = Path(path).read_text(encoding="utf-8")
+        doc = tomllib.loads(text) if str(path).endswith(".toml") else json.loads(text)
+        section = doc.get("server", doc)
+        if not isinstance(section, dict):
+            raise InvalidRequest(f"config file {path}: expected a table of settings")
+        for key, value in section.items():
+            if key not in known:
+                raise InvalidRequest(f"config file {path}: unknown setting {key!r}")
+            values[key] = _coerce(key, value, known[key])
+    for key, default in known.items():
+        raw = env.get(f"MEMORYWIRE_{key.upper()}")
+        if raw is not None:
+            values[key] = _coerce(key, raw, default)
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            values[key] = _coerce(key, value, known[key])
+    return replace(base, **values)

@@ -1,0 +1,298 @@
+"""Operation name + JSON document + principal -> JSON document. Knows nothing of transports.
+
+Every transport (REST, JSON-RPC, MCP, the in-process client) goes through :class:`Dispatcher`,
+so validation, authorisation, tenancy and limits are enforced once. Errors are always
+:class:`~memorywire.errors.MemorywireError`; transports render ``err.to_envelope()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from memorywire.errors import (
+    CapabilityMissing,
+    ErrorDetail,
+    InvalidRequest,
+    NotFound,
+)
+from memorywire.server.approvals import Approvals
+from memorywire.server.auth import Principal, Role
+from memorywire.server.limits import Limits, RateLimiter, check_content_size
+from memorywire.store.base import MemoryStore
+from memorywire.wire.codec import parse_request, to_wire
+from memorywire.wire.models import (
+    ExpireRequest,
+    ExpireResponse,
+    ForgetRequest,
+    ForgetResponse,
+    MergeRequest,
+    MergeResponse,
+    RecallRequest,
+    RecallResponse,
+    RememberRequest,
+    RememberResponse,
+    StoreFailure,
+)
+from memorywire.wire.registry import schema as schema_document
+from memorywire.wire.registry import schema_names
+
+__all__ = [
+    "FAILURES_HEADER",
+    "DispatchResult",
+    "Dispatcher",
+    "dump_response",
+    "validate_request",
+]
+
+M = TypeVar("M", bound=BaseModel)
+
+#: HTTP header carrying router diagnostics (JSON list of StoreFailure) beside a v0 body.
+FAILURES_HEADER = "Memorywire-Store-Failures"
+
+_WRITERS = (Role.AGENT, Role.ADMIN)
+_REVIEWERS = (Role.REVIEWER, Role.ADMIN)
+_ANYONE = (Role.AGENT, Role.REVIEWER, Role.ADMIN)
+
+def validate_request(model: type[M], doc: Any, op: str) -> M:
+    """Parse a request document (schema first, then model) or raise ``InvalidRequest``."""
+    if not isinstance(doc, Mapping):
+        raise InvalidRequest(
+            f"{op} request must be a JSON object",
+            [ErrorDetail("", "type", "expected an object")],
+        )
+    parsed = parse_request(op, dict(doc))
+    assert isinstance(parsed, model)
+    return parsed
+
+
+def dump_response(resp: BaseModel) -> dict[str, Any]:
+    """The v0 body: every v0-required key is never None, so dropping Nones is shape-safe.
+
+    ``exclude_none`` only touches model fields; ``None`` inside metadata survives.
+    """
+    return to_wire(resp)
+
+
+@dataclass
+class DispatchResult:
+    """A JSON body plus diagnostics that travel beside it, never inside v0 shapes."""
+
+    body: Any
+    failures: list[StoreFailure] = field(default_factory=list)
+
+    def failures_json(self) -> list[dict[str, Any]]:
+        return [f.model_dump(mode="json") for f in self.failures]
+
+
+Handler = Callable[[Any, Principal], Awaitable[DispatchResult]]
+
+
+class Dispatcher:
+    """Runs operations against one store (a backend, a router or a ``GovernedStore``)."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        approvals: Approvals | None = None,
+        limits: Limits | None = None,
+        rate_limiter: RateLimiter | None = None,
+    ) -> None:
+        self.store = store
+        self.approvals = approvals
+        self.limits = limits or Limits()
+        #: ``None`` means unlimited (in-process use); servers pass one built from ``limits``.
+        self.rate_limiter = rate_limiter
+        self._ops: dict[str, Handler] = {
+            "remember": self._remember,
+            "recall": self._recall,
+            "forget": self._forget,
+            "merge": self._merge,
+            "expire": self._expire,
+            "approvals.list": self._approvals_list,
+            "approvals.get": self._approvals_get,
+            "approvals.approve": self._approvals_approve,
+            "approvals.reject": self._approvals_reject,
+            "audit.list": self._audit_list,
+            "audit.verify": self._audit_verify,
+            "health": self._health,
+            "schema": self._schema,
+        }
+
+    @property
+    def operations(self) -> tuple[str, ...]:
+        return tuple(self._ops)
+
+    async def dispatch(self, op: str, doc: Any, principal: Principal) -> DispatchResult:
+        handler = self._ops.get(op)
+        if handler is None:
+            raise NotFound(f"unknown operation {op!r}")
+        return await handler({} if doc is None else doc, principal)
+
+    # --- typed entry points (the in-process client uses these) --------------------------------
+
+    async def remember(self, req: RememberRequest, p: Principal) -> RememberResponse:
+        p.require(*_WRITERS)
+        p.check_scope(req.agent_id, req.user_id)
+        check_content_size(req.content, self.limits)
+        if p.provenance is not None:
+            req = req.model_copy(update={"source": p.provenance})
+        return await self.store.remember(req)
+
+    async def recall(self, req: RecallRequest, p: Principal) -> RecallResponse:
+        p.check_scope(req.agent_id, req.user_id)
+        if self.rate_limiter is not None:
+            self.rate_limiter.acquire(p.name)
+        return await self.store.recall(req)
+
+    async def forget(self, req: ForgetRequest, p: Principal) -> ForgetResponse:
+        p.require(*_WRITERS)
+        p.check_scope(req.agent_id, req.user_id)
+        return await self.store.forget(req)
+
+    async def merge(self, req: MergeRequest, p: Principal) -> MergeResponse:
+        p.require(*_WRITERS)
+        p.check_scope(req.agent_id, req.user_id)
+        return await self.store.merge(req)
+
+    async def expire(self, req: ExpireRequest, p: Principal) -> ExpireResponse:
+        p.require(*_WRITERS)
+        p.check_scope(req.agent_id, req.user_id)
+        return await self.store.expire(req)
+
+    # --- JSON handlers -------------------------------------------------------------------------
+
+    async def _remember(self, doc: Any, p: Principal) -> DispatchResult:
+        resp = await self.remember(validate_request(RememberRequest, doc, "remember"), p)
+        return DispatchResult(dump_response(resp), list(resp.failures))
+
+    async def _recall(self, doc: Any, p: Principal) -> DispatchResult:
+        resp = await self.recall(validate_request(RecallRequest, doc, "recall"), p)
+        return DispatchResult(dump_response(resp), list(resp.failures))
+
+    async def _forget(self, doc: Any, p: Principal) -> DispatchResult:
+        resp = await self.forget(validate_request(ForgetRequest, doc, "forget"), p)
+        return DispatchResult(dump_response(resp))
+
+    async def _merge(self, doc: Any, p: Principal) -> DispatchResult:
+        resp = await self.merge(validate_request(MergeRequest, doc, "merge"), p)
+        return DispatchResult(dump_response(resp), list(resp.errors or []))
+
+    async def _expire(self, doc: Any, p: Principal) -> DispatchResult:
+        resp = await self.expire(validate_request(ExpireRequest, doc, "expire"), p)
+        return DispatchResult(dump_response(resp), list(resp.errors or []))
+
+    def _need_approvals(self) -> Approvals:
+        if self.approvals is None:
+            raise CapabilityMissing(
+                "governance is not enabled on this server (start it with --governance-db)"
+            )
+        return self.approvals
+
+    async def _approvals_list(self, doc: Any, p: Principal) -> DispatchResult:
+        q = _object(doc, "approvals.list")
+        agent_id = _opt_str(q, "agent_id")
+        if agent_id is not None:
+            p.check_scope(agent_id, None)
+        status = _opt_str(q, "status") or "pending"
+        limit = _opt_int(q, "limit", 100, 1, 1000)
+        items = await self._need_approvals().list_approvals(
+            p, agent_id=agent_id, status=status, limit=limit
+        )
+        return DispatchResult({"approvals": items})
+
+    async def _approvals_get(self, doc: Any, p: Principal) -> DispatchResult:
+        approval_id = _req_str(_object(doc, "approvals.get"), "id")
+        return DispatchResult(await self._need_approvals().get(p, approval_id))
+
+    async def _approvals_approve(self, doc: Any, p: Principal) -> DispatchResult:
+        return await self._decide(doc, p, approve=True)
+
+    async def _approvals_reject(self, doc: Any, p: Principal) -> DispatchResult:
+        return await self._decide(doc, p, approve=False)
+
+    async def _decide(self, doc: Any, p: Principal, *, approve: bool) -> DispatchResult:
+        op = "approvals.approve" if approve else "approvals.reject"
+        q = _object(doc, op)
+        approval_id = _req_str(q, "id")
+        reason = _opt_str(q, "reason")
+        approvals = self._need_approvals()
+        # Scope first, role second: an out-of-scope id is "not found" for everyone.
+        await approvals.get(p, approval_id)
+        p.require(*_REVIEWERS)
+        return DispatchResult(await approvals.decide(p, approval_id, approve, reason))
+
+    async def _audit_list(self, doc: Any, p: Principal) -> DispatchResult:
+        p.require(*_REVIEWERS)
+        q = _object(doc, "audit.list")
+        agent_id = _opt_str(q, "agent_id")
+        if agent_id is not None:
+            p.check_scope(agent_id, None)
+        limit = _opt_int(q, "limit", 100, 1, 1000)
+        entries = await self._need_approvals().audit(p, agent_id=agent_id, limit=limit)
+        return DispatchResult({"entries": entries})
+
+    async def _audit_verify(self, doc: Any, p: Principal) -> DispatchResult:
+        # The chain spans every tenant, so only an unscoped admin may see its summary.
+        p.require(Role.ADMIN)
+        if p.agent_ids is not None:
+            raise NotFound("no audit chain in this scope")
+        return DispatchResult(await self._need_approvals().verify())
+
+    async def _health(self, doc: Any, p: Principal) -> DispatchResult:
+        h = await self.store.health()
+        body: dict[str, Any] = {"status": h.status, "store": self.store.name}
+        if p.role is Role.ADMIN:
+            body["details"] = h.details
+            body["capabilities"] = sorted(c.value for c in self.store.capabilities)
+        return DispatchResult(body)
+
+    async def _schema(self, doc: Any, p: Principal) -> DispatchResult:
+        q = _object(doc, "schema")
+        name = _opt_str(q, "name")
+        if name is None:
+            return DispatchResult({"schemas": schema_names()})
+        return DispatchResult(schema_document(name))
+
+
+def _object(doc: Any, op: str) -> Mapping[str, Any]:
+    if not isinstance(doc, Mapping):
+        raise InvalidRequest(f"{op} parameters must be a JSON object")
+    return doc
+
+
+def _req_str(q: Mapping[str, Any], key: str) -> str:
+    v = q.get(key)
+    if not isinstance(v, str) or not v:
+        raise InvalidRequest(
+            f"{key!r} is required and must be a non-empty string",
+            [ErrorDetail(f"/{key}", "required", "non-empty string")],
+        )
+    return v
+
+
+def _opt_str(q: Mapping[str, Any], key: str) -> str | None:
+    v = q.get(key)
+    if v is None:
+        return None
+    if not isinstance(v, str) or not v:
+        raise InvalidRequest(
+            f"{key!r} must be a non-empty string", [ErrorDetail(f"/{key}", "type", "string")]
+        )
+    return v
+
+
+def _opt_int(q: Mapping[str, Any], key: str, default: int, lo: int, hi: int) -> int:
+    v = q.get(key, default)
+    if isinstance(v, str) and v.isdigit():
+        v = int(v)
+    if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+        raise InvalidRequest(
+            f"{key!r} must be an integer in {lo}..{hi}",
+            [ErrorDetail(f"/{key}", "maximum", f"{lo}..{hi}")],
+        )
+    return v

@@ -1,0 +1,228 @@
+"""REST and JSON-RPC over HTTP (Starlette), plus OpenAPI, the reviewer UI and MCP mounts.
+
+Transport only: it reads a bounded body, authenticates the bearer token, hands the operation
+to the :class:`Dispatcher` and renders the result or the error envelope with the status
+that ``err.http_status`` names.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp
+
+from memorywire.errors import (
+    InvalidRequest,
+    MemorywireError,
+    NotFound,
+    PayloadTooLarge,
+    Unauthorized,
+)
+from memorywire.server.auth import Principal, Role, TokenStore
+from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, DispatchResult
+from memorywire.server.jsonrpc import handle_rpc
+from memorywire.server.limits import parse_json_body
+from memorywire.server.openapi import openapi_document
+
+__all__ = ["FAILURES_HEADER", "create_app"]
+
+log = logging.getLogger(__name__)
+
+_OPS = ("remember", "recall", "forget", "merge", "expire")
+#: Can read health and schemas only: every other operation needs a scope it does not have.
+_ANONYMOUS = Principal(name="anonymous", role=Role.AGENT, agent_ids=frozenset())
+
+
+class _Json(JSONResponse):
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def error_response(err: MemorywireError, status: int | None = None) -> Response:
+    headers = {}
+    if err.retry_after is not None:
+        headers["Retry-After"] = str(max(1, int(err.retry_after + 0.999)))
+    if isinstance(err, Unauthorized):
+        headers["WWW-Authenticate"] = 'Bearer realm="memorywire"'
+    return _Json(err.to_envelope(), status_code=status or err.http_status, headers=headers)
+
+
+def _ok(result: DispatchResult) -> Response:
+    headers = {}
+    if result.failures:
+        headers[FAILURES_HEADER] = json.dumps(result.failures_json(), separators=(",", ":"))
+    return _Json(result.body, headers=headers)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refusing to buffer more than ``limit`` bytes whatever Content-Length says."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"request body is {declared} bytes; the limit is {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def _guard(endpoint: Endpoint) -> Endpoint:
+    """Every failure becomes an envelope; nothing escapes to kill the connection."""
+
+    async def guarded(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except MemorywireError as err:
+            return error_response(err)
+        except Exception:  # outermost handler: log it, answer 500, keep serving
+            log.exception("unhandled error on %s", request.url.path)
+            return error_response(MemorywireError("internal error"))
+
+    return guarded
+
+
+def create_app(
+    dispatcher: Dispatcher,
+    *,
+    tokens: TokenStore | None,
+    ui_app: ASGIApp | None = None,
+    mcp_app: ASGIApp | None = None,
+    lifespan_hooks: Sequence[Callable[[], AbstractAsyncContextManager[None]]] = (),
+    on_shutdown: Callable[[], Awaitable[None]] | None = None,
+) -> Starlette:
+    """``tokens=None`` serves without authentication (the CLI allows it on loopback only)."""
+
+    def principal_of(request: Request, *, anonymous_ok: bool = False) -> Principal:
+        if tokens is None:
+            return Principal.local_admin()
+        header = request.headers.get("authorization", "")
+        scheme, _, secret = header.partition(" ")
+        if not header and anonymous_ok:
+            return _ANONYMOUS
+        if scheme.lower() != "bearer":
+            raise Unauthorized("a valid bearer token is required")
+        return tokens.authenticate(secret.strip())
+
+    async def run(request: Request, op: str, doc: Any, *, anonymous_ok: bool = False) -> Response:
+        p = principal_of(request, anonymous_ok=anonymous_ok)
+        return _ok(await dispatcher.dispatch(op, doc, p))
+
+    async def body_json(request: Request) -> Any:
+        raw = await read_body(request, dispatcher.limits.max_body_bytes)
+        if not raw.strip():
+            return {}
+        return parse_json_body(raw, dispatcher.limits)
+
+    def operation(op: str) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            principal_of(request)  # authenticate before reading a large body
+            return await run(request, op, await body_json(request))
+
+        return endpoint
+
+    async def approvals_list(request: Request) -> Response:
+        return await run(request, "approvals.list", dict(request.query_params))
+
+    async def approvals_get(request: Request) -> Response:
+        return await run(request, "approvals.get", {"id": request.path_params["id"]})
+
+    def decide(op: str) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            principal_of(request)
+            doc = await body_json(request)
+            if not isinstance(doc, dict):
+                raise InvalidRequest('body must be a JSON object like {"reason": "..."}')
+            unknown = set(doc) - {"reason"}
+            if unknown:
+                raise InvalidRequest(f"unknown field(s): {', '.join(sorted(unknown))}")
+            return await run(request, op, {**doc, "id": request.path_params["id"]})
+
+        return endpoint
+
+    async def audit_list(request: Request) -> Response:
+        return await run(request, "audit.list", dict(request.query_params))
+
+    async def audit_verify(request: Request) -> Response:
+        return await run(request, "audit.verify", {})
+
+    async def health(request: Request) -> Response:
+        return await run(request, "health", {}, anonymous_ok=True)
+
+    async def schemas(request: Request) -> Response:
+        return await run(request, "schema", {}, anonymous_ok=True)
+
+    async def schema(request: Request) -> Response:
+        return await run(
+            request, "schema", {"name": request.path_params["name"]}, anonymous_ok=True
+        )
+
+    async def rpc(request: Request) -> Response:
+        p = principal_of(request)
+        raw = await read_body(request, dispatcher.limits.max_body_bytes)
+        reply = await handle_rpc(raw, dispatcher, p)
+        if reply is None:
+            return Response(status_code=204)
+        return _Json(reply)
+
+    async def openapi(request: Request) -> Response:
+        return _Json(openapi_document())
+
+    table: list[tuple[str, Endpoint, str]] = [(f"/v0/{op}", operation(op), "POST") for op in _OPS]
+    table += [
+        ("/v0/approvals", approvals_list, "GET"),
+        ("/v0/approvals/{id}", approvals_get, "GET"),
+        ("/v0/approvals/{id}/approve", decide("approvals.approve"), "POST"),
+        ("/v0/approvals/{id}/reject", decide("approvals.reject"), "POST"),
+        ("/v0/audit", audit_list, "GET"),
+        ("/v0/audit/verify", audit_verify, "POST"),
+        ("/v0/health", health, "GET"),
+        ("/v0/schemas", schemas, "GET"),
+        ("/v0/schemas/{name:path}", schema, "GET"),
+        ("/v0/rpc", rpc, "POST"),
+        ("/openapi.json", openapi, "GET"),
+    ]
+    routes: list[BaseRoute] = [
+        Route(path, _guard(fn), methods=[method]) for path, fn, method in table
+    ]
+    if ui_app is not None:
+        routes.append(Mount("/ui", app=ui_app))
+    if mcp_app is not None:
+        routes.append(Mount("/mcp", app=mcp_app))
+
+    async def on_http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            return error_response(NotFound(f"no route {request.url.path}"))
+        return error_response(InvalidRequest(str(exc.detail)), exc.status_code)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for hook in lifespan_hooks:
+                await stack.enter_async_context(hook())
+            try:
+                yield
+            finally:
+                if on_shutdown is not None:
+                    await on_shutdown()
+
+    return Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: on_http_error},
+        lifespan=lifespan,
+    )

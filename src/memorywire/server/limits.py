@@ -1,0 +1,108 @@
+"""Bounds on what one request may cost: body size, JSON nesting, content size, recall rate.
+
+Nesting is measured on the raw bytes before ``json.loads`` runs, because the parser recurses
+once per level and a 10,000-deep array would otherwise exhaust the stack of the server.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memorywire.errors import ErrorDetail, InvalidRequest, PayloadTooLarge, RateLimited
+from memorywire.wire.codec import parse_json
+
+__all__ = ["Limits", "RateLimiter", "check_content_size", "json_depth", "parse_json_body"]
+
+# A JSON string literal, matched without backtracking so hostile input stays linear.
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_body_bytes: int = 1 << 20
+    max_content_bytes: int = 256 << 10
+    max_json_depth: int = 64
+    #: Sustained recall calls per second per token, and the burst allowed above it.
+    recall_rate: float = 50.0
+    recall_burst: int = 100
+
+
+def json_depth(raw: bytes) -> int:
+    """Deepest nesting of arrays/objects in ``raw``, ignoring brackets inside strings."""
+    stripped = _STRING.sub(b'""', raw)
+    arr = np.frombuffer(stripped, dtype=np.uint8)
+    if arr.size == 0:
+        return 0
+    opens = (arr == ord("[")) | (arr == ord("{"))
+    closes = (arr == ord("]")) | (arr == ord("}"))
+    level = np.cumsum(opens.astype(np.int64) - closes.astype(np.int64))
+    return int(level.max(initial=0))
+
+
+def parse_json_body(raw: bytes, limits: Limits) -> Any:
+    """Decode a request body or raise an ``InvalidRequest`` the client can act on."""
+    if len(raw) > limits.max_body_bytes:
+        raise PayloadTooLarge(
+            f"request body is {len(raw)} bytes; the limit is {limits.max_body_bytes}",
+            [ErrorDetail("", "maxBytes", f"at most {limits.max_body_bytes} bytes")],
+        )
+    depth = json_depth(raw)
+    if depth > limits.max_json_depth:
+        raise InvalidRequest(
+            f"JSON nesting depth {depth} exceeds the limit of {limits.max_json_depth}",
+            [ErrorDetail("", "maxDepth", f"at most {limits.max_json_depth} levels")],
+        )
+    try:
+        return parse_json(raw)
+    except RecursionError:
+        raise InvalidRequest(
+            "request body nests too deeply", [ErrorDetail("", "maxDepth", "too deep")]
+        ) from None
+
+
+def check_content_size(content: Any, limits: Limits) -> None:
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    size = len(text.encode("utf-8"))
+    if size > limits.max_content_bytes:
+        raise PayloadTooLarge(
+            f"content is {size} bytes; the limit is {limits.max_content_bytes}",
+            [ErrorDetail("/content", "maxBytes", f"at most {limits.max_content_bytes} bytes")],
+        )
+
+
+class RateLimiter:
+    """One token bucket per key (a token id); thread-safe, with an injectable monotonic clock."""
+
+    def __init__(
+        self, rate: float, burst: int, *, now: Callable[[], float] = time.monotonic
+    ) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError("rate must be > 0 and burst >= 1")
+        self._rate = rate
+        self._burst = float(burst)
+        self._now = now
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def acquire(self, key: str) -> None:
+        """Take one token or raise ``RateLimited`` saying when the next one is due."""
+        with self._lock:
+            now = self._now()
+            tokens, last = self._buckets.get(key, (self._burst, now))
+            tokens = min(self._burst, tokens + (now - last) * self._rate)
+            if tokens < 1.0:
+                self._buckets[key] = (tokens, now)
+                wait = (1.0 - tokens) / self._rate
+                raise RateLimited(
+                    "too many recall calls for this token; slow down",
+                    retry_after=round(max(wait, 0.001), 3),
+                )
+            self._buckets[key] = (tokens - 1.0, now)

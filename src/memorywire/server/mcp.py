@@ -1,0 +1,177 @@
+"""MCP over the dispatcher: the five operations as tools, the wire schemas as resources.
+
+Tools take the wire request as their arguments (input schemas are the shipped JSON Schemas,
+bundled so no client has to fetch a URL) and return the wire response as structured content
+plus its JSON text. Errors come back as tool errors carrying our envelope, so an MCP client
+reads the same ``code`` as a REST one; store diagnostics ride in ``_meta``.
+
+A model calling tools is not a human at a keyboard: destructive calls (hard or by-filter
+forget, expire) are never executed directly. With governance they are staged for a reviewer
+(every forget over MCP goes to the approval queue); without it they are refused.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+
+from memorywire.errors import Forbidden, InvalidRequest, MemorywireError, NotFound
+from memorywire.server.auth import Principal
+from memorywire.server.dispatch import Dispatcher
+from memorywire.server.openapi import bundled_schema
+from memorywire.wire.registry import schema, schema_names
+
+__all__ = ["TOOLS", "build_mcp_server", "is_destructive", "run_stdio"]
+
+TOOLS: dict[str, str] = {
+    "remember": "Store one memory (semantic, episodic, procedural or emotional) for an agent.",
+    "recall": "Search an agent's memories; results are ordered best first.",
+    "forget": "Forget memories by ids (soft by default). Hard or by-filter deletes need review.",
+    "merge": "Merge duplicate memories into a canonical one.",
+    "expire": "Forget, archive or demote memories matching a policy (needs review).",
+}
+_SCHEMA_URI = "memorywire://schemas/"
+
+
+def is_destructive(op: str, args: dict[str, Any]) -> bool:
+    if op == "expire":
+        return True
+    return op == "forget" and (bool(args.get("hard_delete")) or args.get("filter") is not None)
+
+
+def _result(body: Any, meta: dict[str, Any] | None = None) -> types.CallToolResult:
+    out = types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(body, ensure_ascii=False))],
+        structured_content=body,
+    )
+    if meta:
+        out.meta = meta
+    return out
+
+
+def _error(err: MemorywireError) -> types.CallToolResult:
+    env = err.to_envelope()
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(env, ensure_ascii=False))],
+        structured_content=env,
+        is_error=True,
+    )
+
+
+def build_mcp_server(
+    dispatcher: Dispatcher,
+    *,
+    principal: Principal | None = None,
+    governed: bool = False,
+) -> Server[Any]:
+    """``governed``: the dispatcher's store stages forgets for approval (see module doc)."""
+    caller = principal or Principal.local_admin()
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        tools = [
+            types.Tool(
+                name=name,
+                description=desc,
+                input_schema=bundled_schema(name),
+                annotations=types.ToolAnnotations(
+                    read_only_hint=name == "recall",
+                    destructive_hint=name in ("forget", "expire", "merge"),
+                    idempotent_hint=name in ("recall", "remember"),
+                ),
+            )
+            for name, desc in TOOLS.items()
+        ]
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        args = dict(params.arguments or {})
+        try:
+            if params.name not in TOOLS:
+                raise NotFound(f"unknown tool {params.name!r}; known: {', '.join(TOOLS)}")
+            if is_destructive(params.name, args) and (not governed or params.name == "expire"):
+                raise Forbidden(
+                    f"{params.name} with these arguments is destructive and needs human "
+                    "review; over MCP it is refused unless the server stages it "
+                    "(start with --governance-db; expire is available over REST/CLI only)"
+                )
+            result = await dispatcher.dispatch(params.name, args, caller)
+        except MemorywireError as err:
+            return _error(err)
+        meta = {"memorywire/store_failures": result.failures_json()} if result.failures else None
+        return _result(result.body, meta)
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    name=n, uri=_SCHEMA_URI + n, mime_type="application/schema+json",
+                    description=f"wire v0 JSON Schema: {n}",
+                )
+                for n in schema_names()
+            ]
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if not uri.startswith(_SCHEMA_URI):
+            raise InvalidRequest(f"unknown resource {uri}")
+        doc = schema(uri.removeprefix(_SCHEMA_URI))
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=uri, mime_type="application/schema+json", text=json.dumps(doc)
+                )
+            ]
+        )
+
+    return Server(
+        "memorywire",
+        version="0",
+        instructions="Agent memory over the memorywire v0 wire format.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
+
+
+def run_stdio(
+    store_url: str | None, *, embedder: str | None = None, governance_db: str | None = None
+) -> int:
+    """Serve MCP on stdin/stdout until the client closes it."""
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    from memorywire.server.app import open_configured_store
+    from memorywire.server.config import load_config
+
+    config = load_config(overrides={"store": store_url, "embedder": embedder}).resolved()
+    inner = open_configured_store(config)
+    store: Any = inner
+    if governance_db:
+        from memorywire.governance import GovernedStore
+
+        store = GovernedStore(inner, governance_db, require_approval_for={"forget"})
+    dispatcher = Dispatcher(store)
+    server = build_mcp_server(dispatcher, governed=governance_db is not None)
+
+    async def main() -> None:
+        try:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+        finally:
+            await store.aclose()
+
+    anyio.run(main)
+    return 0

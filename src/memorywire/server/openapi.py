@@ -1,0 +1,239 @@
+"""OpenAPI 3.1 for the REST surface, built from the shipped wire schemas (never hand-copied).
+
+Each schema file becomes a component named after its short name with ``/`` turned into ``.``
+(``remember.response``, ``types.semantic``); its ``$defs`` become sibling components
+(``common.agent_id``) and every ``$ref`` is rewritten to point at them, because inside an
+OpenAPI document ``#/$defs/...`` would resolve against the document root.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from memorywire.wire.registry import BASE_URI, schema, schema_names
+
+__all__ = ["bundled_schema", "component_name", "openapi_document"]
+
+_OPS = ("remember", "recall", "forget", "merge", "expire")
+_COMPONENTS = "#/components/schemas/"
+
+
+def component_name(short: str) -> str:
+    return short.replace("/", ".")
+
+
+def _file_of(short: str) -> str:
+    """Short name to the path used in ``$id`` (operations live under ``operations/``)."""
+    return short if "/" in short or short in ("common", "error") else f"operations/{short}"
+
+
+def _rewrite(node: Any, owner: str, paths: dict[str, str], base: str = _COMPONENTS) -> Any:
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in ("$id", "$schema", "$defs"):
+                continue
+            if key == "$ref" and isinstance(value, str):
+                out[key] = _ref(value, owner, paths, base)
+            else:
+                out[key] = _rewrite(value, owner, paths, base)
+        return out
+    if isinstance(node, list):
+        return [_rewrite(v, owner, paths, base) for v in node]
+    return node
+
+
+def _ref(ref: str, owner: str, paths: dict[str, str], base: str) -> str:
+    target, _, fragment = ref.partition("#")
+    comp = owner if not target else paths[target.removeprefix(BASE_URI)]
+    if fragment.startswith("/$defs/"):
+        comp = f"{comp}.{fragment.removeprefix('/$defs/')}"
+    elif fragment:
+        raise ValueError(f"unsupported $ref fragment {ref!r}")
+    return base + comp
+
+
+def _components(base: str = _COMPONENTS) -> dict[str, Any]:
+    names = schema_names(include_definitions=True)
+    paths = {_file_of(n): component_name(n) for n in names}
+    comps: dict[str, Any] = {}
+    for short in names:
+        doc = schema(short)
+        owner = component_name(short)
+        for def_name, sub in doc.get("$defs", {}).items():
+            comps[f"{owner}.{def_name}"] = _rewrite(sub, owner, paths, base)
+        if short != "common":
+            comps[owner] = _rewrite(doc, owner, paths, base)
+    return comps
+
+
+def _refs(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        found = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
+        for v in node.values():
+            found |= _refs(v)
+        return found
+    if isinstance(node, list):
+        return set().union(*(_refs(v) for v in node)) if node else set()
+    return set()
+
+
+def bundled_schema(name: str) -> dict[str, Any]:
+    """One self-contained schema (every ``$ref`` local, under ``$defs``), for tools such as
+    MCP clients that must not fetch ``https://memorywire.dev/...`` to read an input schema."""
+    comps = _components("#/$defs/")
+    root = comps[component_name(name)]
+    needed: dict[str, Any] = {}
+    todo = [r.removeprefix("#/$defs/") for r in _refs(root)]
+    while todo:
+        comp = todo.pop()
+        if comp in needed:
+            continue
+        needed[comp] = comps[comp]
+        todo.extend(r.removeprefix("#/$defs/") for r in _refs(comps[comp]))
+    out = dict(root)
+    if needed:
+        out["$defs"] = needed
+    return out
+
+
+def _ref_to(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(name: str, description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _ref_to(name)}}}
+
+
+_ERRORS = {
+    "400": _json("error", "Invalid request (code invalid_request)"),
+    "401": _json("error", "Missing or invalid bearer token"),
+    "403": _json("error", "Outside the token's role or scope"),
+    "413": _json("error", "Body too large"),
+    "429": _json("error", "Rate limited; see Retry-After"),
+    "503": _json("error", "Backend unavailable"),
+}
+
+_OPEN_OBJECT = {"type": "object", "additionalProperties": True}
+
+
+def _generic(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": _OPEN_OBJECT}},
+    }
+
+
+def _paths() -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for op in _OPS:
+        paths[f"/v0/{op}"] = {
+            "post": {
+                "operationId": op,
+                "summary": f"{op} (wire v0)",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref_to(op)}},
+                },
+                "responses": {"200": _json(f"{op}.response", f"{op} response"), **_ERRORS},
+            }
+        }
+    id_param = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+    query = [
+        {"name": "agent_id", "in": "query", "schema": {"type": "string"}},
+        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}},
+    ]
+    reason_body = {
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"reason": {"type": "string"}},
+                    "additionalProperties": False,
+                }
+            }
+        }
+    }
+    paths["/v0/approvals"] = {
+        "get": {
+            "operationId": "approvals_list",
+            "parameters": [
+                *query,
+                {"name": "status", "in": "query", "schema": {"type": "string"}},
+            ],
+            "responses": {"200": _generic("pending approvals"), **_ERRORS},
+        }
+    }
+    paths["/v0/approvals/{id}"] = {
+        "get": {
+            "operationId": "approvals_get",
+            "parameters": [id_param],
+            "responses": {"200": _json("governance.review", "one approval"), **_ERRORS},
+        }
+    }
+    for verb in ("approve", "reject"):
+        paths[f"/v0/approvals/{{id}}/{verb}"] = {
+            "post": {
+                "operationId": f"approvals_{verb}",
+                "parameters": [id_param],
+                "requestBody": reason_body,
+                "responses": {"200": _generic(f"{verb}d"), **_ERRORS},
+            }
+        }
+    paths["/v0/audit"] = {
+        "get": {
+            "operationId": "audit_list",
+            "parameters": query,
+            "responses": {"200": _generic("audit entries"), **_ERRORS},
+        }
+    }
+    paths["/v0/audit/verify"] = {
+        "post": {
+            "operationId": "audit_verify",
+            "responses": {"200": _generic("audit chain check"), **_ERRORS},
+        }
+    }
+    paths["/v0/health"] = {
+        "get": {"operationId": "health", "responses": {"200": _generic("store health")}}
+    }
+    paths["/v0/schemas/{name}"] = {
+        "get": {
+            "operationId": "schema",
+            "parameters": [{**id_param, "name": "name"}],
+            "responses": {"200": _generic("a wire JSON Schema"), **_ERRORS},
+        }
+    }
+    paths["/v0/rpc"] = {
+        "post": {
+            "operationId": "jsonrpc",
+            "summary": "JSON-RPC 2.0 (memory.remember, memory.recall, ..., approvals.*)",
+            "requestBody": {"content": {"application/json": {"schema": {}}}},
+            "responses": {
+                "200": _generic("JSON-RPC response"),
+                "204": {"description": "all notifications"},
+            },
+        }
+    }
+    return paths
+
+
+@cache
+def _document() -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "memorywire", "version": "0"},
+        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+        "paths": _paths(),
+        "components": {
+            "schemas": _components(),
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }
+
+
+def openapi_document() -> dict[str, Any]:
+    import copy
+
+    return copy.deepcopy(_document())

@@ -1,0 +1,140 @@
+"""SQL building and row translation for :mod:`memorywire.store.postgres`: no I/O here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import psycopg
+import psycopg_pool
+
+from memorywire.errors import BackendUnavailable, InvalidRequest, MemorywireError
+from memorywire.store._common import content_from_storage
+from memorywire.wire.models import MemoryRecord, MemoryType
+
+__all__ = [
+    "RECORD_COLS",
+    "TABLE",
+    "Where",
+    "add_metadata_filter",
+    "record_from_row",
+    "reject_nul",
+    "scope_where",
+    "translate_error",
+    "tsquery_text",
+    "vector_literal",
+]
+
+TABLE = "memorywire_memories"
+RECORD_COLS = (
+    "id, agent_id, user_id, type, content, metadata, confidence, source, created_at, "
+    "updated_at, expires_at, recall_count, last_recalled_at"
+)
+
+
+@dataclass
+class Where:
+    """A conjunction of SQL conditions with their positional parameters."""
+
+    parts: list[str] = field(default_factory=list)
+    params: list[Any] = field(default_factory=list)
+
+    def add(self, sql: str, *params: Any) -> None:
+        self.parts.append(sql)
+        self.params.extend(params)
+
+    def sql(self) -> str:
+        return " AND ".join(self.parts) if self.parts else "TRUE"
+
+
+def add_metadata_filter(w: Where, flt: dict[str, Any]) -> None:
+    """Equality per top-level key (JSON equality, as :mod:`memorywire.core.filters`).
+
+    ``@>`` lets the GIN index narrow the rows first; the per-key ``=`` keeps the meaning exact
+    for arrays and objects, which ``@>`` alone would match by containment. jsonb equality
+    already tells ``true`` from ``1`` and compares numbers by value.
+    """
+    w.add("metadata @> %s::jsonb", json.dumps(flt))
+    for key, value in flt.items():
+        w.add("metadata -> %s = %s::jsonb", key, json.dumps(value))
+
+
+def scope_where(
+    *,
+    agent_id: str,
+    user_id: str | None,
+    now_ms: int,
+    types: Sequence[str] | None = None,
+    metadata_filter: dict[str, Any] | None = None,
+    created_after: int | None = None,
+    include_archived: bool = False,
+) -> Where:
+    """Live rows in scope: not deleted, not archived (unless asked), not past ``expires_at``."""
+    w = Where()
+    w.add("agent_id = %s", agent_id)
+    w.add("deleted_at IS NULL")
+    if not include_archived:
+        w.add("archived_at IS NULL")
+    w.add("(expires_at IS NULL OR expires_at > %s)", now_ms)
+    if user_id is not None:
+        w.add("user_id = %s", user_id)
+    if types:
+        w.add("type = ANY(%s)", list(types))
+    if metadata_filter:
+        add_metadata_filter(w, metadata_filter)
+    if created_after is not None:
+        w.add("created_at >= %s", created_after)
+    return w
+
+
+def tsquery_text(words: Sequence[str]) -> str | None:
+    """An OR query over quoted lexemes: any shared word is evidence, ranking sorts it out."""
+    lexemes = []
+    for word in words:
+        cleaned = word.replace("'", "").replace("\\", "").strip()
+        if cleaned:
+            lexemes.append("'" + cleaned + "'")
+    return " | ".join(dict.fromkeys(lexemes)) or None
+
+
+def vector_literal(v: Any) -> str:
+    """pgvector's text form; ``%.9g`` round-trips a float32 exactly."""
+    return "[" + ",".join(f"{x:.9g}" for x in np.asarray(v, dtype=np.float32).tolist()) + "]"
+
+
+def reject_nul(text: str, what: str) -> None:
+    # PostgreSQL text cannot hold U+0000; say so instead of failing inside the driver.
+    if "\x00" in text:
+        raise InvalidRequest(f"{what} contains a NUL character, which PostgreSQL cannot store")
+
+
+def record_from_row(row: dict[str, Any]) -> MemoryRecord:
+    mtype = MemoryType(row["type"])
+    return MemoryRecord.model_validate({
+        "id": row["id"],
+        "agent_id": row["agent_id"],
+        "type": mtype,
+        "content": content_from_storage(mtype, row["content"]),
+        "created_at": row["created_at"],
+        "user_id": row["user_id"],
+        "metadata": dict(row["metadata"] or {}),
+        "confidence": row["confidence"],
+        "source": row["source"],
+        "updated_at": row["updated_at"],
+        "expires_at": row["expires_at"],
+        "recall_count": row["recall_count"],
+        "last_recalled_at": row["last_recalled_at"],
+    })
+
+
+def translate_error(exc: Exception) -> MemorywireError:
+    """The one place driver errors become memorywire errors."""
+    unreachable = psycopg_pool.PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError
+    if isinstance(exc, unreachable):
+        return BackendUnavailable(f"PostgreSQL is unreachable: {exc}")
+    if isinstance(exc, psycopg.errors.DataError):
+        return InvalidRequest(f"PostgreSQL refused a value: {exc}")
+    return BackendUnavailable(f"PostgreSQL failed: {type(exc).__name__}: {exc}")

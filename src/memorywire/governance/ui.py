@@ -1,0 +1,303 @@
+"""The reviewer web UI: a small server-rendered Starlette app over a ``GovernedStore``.
+
+Mount it at ``/ui`` so the ``approval_url`` a staged write returns
+(``{approval_base_url}/ui/approvals/{id}``) opens the item. Reviewers sign in with a token
+that ``auth`` maps to a reviewer name; the name lives in a signed session cookie and is the
+only source of the ``reviewer`` passed to governance (never a form field). Every state-changing
+form carries a per-session CSRF token; the page sends no third-party resource (strict CSP).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memorywire.errors import MemorywireError
+from memorywire.governance.store import GovernedStore
+
+__all__ = ["review_app"]
+
+Auth = Callable[[str], str | None]
+_OPERATIONS = ("remember", "forget", "merge")
+_STATUSES = ("pending", "committing", "approved", "rejected")
+_CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+class _SecurityHeaders:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers += [
+                    (b"content-security-policy", _CSP.encode()),
+                    (b"x-frame-options", b"DENY"),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"cache-control", b"no-store"),
+                ]
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _pretty(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _columns(review: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(now, after approval) cards for the side-by-side view."""
+    diff = review.get("diff") or {}
+    op = review["operation"]
+    now: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] = []
+    if op == "remember":
+        for m in diff.get("modified", []):
+            note = f"{m.get('relation')} · similarity {m.get('similarity')}"
+            now.append({"id": m.get("id"), "content": m.get("content"), "note": note})
+            after.append({"id": m.get("id"), "content": m.get("content"), "note": "unchanged"})
+        for a in diff.get("added", []):
+            after.append(
+                {"id": a.get("id"), "content": a.get("content"), "note": "added", "kind": "added"}
+            )
+    elif op == "forget":
+        for r in diff.get("removed", []):
+            now.append(
+                {
+                    "id": r.get("id"),
+                    "content": r.get("content"),
+                    "note": "will be forgotten",
+                    "kind": "removed",
+                }
+            )
+    else:
+        for m in diff.get("modified", []):
+            before, new = m.get("before") or {}, m.get("after") or {}
+            now.append({"id": m.get("id"), "content": before.get("content"), "note": "canonical"})
+            after.append(
+                {
+                    "id": m.get("id"),
+                    "content": new.get("content"),
+                    "note": "canonical",
+                    "kind": "added",
+                }
+            )
+        for r in diff.get("removed", []):
+            now.append(
+                {
+                    "id": r.get("id"),
+                    "content": r.get("content"),
+                    "note": "absorbed",
+                    "kind": "removed",
+                }
+            )
+    for card in now + after:
+        card["content"] = _pretty(card["content"])
+        card.setdefault("kind", "")
+    return now, after
+
+
+def review_app(
+    governed: GovernedStore,
+    auth: Auth,
+    *,
+    secret_key: str | None = None,
+    https_only: bool = False,
+    session_max_age: int = 8 * 3600,
+) -> Starlette:
+    """``auth(token)`` returns the reviewer's name, or ``None`` for a bad token."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("memorywire.governance", "templates"),
+        autoescape=jinja2.select_autoescape(["html"]),
+        undefined=jinja2.StrictUndefined,
+    )
+    templates = Jinja2Templates(env=env)
+    css = env.loader.get_source(env, "ui.css")[0] if env.loader else ""
+
+    def page(request: Request, name: str, http_status: int = 200, **ctx: Any) -> Response:
+        ctx.setdefault("reviewer", request.session.get("reviewer"))
+        ctx.setdefault("csrf", request.session.get("csrf", ""))
+        ctx["base"] = request.scope.get("root_path", "")
+        return templates.TemplateResponse(request, name, ctx, status_code=http_status)
+
+    def error(request: Request, status: int, message: str) -> Response:
+        return page(request, "error.html", status, message=message, status=status)
+
+    def csrf_ok(request: Request, form_token: Any) -> bool:
+        expected = request.session.get("csrf")
+        if not isinstance(expected, str) or not expected or not isinstance(form_token, str):
+            return False
+        return hmac.compare_digest(expected.encode(), form_token.encode())
+
+    def login_required(
+        handler: Callable[[Request, str], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def wrapped(request: Request) -> Response:
+            reviewer = request.session.get("reviewer")
+            if not reviewer:
+                base = request.scope.get("root_path", "")
+                return RedirectResponse(f"{base}/login", status_code=303)
+            try:
+                return await handler(request, str(reviewer))
+            except MemorywireError as exc:
+                return error(request, exc.http_status, exc.message)
+
+        return wrapped
+
+    async def login_form(request: Request) -> Response:
+        if "csrf" not in request.session:
+            request.session["csrf"] = secrets.token_urlsafe(32)
+        return page(request, "login.html")
+
+    async def login(request: Request) -> Response:
+        form = await request.form()
+        if not csrf_ok(request, form.get("csrf")):
+            return error(request, 403, "The form expired or did not come from this site.")
+        token = form.get("token")
+        reviewer = auth(token) if isinstance(token, str) and token else None
+        if not reviewer:
+            return page(request, "login.html", 401, failed=True)
+        request.session.clear()
+        request.session["reviewer"] = reviewer
+        request.session["csrf"] = secrets.token_urlsafe(32)  # rotate on privilege change
+        base = request.scope.get("root_path", "")
+        return RedirectResponse(f"{base}/approvals", status_code=303)
+
+    async def logout(request: Request) -> Response:
+        form = await request.form()
+        if not csrf_ok(request, form.get("csrf")):
+            return error(request, 403, "The form expired or did not come from this site.")
+        request.session.clear()
+        base = request.scope.get("root_path", "")
+        return RedirectResponse(f"{base}/login", status_code=303)
+
+    async def index(request: Request) -> Response:
+        base = request.scope.get("root_path", "")
+        return RedirectResponse(f"{base}/approvals", status_code=303)
+
+    @login_required
+    async def approvals(request: Request, reviewer: str) -> Response:
+        q = request.query_params
+        status = q.get("status") or "pending"
+        operation = q.get("operation") or None
+        agent_id = q.get("agent_id") or None
+        items = governed.list_pending(
+            agent_id=agent_id,
+            operation=operation if operation in _OPERATIONS else None,
+            status=status if status in _STATUSES else None,
+            limit=200,
+        )
+        return page(
+            request,
+            "approvals.html",
+            items=items,
+            status=status,
+            operation=operation or "",
+            agent_id=agent_id or "",
+            operations=_OPERATIONS,
+            statuses=_STATUSES,
+        )
+
+    @login_required
+    async def approval(request: Request, reviewer: str) -> Response:
+        review = await governed.get_review(request.path_params["item_id"])
+        now, after = _columns(review)
+        return page(
+            request,
+            "approval.html",
+            item=review,
+            now=now,
+            after=after,
+            request_json=_pretty(review["request"]),
+            own=review.get("requested_by") == reviewer,
+        )
+
+    @login_required
+    async def decide(request: Request, reviewer: str) -> Response:
+        item_id = request.path_params["item_id"]
+        form = await request.form()
+        if not csrf_ok(request, form.get("csrf")):
+            return error(request, 403, "The form expired or did not come from this site.")
+        action = form.get("action")
+        reason = str(form.get("reason") or "") or None
+        seen = form.get("content_hash")
+        if action not in ("approve", "reject") or not isinstance(seen, str) or not seen:
+            return error(request, 400, "Choose approve or reject.")
+        await governed.decide(item_id, reviewer, action == "approve", reason, seen)
+        base = request.scope.get("root_path", "")
+        return RedirectResponse(f"{base}/approvals/{item_id}", status_code=303)
+
+    @login_required
+    async def audit(request: Request, reviewer: str) -> Response:
+        q = request.query_params
+        agent_id = q.get("agent_id") or None
+        memory_id = q.get("memory_id") or None
+        entries = governed.audit_entries(agent_id=agent_id, memory_id=memory_id, limit=500)
+        return page(
+            request,
+            "audit.html",
+            entries=entries,
+            verify=governed.verify(),
+            agent_id=agent_id or "",
+            memory_id=memory_id or "",
+        )
+
+    async def health(request: Request) -> Response:
+        h = await governed.health()
+        code = 200 if h.status != "down" else 503
+        return page(request, "health.html", code, health=h.to_dict())
+
+    async def stylesheet(request: Request) -> Response:
+        return PlainTextResponse(css, media_type="text/css")
+
+    routes = [
+        Route("/", index),
+        Route("/login", login_form, methods=["GET"]),
+        Route("/login", login, methods=["POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Route("/approvals", approvals),
+        Route("/approvals/{item_id}", approval, methods=["GET"]),
+        Route("/approvals/{item_id}/decide", decide, methods=["POST"]),
+        Route("/audit", audit),
+        Route("/health", health),
+        Route("/ui.css", stylesheet),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(_SecurityHeaders),
+            Middleware(
+                SessionMiddleware,
+                secret_key=secret_key or secrets.token_urlsafe(32),
+                session_cookie="memorywire_review",
+                max_age=session_max_age,
+                same_site="strict",
+                https_only=https_only,
+            ),
+        ],
+    )

@@ -19,6 +19,7 @@ from typing import Any
 from memorywire.cli_ops import register_ops
 from memorywire.consolidation import register_cli as register_consolidate
 from memorywire.errors import MemorywireError
+from memorywire.governance.cli import register_audit
 from memorywire.wire import CURRENT, parse_json, schema, schema_names, validate
 
 __all__ = ["ENTRY_POINT_GROUP", "SUBCOMMANDS", "Register", "build_parser", "main"]
@@ -103,6 +104,7 @@ SUBCOMMANDS: list[Register] = [
     register_validate,
     register_consolidate,
     register_ops,
+    register_audit,
 ]
 
 

@@ -1,0 +1,114 @@
+"""``memorywire audit``: verify, list and checkpoint a governance database's audit log.
+
+``verify`` exits 0 when the chain (and every checkpoint given) holds, 1 when tampering is
+found, 2 on a usage error; the report is JSON on standard output either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+from memorywire.errors import MemorywireError
+from memorywire.governance.audit import AuditLog
+
+__all__ = ["register_audit"]
+
+
+def _open(db: str) -> AuditLog:
+    if not Path(db).is_file():
+        raise MemorywireError(f"no governance database at {db}")
+    return AuditLog.open(db)
+
+
+def _load_checkpoints(files: list[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            data = json.load(fh)
+        out.extend(data if isinstance(data, list) else [data])
+    return out
+
+
+def _verify(args: argparse.Namespace) -> int:
+    log = _open(args.db)
+    try:
+        cps = _load_checkpoints(args.checkpoint) if args.checkpoint else None
+        report = log.verify(checkpoints=cps, trusted_keys=args.trusted_key or None)
+    finally:
+        log.close()
+    print(json.dumps(report.to_dict(), indent=2))
+    return 0 if report.ok else 1
+
+
+def _list(args: argparse.Namespace) -> int:
+    log = _open(args.db)
+    try:
+        for e in log.entries(agent_id=args.agent_id, memory_id=args.memory_id, limit=args.limit):
+            print(json.dumps(e.to_dict(), ensure_ascii=False))
+    finally:
+        log.close()
+    return 0
+
+
+def _checkpoint(args: argparse.Namespace) -> int:
+    with open(args.key, "rb") as fh:
+        key = load_pem_private_key(fh.read(), password=None)
+    if not isinstance(key, Ed25519PrivateKey):
+        raise MemorywireError("the checkpoint key must be an Ed25519 private key (PEM)")
+    log = _open(args.db)
+    try:
+        print(json.dumps(log.checkpoint(key)))
+    finally:
+        log.close()
+    return 0
+
+
+def _guard(handler: Any) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(handler(args))
+        except (MemorywireError, OSError, ValueError) as exc:
+            print(f"memorywire audit: {getattr(exc, 'message', exc)}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+def register_audit(subparsers: Any) -> None:
+    audit = subparsers.add_parser("audit", help="verify or read a governance audit log")
+    sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
+
+    v = sub.add_parser("verify", help="recompute the hash chain and check checkpoints")
+    v.add_argument("--db", required=True, help="governance database file")
+    v.add_argument(
+        "--checkpoint",
+        action="append",
+        metavar="FILE",
+        help="exported checkpoint JSON (object or list); repeatable",
+    )
+    v.add_argument(
+        "--trusted-key",
+        action="append",
+        metavar="B64",
+        help="accept only checkpoints signed by this public key; repeatable",
+    )
+    v.set_defaults(handler=_guard(_verify))
+
+    ls = sub.add_parser("list", help="print entries as JSON lines")
+    ls.add_argument("--db", required=True)
+    ls.add_argument("--agent-id")
+    ls.add_argument("--memory-id")
+    ls.add_argument("--limit", type=int, default=None)
+    ls.set_defaults(handler=_guard(_list))
+
+    cp = sub.add_parser("checkpoint", help="sign the current head and print it as JSON")
+    cp.add_argument("--db", required=True)
+    cp.add_argument("--key", required=True, help="Ed25519 private key, PEM, unencrypted")
+    cp.set_defaults(handler=_guard(_checkpoint))

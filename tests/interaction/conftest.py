@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,6 +19,8 @@ import pytest
 from memorywire.client import Memory
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import MemorywireError
+from memorywire.governance import GovernedStore
+from memorywire.server.approvals import GovernanceApprovals
 from memorywire.server.auth import TokenStore
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
@@ -39,7 +42,7 @@ class Outcome:
 
 @dataclass
 class World:
-    store: InMemoryStore
+    store: Any
     tokens: TokenStore
     dispatcher: Dispatcher
     admin: str
@@ -51,9 +54,20 @@ class World:
 Caller = Callable[[str, dict[str, Any], str], Awaitable[Outcome]]
 
 
+@pytest.fixture(params=[False])
+def governed(request: pytest.FixtureRequest) -> bool:
+    """Modules that need approvals override this fixture to return True."""
+    return bool(request.param)
+
+
 @pytest.fixture
-async def world() -> AsyncIterator[World]:
-    store = InMemoryStore(HashingEmbedder())
+async def world(governed: bool, tmp_path: Path) -> AsyncIterator[World]:
+    inner = InMemoryStore(HashingEmbedder())
+    store: Any = inner
+    approvals = None
+    if governed:
+        store = GovernedStore(inner, tmp_path / "gov.db")
+        approvals = GovernanceApprovals(store)
     tokens = TokenStore()
     admin, _ = tokens.create(role="admin", name="admin")
     a, _ = tokens.create(role="agent", agent_ids=["A"], provenance="agent:A", name="a")
@@ -61,7 +75,10 @@ async def world() -> AsyncIterator[World]:
     ra, _ = tokens.create(role="reviewer", agent_ids=["A"], name="ra")
     limits = Limits(recall_rate=1000.0, recall_burst=1000)
     dispatcher = Dispatcher(
-        store, limits=limits, rate_limiter=RateLimiter(limits.recall_rate, limits.recall_burst)
+        store,
+        approvals=approvals,
+        limits=limits,
+        rate_limiter=RateLimiter(limits.recall_rate, limits.recall_burst),
     )
     yield World(store, tokens, dispatcher, admin, a, b, ra)
     tokens.close()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
 
-from memorywire.server.approvals import Approvals
-from memorywire.server.auth import TokenStore
+from memorywire.errors import MemorywireError
+from memorywire.server.approvals import Approvals, GovernanceApprovals
+from memorywire.server.auth import Role, TokenStore
 from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
@@ -27,6 +29,23 @@ def open_configured_store(config: ServerConfig) -> MemoryStore:
 
         kw["embedder"] = HashingEmbedder()
     return open_store(config.store, **kw)
+
+
+def _ui_auth(tokens: TokenStore | None) -> Callable[[str], str | None]:
+    """The reviewer UI shows every tenant's queue, so only unscoped reviewers/admins log in."""
+
+    def auth(secret: str) -> str | None:
+        if tokens is None:
+            return "local"
+        try:
+            p = tokens.authenticate(secret)
+        except MemorywireError:
+            return None
+        if p.role not in (Role.REVIEWER, Role.ADMIN) or p.agent_ids is not None:
+            return None
+        return p.name
+
+    return auth
 
 
 @dataclass
@@ -56,11 +75,22 @@ def build_server(
     limits = config.limits()
     if tokens is None and not config.no_auth:
         tokens = TokenStore(config.tokens_db)
+    ui_app = None
+    if config.governance_db and approvals is None:
+        from memorywire.governance import GovernedStore
+        from memorywire.governance.ui import review_app
+
+        governed = GovernedStore(
+            store, config.governance_db, approval_base_url=f"http://{config.host}:{config.port}"
+        )
+        store = governed
+        approvals = GovernanceApprovals(governed)
+        ui_app = review_app(governed, _ui_auth(tokens))
     dispatcher = Dispatcher(
         store,
         approvals=approvals,
         limits=limits,
         rate_limiter=RateLimiter(limits.recall_rate, limits.recall_burst),
     )
-    app = create_app(dispatcher, tokens=None if config.no_auth else tokens)
+    app = create_app(dispatcher, tokens=None if config.no_auth else tokens, ui_app=ui_app)
     return Server(config, store, dispatcher, None if config.no_auth else tokens, app)

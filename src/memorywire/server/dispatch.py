@@ -19,6 +19,7 @@ from memorywire.errors import (
     InvalidRequest,
     NotFound,
 )
+from memorywire.governance.actor import acting_as
 from memorywire.server.approvals import Approvals
 from memorywire.server.auth import Principal, Role
 from memorywire.server.limits import Limits, RateLimiter, check_content_size
@@ -131,7 +132,8 @@ class Dispatcher:
         handler = self._ops.get(op)
         if handler is None:
             raise NotFound(f"unknown operation {op!r}")
-        return await handler({} if doc is None else doc, principal)
+        with acting_as(principal.name):
+            return await handler({} if doc is None else doc, principal)
 
     # --- typed entry points (the in-process client uses these) --------------------------------
 
@@ -141,28 +143,33 @@ class Dispatcher:
         check_content_size(req.content, self.limits)
         if p.provenance is not None:
             req = req.model_copy(update={"source": p.provenance})
-        return await self.store.remember(req)
+        with acting_as(p.name):
+            return await self.store.remember(req)
 
     async def recall(self, req: RecallRequest, p: Principal) -> RecallResponse:
         p.check_scope(req.agent_id, req.user_id)
         if self.rate_limiter is not None:
             self.rate_limiter.acquire(p.name)
-        return await self.store.recall(req)
+        with acting_as(p.name):
+            return await self.store.recall(req)
 
     async def forget(self, req: ForgetRequest, p: Principal) -> ForgetResponse:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
-        return await self.store.forget(req)
+        with acting_as(p.name):
+            return await self.store.forget(req)
 
     async def merge(self, req: MergeRequest, p: Principal) -> MergeResponse:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
-        return await self.store.merge(req)
+        with acting_as(p.name):
+            return await self.store.merge(req)
 
     async def expire(self, req: ExpireRequest, p: Principal) -> ExpireResponse:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
-        return await self.store.expire(req)
+        with acting_as(p.name):
+            return await self.store.expire(req)
 
     # --- JSON handlers -------------------------------------------------------------------------
 

@@ -41,12 +41,15 @@ def _client(args: argparse.Namespace) -> Any:
     config = load_config(overrides={"store": args.store, "embedder": args.embedder}).resolved()
     from memorywire.server.app import open_configured_store
 
-    store = open_configured_store(config)
-    return Memory(store, approvals=_local_approvals(args, store), own_store=True)
+    store: Any = open_configured_store(config)
+    approvals = None
+    if args.governance_db:
+        from memorywire.governance import GovernedStore
+        from memorywire.server.approvals import GovernanceApprovals
 
-
-def _local_approvals(args: argparse.Namespace, store: Any) -> Any:
-    return None
+        store = GovernedStore(store, args.governance_db)
+        approvals = GovernanceApprovals(store)
+    return Memory(store, approvals=approvals, own_store=True)
 
 
 def _run(args: argparse.Namespace, body: Callable[[Any], Awaitable[Any]]) -> int:
@@ -128,6 +131,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token", help="bearer token for --server")
     p.add_argument("--embedder", choices=["default", "hashing"], default=None,
                    help=argparse.SUPPRESS)
+    p.add_argument("--governance-db", dest="governance_db",
+                   help="with --store: the governance database (approvals, audit)")
     p.add_argument("--json", action="store_true", help="print wire JSON instead of a table")
 
 

@@ -51,3 +51,18 @@ def test_operations_on_a_local_store(capsys: pytest.CaptureFixture[str]) -> None
 def test_serve_refuses_no_auth_off_loopback(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--store", "memory://", "--host", "0.0.0.0", "--no-auth"]) == 2
     assert "non-loopback" in capsys.readouterr().err
+
+
+def test_local_approvals_with_a_governance_db(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["--store", "memory://", "--embedder", "hashing",
+            "--governance-db", str(tmp_path / "gov.db")]
+    assert main(["remember", *base, "-a", "A", "needs review", "--approval-required",
+                 "--json"]) == 0
+    staged = _json(capsys)
+    assert isinstance(staged, dict) and staged["pending_approval"] is True
+    assert main(["approvals", "list", *base, "--json"]) == 0
+    listed = _json(capsys)
+    assert isinstance(listed, dict) and [a["id"] for a in listed["approvals"]] == [staged["id"]]
+    assert main(["approvals", "reject", staged["id"], *base, "--reason", "no"]) == 0

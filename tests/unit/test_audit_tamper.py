@@ -28,6 +28,14 @@ N = 40
 
 def _build(path: Path, rng: random.Random, n: int) -> dict[str, Any]:
     log = AuditLog.open(path)
+    with log.connection:  # one transaction: a build pays for one fsync, not n
+        _append_all(log, rng, n)
+    cp = log.checkpoint(Ed25519PrivateKey.generate())
+    log.close()
+    return cp
+
+
+def _append_all(log: AuditLog, rng: random.Random, n: int) -> None:
     for i in range(n):
         log.append(
             actor=rng.choice(["alice", "bob", "svc"]),
@@ -36,9 +44,6 @@ def _build(path: Path, rng: random.Random, n: int) -> dict[str, Any]:
             memory_ids=[f"m{rng.randrange(100)}" for _ in range(rng.randrange(3))],
             details={"content_sha256": f"{rng.getrandbits(256):064x}", "i": i},
         )
-    cp = log.checkpoint(Ed25519PrivateKey.generate())
-    log.close()
-    return cp
 
 
 def _copy(src: Path) -> apsw.Connection:

@@ -3,7 +3,8 @@
 Measures, on this machine:
 
 * single-sentence latency (p50/p95, LRU disabled) for fp32 with 1 and 2 intra-op threads and
-  int8 with 1 thread; short sentences of 8-16 tokens, several rounds, p50 of the round p50s;
+  int8 with 1 thread; short sentences of 11-16 tokens (and a 5-token one), several rounds,
+  p50 of the round p50s;
 * batch throughput (sentences/s) over 256 texts of mixed length, batch size 32;
 * cold start in a fresh interpreter, from before ``import memorywire.embed`` to the first
   vector, with the model cache warm and with an empty cache (which builds the fp32 graph);
@@ -48,6 +49,9 @@ SHORT = [
     "My favourite coffee shop closes at six on Sundays.",
 ]
 
+# [CLS] hello world . [SEP]: the kind of input behind the often-quoted "~2 ms" figures.
+TINY = ["Hello world."]
+
 _SUBJECTS = ["Alice", "the user", "my manager", "our team", "the landlord", "Grandma", "Sam"]
 _FACTS = [
     "likes green tea in the morning",
@@ -84,14 +88,16 @@ def _locomo_corpus(path: Path) -> tuple[list[str], list[str]]:
     return corpus, queries
 
 
-def _latency(embedder: MiniLMEmbedder, rounds: int, calls: int) -> dict[str, float]:
-    for text in SHORT:
+def _latency(
+    embedder: MiniLMEmbedder, rounds: int, calls: int, texts: list[str] = SHORT
+) -> dict[str, float]:
+    for text in texts:
         embedder.embed([text])
     p50s, samples = [], []
     for _ in range(rounds):
         times = []
         for i in range(calls):
-            text = SHORT[i % len(SHORT)]
+            text = texts[i % len(texts)]
             t = time.perf_counter()
             embedder.embed([text])
             times.append(time.perf_counter() - t)
@@ -196,6 +202,8 @@ def main() -> None:
             "fp32_1_thread": _latency(fp32, args.rounds, args.calls),
             "fp32_2_threads": _latency(fp32_2, args.rounds, args.calls),
             "int8_1_thread": _latency(int8, args.rounds, args.calls),
+            "fp32_1_thread_5_tokens": _latency(fp32, args.rounds, args.calls, TINY),
+            "int8_1_thread_5_tokens": _latency(int8, args.rounds, args.calls, TINY),
         },
         "throughput_batch32": {
             "fp32_1_thread": _throughput(fp32, mixed, args.rounds),
@@ -205,6 +213,7 @@ def main() -> None:
         "cold_start": _cold_start(args.rounds),
         "int8_agreement": _agreement(fp32, int8, args.locomo),
     }
+    result["machine"]["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     if args.json:
@@ -226,6 +235,11 @@ def _print_table(result: dict[str, Any]) -> None:
     print("int8 vs fp32")
     for name, value in result["int8_agreement"].items():
         print(f"  {name:<36}{value!s:>24}")
+    machine = result["machine"]
+    print(
+        f"{machine['cpus']} CPUs, 1-min load {machine['load_avg_1m']} at start, "
+        f"{machine['load_avg_1m_end']} at end"
+    )
     print(f"wrote {RESULTS}")
 
 

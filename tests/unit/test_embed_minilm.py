@@ -157,6 +157,12 @@ def test_model_cache_is_keyed_and_reused(cache_dir: Path, fp32: MiniLMEmbedder) 
     assert path.stat().st_mtime_ns == mtime
 
 
+def test_built_graph_passes_the_onnx_checker(fp32: MiniLMEmbedder) -> None:
+    import onnx
+
+    onnx.checker.check_model(str(fp32.model_path))
+
+
 def test_missing_model_package_names_the_install_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

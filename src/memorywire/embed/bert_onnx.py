@@ -147,7 +147,7 @@ def _skip_layer_norm(
 
 def build_bert_model(weights_path: Path, config: dict[str, Any]) -> Any:
     """Return an ``onnx.ModelProto`` for the encoder plus mean pooling and normalisation."""
-    from onnx import TensorProto, checker, helper
+    from onnx import TensorProto, helper
     from safetensors.numpy import load_file
 
     shape = BertShape.from_config(config)
@@ -228,5 +228,5 @@ def build_bert_model(weights_path: Path, config: dict[str, Any]) -> Any:
         producer_version=str(BUILDER_VERSION),
     )
     model.ir_version = _IR_VERSION
-    checker.check_model(model)
+    # onnx.checker would double the build time; the test suite runs it on the cached file.
     return model

@@ -177,6 +177,13 @@ def test_incomplete_model_folder_is_reported(tmp_path: Path) -> None:
         MiniLMEmbedder(model_dir=tmp_path, cache_dir=tmp_path)
 
 
+def test_unwritable_cache_is_reported(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("", encoding="utf-8")
+    with pytest.raises(CapabilityMissing, match="MEMORYWIRE_CACHE_DIR"):
+        MiniLMEmbedder(cache_dir=blocker / "cache")
+
+
 def test_bad_arguments_are_invalid_requests(fp32: MiniLMEmbedder) -> None:
     with pytest.raises(InvalidRequest):
         fp32.embed("a single string")

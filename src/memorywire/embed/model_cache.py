@@ -68,10 +68,21 @@ def cache_root() -> Path:
 def ensure_onnx_model(model_dir: Path, precision: Precision, cache_dir: Path | None = None) -> Path:
     """Path of a ready ONNX model for ``precision``, building (and caching) it if needed."""
     check_model_dir(model_dir)
-    weights = model_dir / "model.safetensors"
     root = cache_dir if cache_dir is not None else cache_root()
+    try:
+        return _ensure(model_dir, precision, root)
+    except OSError as exc:
+        raise CapabilityMissing(
+            f"cannot write the embedding model cache under {root}: {exc}; "
+            "point MEMORYWIRE_CACHE_DIR at a writable folder"
+        ) from exc
+
+
+def _ensure(model_dir: Path, precision: Precision, root: Path) -> Path:
+    weights = model_dir / "model.safetensors"
     folder = root / "minilm" / f"{_weights_digest(weights, root)[:16]}-b{BUILDER_VERSION}"
     fp32 = folder / "model.fp32.onnx"
+    folder.mkdir(parents=True, exist_ok=True)  # fail before a build that could not be saved
     if not fp32.is_file():
         config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
         model = build_bert_model(weights, config)

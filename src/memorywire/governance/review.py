@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.diff import forget_diff, merge_diff, remember_diff
+from memorywire.core.expiry import ExpiryFacts, policy_matches
 from memorywire.governance.queue import QueueItem
 from memorywire.store.base import ListQuery, MemoryStore
 from memorywire.wire.models import (
     DecisionRequest,
     Diff,
+    ExpireAction,
+    ExpireRequest,
     ForgetRequest,
     MemoryRecord,
     MergeRequest,
@@ -34,8 +38,9 @@ def _rec(r: MemoryRecord) -> dict[str, Any]:
 
 
 class ReviewBuilder:
-    def __init__(self, inner: MemoryStore) -> None:
+    def __init__(self, inner: MemoryStore, clock: Clock | None = None) -> None:
         self._inner = inner
+        self._clock: Clock = clock or SystemClock()
 
     def summary(self, item: QueueItem, url: str | None, diff: Diff | None = None) -> dict[str, Any]:
         status = "approved" if item.status == "committing" else item.status
@@ -97,6 +102,8 @@ class ReviewBuilder:
                 ):
                     found.setdefault(rec.id, rec)
             return forget_diff([_rec(r) for r in found.values()])
+        if item.operation == "expire":
+            return await self._expire_diff(ExpireRequest.model_validate(item.request))
         mreq = MergeRequest.model_validate(item.request)
         canonical = await self._resolve(mreq, mreq.canonical)
         if not canonical:
@@ -107,6 +114,30 @@ class ReviewBuilder:
                 if row["id"] != canonical[0]["id"]:
                     dups.setdefault(row["id"], row)
         return merge_diff(canonical[0], list(dups.values()), mreq.strategy)
+
+    async def _expire_diff(self, req: ExpireRequest) -> Diff:
+        """What the policy selects now, from the first 1,000 memories in scope.
+
+        Recall history is not visible here, so under ``no_recall_in_days`` a memory counts as
+        last active when created: the diff may list memories the commit will spare.
+        """
+        now = self._clock.now_ms()
+        pol = req.policy
+        rows = await self._inner.list(
+            ListQuery(
+                agent_id=req.agent_id,
+                user_id=req.user_id,
+                types=None if pol.type is None else [pol.type],
+            )
+        )
+        hits = [
+            _rec(r)
+            for r in rows
+            if policy_matches(pol, ExpiryFacts(r.type, r.created_at, r.confidence), now)
+        ]
+        if req.action is ExpireAction.DEMOTE:
+            return Diff(modified=[{"id": h["id"], "before": h, "after": h} for h in hits])
+        return forget_diff(hits)
 
     async def _resolve(self, req: MergeRequest, ref: str) -> list[dict[str, Any]]:
         """An id, else the oldest memory whose ``metadata.entity_name`` is ``ref``."""

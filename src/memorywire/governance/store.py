@@ -23,7 +23,9 @@ Crash safety, and why the audit trail can be trusted to tell what happened:
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,9 @@ __all__ = ["GovernedStore"]
 
 _GATEABLE = frozenset({"forget", "merge"})
 
+#: The stores whose forget/merge/expire calls in the current task are staged (see ``staging``).
+_STAGING: ContextVar[tuple[GovernedStore, ...]] = ContextVar("memorywire_staging", default=())
+
 
 class GovernedStore:
     """A ``MemoryStore`` that stages, audits and gates the writes of ``inner``."""
@@ -86,7 +91,7 @@ class GovernedStore:
         self._audit_recall = audit_recall
         self._recovered = False
         self._drive_lock = anyio.Lock()
-        self._reviews = ReviewBuilder(inner)
+        self._reviews = ReviewBuilder(inner, self._clock)
 
     # --- identity --------------------------------------------------------------------------
 
@@ -135,9 +140,61 @@ class GovernedStore:
             )
             why = f": {d.reason}" if d.reason else ""
             raise Forbidden(f"governance policy rule '{d.rule}' refuses this {operation}{why}")
-        if operation in self._gated:
+        if operation in self._gated or self._staging_now():
             return "review"
         return d.decision
+
+    # --- per-call staging ------------------------------------------------------------------
+
+    @contextmanager
+    def staging(self) -> Iterator[None]:
+        """Stage every forget, merge and expire made in this block (in this task) for review.
+
+        For callers that are not a human at a keyboard, such as an MCP tool call: the call
+        still takes its usual validation, authorisation and policy path (a ``reject`` rule
+        still refuses it); only the commit waits for a reviewer. Remember is unaffected.
+        """
+        token = _STAGING.set((*_STAGING.get(), self))
+        try:
+            yield
+        finally:
+            _STAGING.reset(token)
+
+    def _staging_now(self) -> bool:
+        return any(s is self for s in _STAGING.get())
+
+    async def stage(
+        self, req: ForgetRequest | MergeRequest | ExpireRequest
+    ) -> ForgetResponse | MergeResponse | ExpireResponse:
+        """Stage one destructive call for review; the response says ``pending_approval``."""
+        with self.staging():
+            if isinstance(req, ForgetRequest):
+                return await self.forget(req)
+            if isinstance(req, MergeRequest):
+                return await self.merge(req)
+            return await self.expire(req)
+
+    def _stage_expire(self, req: ExpireRequest) -> ExpireResponse:
+        self._decide("expire", req.agent_id, req.user_id, req)
+        item = self._stage(
+            "expire",
+            new_id(self._clock.now_ms()),
+            req.agent_id,
+            req.user_id,
+            req.model_dump(mode="json", exclude_none=True),
+            None,
+            {
+                "policy": req.policy.model_dump(mode="json", exclude_none=True),
+                "action_requested": req.action.value,
+            },
+        )
+        return ExpireResponse(
+            matched_count=0,
+            action_taken=req.action,
+            stores=[],
+            pending_approval=True,
+            approval_url=self.approval_url(item.id),
+        )
 
     def _stage(
         self,
@@ -305,6 +362,8 @@ class GovernedStore:
 
     async def expire(self, req: ExpireRequest) -> ExpireResponse:
         await self._ensure_recovered()
+        if self._staging_now():
+            return self._stage_expire(req)
         details = {
             "policy": req.policy.model_dump(mode="json", exclude_none=True),
             "action_requested": req.action.value,
@@ -414,6 +473,11 @@ class GovernedStore:
                     fr = await self._inner.forget(ForgetRequest.model_validate(req))
                     result = {"forgotten": len(fr.forgotten_ids), "hard_delete": fr.hard_delete}
                     ids = fr.forgotten_ids
+                elif fresh.operation == "expire":
+                    # Evaluated at commit time: the reviewer approved the policy, not a list.
+                    er = await self._inner.expire(ExpireRequest.model_validate(req))
+                    result = {"matched_count": er.matched_count, "action": er.action_taken.value}
+                    ids = er.matched_ids or []
                 else:
                     mr = await self._inner.merge(MergeRequest.model_validate(req))
                     result = {"merged_count": mr.merged_count, "canonical": mr.canonical}

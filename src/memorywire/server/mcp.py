@@ -6,8 +6,13 @@ plus its JSON text. Errors come back as tool errors carrying our envelope, so an
 reads the same ``code`` as a REST one; store diagnostics ride in ``_meta``.
 
 A model calling tools is not a human at a keyboard: destructive calls (hard or by-filter
-forget, expire) are never executed directly. With governance they are staged for a reviewer
-(every forget over MCP goes to the approval queue); without it they are refused.
+forget, expire) are never executed directly. When the dispatcher's store is a
+``GovernedStore`` they are staged for a reviewer (the tool answers ``pending_approval``);
+without governance they are refused. Soft forget by ids and merge run as over REST.
+
+Over stdio the caller is the process owner. Over HTTP (:mod:`memorywire.server.mcp_http`)
+every request carries its own authenticated principal in the ASGI scope, and each tool call
+runs as that principal, with the same role and tenancy checks as REST.
 """
 
 from __future__ import annotations
@@ -18,13 +23,14 @@ from typing import Any
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
-from memorywire.errors import Forbidden, InvalidRequest, MemorywireError, NotFound
+from memorywire.errors import Forbidden, InvalidRequest, MemorywireError, NotFound, Unauthorized
+from memorywire.governance import GovernedStore
 from memorywire.server.auth import Principal
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.openapi import bundled_schema
 from memorywire.wire.registry import schema, schema_names
 
-__all__ = ["TOOLS", "build_mcp_server", "is_destructive", "run_stdio"]
+__all__ = ["PRINCIPAL_SCOPE_KEY", "TOOLS", "build_mcp_server", "is_destructive", "run_stdio"]
 
 TOOLS: dict[str, str] = {
     "remember": "Store one memory (semantic, episodic, procedural or emotional) for an agent.",
@@ -34,6 +40,8 @@ TOOLS: dict[str, str] = {
     "expire": "Forget, archive or demote memories matching a policy (needs review).",
 }
 _SCHEMA_URI = "memorywire://schemas/"
+#: ASGI scope key where the HTTP transport leaves the request's authenticated principal.
+PRINCIPAL_SCOPE_KEY = "memorywire.principal"
 
 
 def is_destructive(op: str, args: dict[str, Any]) -> bool:
@@ -61,14 +69,21 @@ def _error(err: MemorywireError) -> types.CallToolResult:
     )
 
 
-def build_mcp_server(
-    dispatcher: Dispatcher,
-    *,
-    principal: Principal | None = None,
-    governed: bool = False,
-) -> Server[Any]:
-    """``governed``: the dispatcher's store stages forgets for approval (see module doc)."""
-    caller = principal or Principal.local_admin()
+def _principal_of(ctx: ServerRequestContext[Any], local: Principal) -> Principal:
+    """The HTTP request's principal; with no HTTP request (stdio, in-process), ``local``."""
+    request = ctx.request
+    if request is None:
+        return local
+    p = request.scope.get(PRINCIPAL_SCOPE_KEY)
+    if not isinstance(p, Principal):  # fail closed if the transport did not authenticate
+        raise Unauthorized("a valid bearer token is required")
+    return p
+
+
+def build_mcp_server(dispatcher: Dispatcher, *, principal: Principal | None = None) -> Server[Any]:
+    """``principal``: who calls when there is no HTTP request (default: the process owner)."""
+    local = principal or Principal.local_admin()
+    governed = dispatcher.store if isinstance(dispatcher.store, GovernedStore) else None
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -95,13 +110,18 @@ def build_mcp_server(
         try:
             if params.name not in TOOLS:
                 raise NotFound(f"unknown tool {params.name!r}; known: {', '.join(TOOLS)}")
-            if is_destructive(params.name, args) and (not governed or params.name == "expire"):
+            caller = _principal_of(ctx, local)
+            if not is_destructive(params.name, args):
+                result = await dispatcher.dispatch(params.name, args, caller)
+            elif governed is None:
                 raise Forbidden(
                     f"{params.name} with these arguments is destructive and needs human "
-                    "review; over MCP it is refused unless the server stages it "
-                    "(start with --governance-db; expire is available over REST/CLI only)"
+                    "review; over MCP it is refused unless the server stages it for a "
+                    "reviewer (start it with --governance-db)"
                 )
-            result = await dispatcher.dispatch(params.name, args, caller)
+            else:
+                with governed.staging():
+                    result = await dispatcher.dispatch(params.name, args, caller)
         except MemorywireError as err:
             return _error(err)
         meta = {"memorywire/store_failures": result.failures_json()} if result.failures else None
@@ -160,11 +180,9 @@ def run_stdio(
     inner = open_configured_store(config)
     store: Any = inner
     if governance_db:
-        from memorywire.governance import GovernedStore
-
-        store = GovernedStore(inner, governance_db, require_approval_for={"forget"})
+        store = GovernedStore(inner, governance_db)
     dispatcher = Dispatcher(store)
-    server = build_mcp_server(dispatcher, governed=governance_db is not None)
+    server = build_mcp_server(dispatcher)
 
     async def main() -> None:
         try:

@@ -1,0 +1,11 @@
+"""Every conformance scenario, in report order."""
+
+from memorywire.testing.scenarios import read, write
+
+__all__ = ["SCENARIOS", "by_name"]
+
+SCENARIOS = [*read.SCENARIOS, *write.SCENARIOS]
+
+
+def by_name(name: str) -> object:
+    return next(s for s in SCENARIOS if s.name == name)

@@ -349,11 +349,20 @@ class MemoryRouter:
             raise CapabilityMissing("hops > 0 needs a child that declares the graph capability")
         child_req = req.model_copy(update={"k": fetch_size(req.k), "hops": 0})
 
+        nested: list[StoreFailure] = []
+
         async def ask(s: MemoryStore) -> list[RecallHit]:
-            return _checked_hits(await s.recall(child_req), req)
+            resp = await s.recall(child_req)
+            hits = _checked_hits(resp, req)
+            # A nested router's own exclusions stay visible, named by their path.
+            nested.extend(
+                f.model_copy(update={"store": f"{s.name}/{f.store}"})
+                for f in getattr(resp, "failures", ())
+            )
+            return hits
 
         outcomes = await self._gather(self._stores, ask, "recall", deadline)
-        failures = self._failures(outcomes)
+        failures = self._failures(outcomes) + nested
         answered = {o.store.name: o.value for o in outcomes if o.ok and o.value is not None}
         if not answered:
             raise self._all_failed(outcomes, "recall")

@@ -266,6 +266,7 @@ async def test_nested_router_reports_and_survives_a_dead_grandchild() -> None:
     hits = await outer.recall(recall("nested fault isolation", k=1))
     assert time.perf_counter() - t0 < DEADLINE + SLACK
     assert [h.id for h in hits.results] == [resp.id]
+    assert [f.store for f in hits.failures] == ["inner/b"]
     dead = MemoryRouter([Faulty(store("z"), "raise")], name="dead")
     outer2 = MemoryRouter([dead, c])
     res2 = await outer2.recall(recall("nested fault isolation", k=1))

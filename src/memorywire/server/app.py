@@ -15,6 +15,7 @@ from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
 from memorywire.server.limits import RateLimiter
+from memorywire.server.mcp_http import McpHttp
 from memorywire.store.base import MemoryStore
 
 __all__ = ["Server", "build_server", "open_configured_store"]
@@ -92,5 +93,9 @@ def build_server(
         limits=limits,
         rate_limiter=RateLimiter(limits.recall_rate, limits.recall_burst),
     )
-    app = create_app(dispatcher, tokens=None if config.no_auth else tokens, ui_app=ui_app)
+    auth = None if config.no_auth else tokens
+    mcp = McpHttp(dispatcher, tokens=auth, allowed_origins=config.allowed_origins)
+    app = create_app(
+        dispatcher, tokens=auth, ui_app=ui_app, mcp_app=mcp, lifespan_hooks=[mcp.lifespan]
+    )
     return Server(config, store, dispatcher, None if config.no_auth else tokens, app)

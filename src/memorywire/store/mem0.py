@@ -1,0 +1,657 @@
+"""``Mem0Store``: wire v0 over an in-process mem0 ``Memory`` (``pip install memorywire[mem0]``).
+
+mem0 runs here without any LLM: every write passes ``infer=False``, so the text is stored as
+given and only embedded. A store built by this module uses *our* embedder (wrapped for
+mem0), a local Qdrant (``:memory:`` or a folder) and an in-memory history database; the LLM
+block mem0 insists on carries a dummy key and a loopback URL that is never called.
+
+Importing mem0 starts telemetry (a network thread, and an extra Qdrant folder it locks) and
+writes ``config.json`` into ``MEM0_DIR`` (default ``~/.mem0``). Before the lazy import this
+module therefore sets ``MEM0_TELEMETRY=False`` and ``MEM0_DIR=<tmp>/memorywire-mem0-<uid>``
+with ``os.environ.setdefault``: a value the process already chose wins, and a process that
+imported mem0 before us keeps whatever it got.
+
+Mapping. mem0 picks its own UUIDs, so our id, our exact scope and every v0 field travel in
+the payload under ``mw_*`` keys (user metadata losslessly under ``mw_meta``); mem0's
+``agent_id``/``user_id`` hold the caller's ids where mem0 accepts them (no whitespace),
+otherwise a hash token. mem0 treats a filter value ``"*"`` as "anything", and its
+``get``/``update``/``delete`` take a bare UUID with no scope, so the adapter filters on
+hashed scope keys, resolves every id through the caller's scope first, and re-checks each
+row it reads before use. Soft delete and archive are payload states hidden at query time;
+hard delete calls mem0's ``delete`` and scrubs mem0's history rows of that memory.
+
+Search and ranking are mem0's (exact inside the filtered scope on local Qdrant). Admission
+follows the built-in stores' rule: a hit needs a cosine at the relevance floor, or at the
+lower lexical floor when it shares a content word with the query (mem0's ``threshold`` gates
+the cosine at the lower of the two; the word check is done here). Metadata filters are
+pushed down where Qdrant's match is a superset of JSON equality (string values) and always
+re-checked here, fetching deeper until the answer is exact. mem0 does not track recalls,
+does no graph and (without its optional BM25 extra) no full-text search, so those
+capabilities are not declared and ``no_recall_in_days`` raises ``CapabilityMissing``.
+
+Every mem0 call runs in a worker thread under one lock (the local Qdrant client is not
+thread-safe), and mem0's exceptions are translated in :meth:`Mem0Store._call` only. A local
+Qdrant folder is locked by the process that opened it: one process per ``path``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+import anyio.to_thread
+
+from memorywire.core.clock import DAY_MS, Clock, SystemClock
+from memorywire.core.expiry import ExpiryFacts, needs_recall_tracking, policy_matches
+from memorywire.core.filters import matches_filter
+from memorywire.core.ids import new_id
+from memorywire.core.merge import MergeRow, plan_merge, resolve_canonical, resolve_duplicates
+from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool
+from memorywire.core.textsearch import query_terms
+from memorywire.embed.base import Embedder
+from memorywire.errors import (
+    BackendUnavailable,
+    CapabilityMissing,
+    Conflict,
+    InvalidRequest,
+    MemorywireError,
+    NotFound,
+    StoreCorrupt,
+)
+from memorywire.store._common import (
+    DEFAULT_LEXICAL_FLOOR,
+    DEFAULT_RELEVANCE_FLOOR,
+    content_from_storage,
+    content_to_storage,
+    embed_text,
+    links_of,
+    resolve_embedder,
+)
+from memorywire.store.base import Capability, Health, ListQuery, UpdateRequest
+from memorywire.wire.models import (
+    ExpireAction,
+    ExpireRequest,
+    ExpireResponse,
+    ForgetRequest,
+    ForgetResponse,
+    Fusion,
+    MemoryRecord,
+    MemoryType,
+    MergeRequest,
+    MergeResponse,
+    RecallHit,
+    RecallRequest,
+    RecallResponse,
+    RememberRequest,
+    RememberResponse,
+    StoreCount,
+)
+
+__all__ = ["Mem0Store"]
+
+_T = TypeVar("_T")
+
+_CAPABILITIES = frozenset(
+    {
+        Capability.SEMANTIC,
+        Capability.EPISODIC,
+        Capability.PROCEDURAL,
+        Capability.EMOTIONAL,
+        Capability.VECTOR,
+    }
+)
+
+_LIVE, _DELETED, _ARCHIVED = "live", "deleted", "archived"
+#: Sort key of "never expires", so one range filter hides expired rows (JSON-safe int).
+_NEVER = 2**53 - 1
+#: Ids mem0 accepts verbatim; anything else (whitespace, ``*``) travels as a hash token.
+_MEM0_SAFE_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,256}")
+_PUSHDOWN_KEY = re.compile(r"[A-Za-z0-9_]{1,64}")
+_SCAN_PAGE = 1000
+
+
+def _import_mem0() -> Any:
+    os.environ.setdefault("MEM0_TELEMETRY", "False")
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    os.environ.setdefault("MEM0_DIR", os.path.join(tempfile.gettempdir(), f"memorywire-mem0-{uid}"))
+    try:
+        import mem0
+    except ImportError as exc:
+        raise CapabilityMissing(
+            "the mem0 store needs mem0ai; install it with: pip install 'memorywire[mem0]'"
+        ) from exc
+    return mem0
+
+
+def _scope_key(value: str) -> str:
+    """A filter value mem0 can never read as a wildcard, exact up to a 128-bit hash."""
+    return hashlib.blake2b(value.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _mem0_entity(value: str) -> str:
+    return value if _MEM0_SAFE_ID.fullmatch(value) and value != "*" else "mw-" + _scope_key(value)
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
+
+
+class _EmbedderForMem0:
+    """Duck-types mem0's ``EmbeddingBase`` around a memorywire :class:`Embedder`."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+        self.config = None
+
+    def embed(self, text: str, memory_action: str | None = None) -> list[float]:
+        return [float(x) for x in self._embedder.embed([text])[0]]
+
+    def embed_batch(self, texts: Sequence[str], memory_action: str = "add") -> list[list[float]]:
+        return [[float(x) for x in row] for row in self._embedder.embed(list(texts))]
+
+
+class _Row:
+    """One memory as decoded from a mem0 item; ``uuid`` is mem0's id, ``id`` ours."""
+
+    __slots__ = ("agent_id", "archived_at", "confidence", "created_at", "deleted_at", "demoted",
+                 "expires_at", "id", "metadata", "source", "state", "stored", "type",
+                 "updated_at", "user_id", "uuid")
+
+    def __init__(self, item: dict[str, Any]) -> None:
+        p = item.get("metadata") or {}
+        try:
+            self.uuid = str(item["id"])
+            self.id = str(p["mw_id"])
+            self.agent_id = str(p["mw_agent_id"])
+            self.user_id: str | None = p.get("mw_user_id")
+            self.type = MemoryType(p["mw_type"])
+            self.stored = str(p["mw_content"]) if "mw_content" in p else str(item["memory"])
+            self.metadata: dict[str, Any] = dict(p.get("mw_meta") or {})
+            self.confidence = float(p.get("mw_confidence", 1.0))
+            self.source: str | None = p.get("mw_source")
+            self.created_at = int(p["mw_created_at"])
+            self.updated_at: int | None = p.get("mw_updated_at")
+            self.expires_at: int | None = p.get("mw_expires_at")
+            self.state = str(p.get("mw_state", _LIVE))
+            self.deleted_at: int | None = p.get("mw_deleted_at")
+            self.archived_at: int | None = p.get("mw_archived_at")
+            self.demoted = bool(p.get("mw_demoted", False))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StoreCorrupt(
+                f"mem0 memory {item.get('id')!r} lacks memorywire fields: {exc}"
+            ) from exc
+
+    def in_scope(self, agent_id: str, user_id: str | None) -> bool:
+        return self.agent_id == agent_id and (user_id is None or self.user_id == user_id)
+
+    def visible(self, now: int) -> bool:
+        return self.state == _LIVE and (self.expires_at is None or self.expires_at > now)
+
+    def content(self) -> str | dict[str, Any]:
+        return content_from_storage(self.type, self.stored)
+
+    def record(self) -> MemoryRecord:
+        return MemoryRecord.model_validate({
+            "id": self.id, "agent_id": self.agent_id, "type": self.type,
+            "content": self.content(), "created_at": self.created_at, "user_id": self.user_id,
+            "metadata": dict(self.metadata), "confidence": self.confidence,
+            "source": self.source, "updated_at": self.updated_at, "expires_at": self.expires_at,
+        })
+
+
+class Mem0Store:
+    def __init__(
+        self,
+        memory: Any | None = None,
+        *,
+        embedder: Embedder | None = None,
+        name: str = "mem0",
+        clock: Clock | None = None,
+        relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
+        lexical_floor: float = DEFAULT_LEXICAL_FLOOR,
+        path: str | None = None,
+        collection: str = "memorywire",
+    ) -> None:
+        """Wrap ``memory`` (a ready ``mem0.Memory``, left open on :meth:`aclose`) or build one.
+
+        With ``embedder`` given, mem0 embeds through it; a built store always does (the
+        default embedder when none is given). ``path`` is the local Qdrant folder of a built
+        store (``None`` keeps everything in memory).
+        """
+        self._name = name
+        self._clock: Clock = clock or SystemClock()
+        self._floor = relevance_floor
+        self._lexical_floor = lexical_floor
+        self._lock = threading.Lock()
+        self._owned = memory is None
+        if memory is None:
+            emb = resolve_embedder(embedder)
+            memory = self._call_sync(lambda: self._build(emb, path, collection))
+            memory.embedding_model = _EmbedderForMem0(emb)
+        elif embedder is not None:
+            memory.embedding_model = _EmbedderForMem0(embedder)
+        self._memory: Any | None = memory
+
+    @staticmethod
+    def _build(embedder: Embedder, path: str | None, collection: str) -> Any:
+        mem0 = _import_mem0()
+        unused = {"api_key": "unused-no-llm", "openai_base_url": "http://127.0.0.1:9/v1"}
+        return mem0.Memory.from_config({
+            "vector_store": {"provider": "qdrant", "config": {
+                "collection_name": collection, "path": path or ":memory:",
+                "embedding_model_dims": embedder.dim, "on_disk": path is not None,
+            }},
+            "history_db_path": ":memory:",
+            "llm": {"provider": "openai", "config": dict(unused)},
+            # Replaced by our embedder right after construction; never called.
+            "embedder": {"provider": "openai",
+                         "config": {**unused, "embedding_dims": embedder.dim}},
+        })
+
+    @classmethod
+    def from_url(cls, url: str, **kw: Any) -> Mem0Store:
+        """``mem0://`` (in memory) or ``mem0://?path=/dir&collection=name`` (local Qdrant)."""
+        parts = urlsplit(url)
+        if parts.scheme.lower() != "mem0":
+            raise InvalidRequest(f"not a mem0 URL: {url!r}")
+        query = parse_qs(parts.query, keep_blank_values=True)
+        unknown = set(query) - {"path", "collection"}
+        if unknown:
+            raise InvalidRequest(f"unknown mem0 URL parameters: {sorted(unknown)}")
+        if "path" in query:
+            kw.setdefault("path", query["path"][-1] or None)
+        if "collection" in query:
+            kw.setdefault("collection", query["collection"][-1])
+        return cls(**kw)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        return _CAPABILITIES
+
+    @property
+    def memory(self) -> Any:
+        """The wrapped ``mem0.Memory`` (its API is unscoped: keep it away from callers)."""
+        return self._live()
+
+    # --- the one translation point ---------------------------------------------------------
+
+    def _call_sync(self, fn: Callable[[], _T]) -> _T:
+        with self._lock:
+            try:
+                return fn()
+            except MemorywireError:
+                raise
+            except Exception as exc:
+                raise self._translate(exc) from exc
+
+    async def _call(self, fn: Callable[[], _T]) -> _T:
+        return await anyio.to_thread.run_sync(self._call_sync, fn)
+
+    def _translate(self, exc: Exception) -> MemorywireError:
+        mem0 = _import_mem0()
+        what = f"mem0 store {self._name!r}: {type(exc).__name__}: {exc}"
+        if isinstance(exc, mem0.exceptions.ValidationError | ValueError):
+            return InvalidRequest(what)
+        # mem0's own errors, Qdrant's, SQLite's, OS errors: the backend failed us.
+        return BackendUnavailable(what)
+
+    def _live(self) -> Any:
+        if self._memory is None:
+            raise BackendUnavailable(f"store {self._name!r} is closed")
+        return self._memory
+
+    # --- scoped reads over mem0 ------------------------------------------------------------
+
+    @staticmethod
+    def _filters(agent_id: str | None, user_id: str | None) -> dict[str, Any]:
+        # mem0 insists on an entity key; "*" is its documented match-anything value.
+        flt: dict[str, Any] = {"agent_id": "*" if agent_id is None else _mem0_entity(agent_id)}
+        if agent_id is not None:
+            flt["mw_scope"] = _scope_key(agent_id)
+        if user_id is not None:
+            flt["mw_user_scope"] = _scope_key(user_id)
+        return flt
+
+    @staticmethod
+    def _pushdown(flt: dict[str, Any] | None) -> dict[str, Any]:
+        """Metadata keys Qdrant can pre-select on; its match is a superset of JSON equality."""
+        return {
+            f"mw_meta.{k}": v for k, v in (flt or {}).items()
+            if isinstance(v, str) and v != "*" and _PUSHDOWN_KEY.fullmatch(k)
+        }
+
+    def _scan(self, filters: dict[str, Any]) -> builtins.list[_Row]:
+        memory = self._live()
+        page = _SCAN_PAGE
+        while True:
+            got = memory.get_all(filters=filters, top_k=page, show_expired=True)["results"]
+            if len(got) < page:
+                return [_Row(item) for item in got]
+            page *= 4
+
+    def _rows(self, agent_id: str | None, user_id: str | None,
+              extra: dict[str, Any] | None = None) -> builtins.list[_Row]:
+        """Every row in scope, whatever its state, oldest first, scope re-checked."""
+        rows = self._scan({**self._filters(agent_id, user_id), **(extra or {})})
+        rows = [r for r in rows
+                if (agent_id is None or r.agent_id == agent_id)
+                and (user_id is None or r.user_id == user_id)]
+        rows.sort(key=lambda r: (r.created_at, r.id))
+        return rows
+
+    def _by_ids(self, agent_id: str, ids: Iterable[str],
+                user_id: str | None = None) -> builtins.list[_Row]:
+        wanted = builtins.list(dict.fromkeys(ids))
+        if not wanted:
+            return []
+        # A list is a match-any in mem0/Qdrant; a bare "*" would match every row.
+        rows = self._rows(agent_id, user_id, {"mw_id": wanted})
+        keep = set(wanted)
+        return [r for r in rows if r.id in keep]
+
+    def _visible(self, agent_id: str, user_id: str | None, now: int,
+                 extra: dict[str, Any] | None = None) -> builtins.list[_Row]:
+        live = {"mw_state": _LIVE, "mw_expiry": {"gt": now}, **(extra or {})}
+        return [r for r in self._rows(agent_id, user_id, live) if r.visible(now)]
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def _set(self, row: _Row, fields: dict[str, Any], text: str | None = None) -> None:
+        self._live().update(row.uuid, text=text, metadata=fields)
+
+    async def remember(self, req: RememberRequest) -> RememberResponse:
+        stored = content_to_storage(req.type, req.content)
+        metadata = dict(req.metadata or {})
+        links_of(metadata)
+        return await self._call(lambda: self._remember(req, stored, metadata))
+
+    def _remember(self, req: RememberRequest, stored: str,
+                  metadata: dict[str, Any]) -> RememberResponse:
+        if req.id is not None:
+            for row in self._by_ids(req.agent_id, [req.id]):
+                if row.stored != stored or row.type is not req.type:
+                    raise Conflict(f"id {req.id!r} already holds a different memory")
+                return RememberResponse(id=row.id, stored_at=row.created_at,
+                                        stores=[self._name], pending_approval=False)
+        now = self._clock.now_ms()
+        mid = req.id or new_id(now)
+        payload: dict[str, Any] = {
+            "mw_id": mid, "mw_agent_id": req.agent_id, "mw_scope": _scope_key(req.agent_id),
+            "mw_type": req.type.value, "mw_meta": metadata, "mw_confidence": req.confidence,
+            "mw_created_at": now, "mw_state": _LIVE,
+            "mw_expiry": _NEVER if req.expires_at is None else req.expires_at,
+            "created_at": _iso(now),
+        }
+        if req.user_id is not None:
+            payload["mw_user_id"] = req.user_id
+            payload["mw_user_scope"] = _scope_key(req.user_id)
+        if req.source is not None:
+            payload["mw_source"] = req.source
+        if req.expires_at is not None:
+            payload["mw_expires_at"] = req.expires_at
+        if req.type is MemoryType.PROCEDURAL:
+            # mem0 embeds and shows ``data``: give it the procedure's words, keep the JSON.
+            payload["mw_content"] = stored
+        self._live().add(
+            embed_text(req.type, stored),
+            agent_id=_mem0_entity(req.agent_id),
+            user_id=None if req.user_id is None else _mem0_entity(req.user_id),
+            metadata=payload,
+            infer=False,
+        )
+        return RememberResponse(id=mid, stored_at=now, stores=[self._name],
+                                pending_approval=False)
+
+    async def forget(self, req: ForgetRequest) -> ForgetResponse:
+        return await self._call(lambda: self._forget(req))
+
+    def _forget(self, req: ForgetRequest) -> ForgetResponse:
+        now = self._clock.now_ms()
+        if req.ids is not None:
+            rows = self._by_ids(req.agent_id, req.ids, req.user_id)
+        else:
+            rows = self._rows(req.agent_id, req.user_id, self._pushdown(req.filter))
+        hits = [
+            r for r in rows
+            if (req.hard_delete or r.state != _DELETED)
+            and (req.filter is None or matches_filter(r.metadata, req.filter))
+        ]
+        for row in hits:
+            if req.hard_delete:
+                self._hard_delete(row)
+            else:
+                self._set(row, {"mw_state": _DELETED, "mw_deleted_at": now})
+        ids = [r.id for r in hits]
+        return ForgetResponse(forgotten_ids=ids, hard_delete=req.hard_delete,
+                              stores=[StoreCount(store=self._name, count=len(ids))])
+
+    def _hard_delete(self, row: _Row) -> None:
+        memory = self._live()
+        memory.delete(row.uuid)
+        # mem0 keeps every version's text in its history table, the delete event included.
+        db = getattr(memory, "db", None)
+        conn, lock = getattr(db, "connection", None), getattr(db, "_lock", None)
+        if conn is not None and lock is not None:
+            with lock:
+                conn.execute("DELETE FROM history WHERE memory_id = ?", (row.uuid,))
+                conn.commit()
+
+    async def merge(self, req: MergeRequest) -> MergeResponse:
+        return await self._call(lambda: self._merge(req))
+
+    def _merge(self, req: MergeRequest) -> MergeResponse:
+        now = self._clock.now_ms()
+        rows = self._visible(req.agent_id, req.user_id, now)
+        by_id = {r.id: r for r in rows}
+        plain = [MergeRow(r.id, r.content(), r.created_at, r.confidence, r.metadata)
+                 for r in rows]
+        canonical = resolve_canonical(req.canonical, plain)
+        if canonical is None:
+            raise NotFound(f"canonical memory {req.canonical!r} not found")
+        dups = resolve_duplicates(req.duplicates, plain, canonical.id)
+        if not dups:
+            return MergeResponse(canonical=canonical.id, merged_count=0,
+                                 strategy_used=req.strategy, stores=[self._name])
+        plan = plan_merge(canonical, dups, req.strategy)
+        survivor = by_id[plan.canonical_id]
+        stored = content_to_storage(survivor.type, plan.content)
+        fields: dict[str, Any] = {"mw_meta": dict(plan.metadata),
+                                  "mw_confidence": plan.confidence, "mw_updated_at": now}
+        text = None
+        if stored != survivor.stored:
+            text = embed_text(survivor.type, stored)
+            if survivor.type is MemoryType.PROCEDURAL:
+                fields["mw_content"] = stored
+        self._set(survivor, fields, text)
+        for mid in plan.absorbed_ids:
+            self._set(by_id[mid], {"mw_state": _DELETED, "mw_deleted_at": now,
+                                   "mw_merged_into": survivor.id})
+        return MergeResponse(canonical=survivor.id, merged_count=len(plan.absorbed_ids),
+                             strategy_used=req.strategy, stores=[self._name])
+
+    async def expire(self, req: ExpireRequest) -> ExpireResponse:
+        if needs_recall_tracking(req.policy):
+            raise CapabilityMissing(
+                f"store {self._name!r} (mem0) does not track recalls; "
+                "no_recall_in_days cannot be evaluated"
+            )
+        return await self._call(lambda: self._expire(req))
+
+    def _expire(self, req: ExpireRequest) -> ExpireResponse:
+        now = self._clock.now_ms()
+        matched = [
+            r for r in self._visible(req.agent_id, req.user_id, now)
+            if policy_matches(req.policy, ExpiryFacts(r.type, r.created_at, r.confidence), now)
+        ]
+        for row in matched:
+            if req.action is ExpireAction.FORGET:
+                self._set(row, {"mw_state": _DELETED, "mw_deleted_at": now})
+            elif req.action is ExpireAction.ARCHIVE:
+                self._set(row, {"mw_state": _ARCHIVED, "mw_archived_at": now})
+            elif not row.demoted:
+                self._set(row, {"mw_demoted": True})
+        return ExpireResponse(matched_count=len(matched), action_taken=req.action,
+                              stores=[self._name], matched_ids=[r.id for r in matched])
+
+    async def update(self, req: UpdateRequest) -> MemoryRecord:
+        return await self._call(lambda: self._update(req))
+
+    def _update(self, req: UpdateRequest) -> MemoryRecord:
+        now = self._clock.now_ms()
+        rows = [r for r in self._by_ids(req.agent_id, [req.id], req.user_id) if r.visible(now)]
+        if not rows:
+            raise NotFound(f"memory {req.id!r} not found")
+        row = rows[0]
+        fields: dict[str, Any] = {"mw_updated_at": now}
+        if req.metadata_patch is not None:
+            patched = dict(row.metadata)
+            for key, value in req.metadata_patch.items():
+                if value is None:
+                    patched.pop(key, None)
+                else:
+                    patched[key] = value
+            links_of(patched)
+            fields["mw_meta"] = row.metadata = patched
+        text = None
+        if req.content is not None:
+            stored = content_to_storage(row.type, req.content)
+            if stored != row.stored:
+                text = embed_text(row.type, stored)
+                if row.type is MemoryType.PROCEDURAL:
+                    fields["mw_content"] = stored
+                row.stored = stored
+        if req.confidence is not None:
+            fields["mw_confidence"] = row.confidence = req.confidence
+        self._set(row, fields, text)
+        row.updated_at = now
+        return row.record()
+
+    # --- reads -----------------------------------------------------------------------------
+
+    async def recall(self, req: RecallRequest) -> RecallResponse:
+        started = time.perf_counter()
+        hits = await self._call(lambda: self._recall(req))
+        return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
+                              latency_ms=int((time.perf_counter() - started) * 1000))
+
+    def _recall(self, req: RecallRequest) -> builtins.list[RecallHit]:
+        now = self._clock.now_ms()
+        extra: dict[str, Any] = {"mw_state": _LIVE, "mw_expiry": {"gt": now},
+                                 **self._pushdown(req.filter)}
+        if req.types is not None:
+            extra["mw_type"] = [t.value for t in req.types]
+        if req.fresher_than_days is not None:
+            extra["mw_created_at"] = {"gte": now - req.fresher_than_days * DAY_MS}
+        filters = {**self._filters(req.agent_id, req.user_id), **extra}
+        threshold = min(max(min(self._floor, self._lexical_floor), 0.0), 1.0)
+        terms = set(query_terms(req.query))
+        fetch = candidate_pool(req.k)
+        while True:
+            found = self._live().search(req.query, top_k=fetch, filters=filters,
+                                        threshold=threshold, explain=True)["results"]
+            exhausted = len(found) < fetch
+            scored: builtins.list[tuple[float, _Row]] = []
+            for item in found:
+                row = _Row(item)
+                if not (row.in_scope(req.agent_id, req.user_id) and row.visible(now)
+                        and (req.types is None or row.type in req.types)
+                        and matches_filter(row.metadata, req.filter)
+                        and self._admitted(item, row, terms)):
+                    continue
+                score = float(item.get("score") or 0.0)
+                scored.append((score * DEMOTE_FACTOR if row.demoted else score, row))
+            scored.sort(key=lambda s: (-s[0], s[1].created_at, s[1].id))
+            # Anything not fetched yet scores at most the last raw score seen.
+            bound = float(found[-1].get("score") or 0.0) if found else 0.0
+            if exhausted or sum(1 for s, _ in scored if s >= bound) >= req.k:
+                break
+            fetch *= 4
+        return [
+            RecallHit(id=row.id, type=row.type, content=row.content(), score=score,
+                      metadata=dict(row.metadata), created_at=row.created_at, supporting=[],
+                      source_store=self._name, user_id=row.user_id, source=row.source,
+                      confidence=row.confidence)
+            for score, row in scored[: req.k]
+        ]
+
+    def _admitted(self, item: dict[str, Any], row: _Row, terms: set[str]) -> bool:
+        details = item.get("score_details") or {}
+        cosine = float(details.get("semantic_score", item.get("score") or 0.0))
+        if cosine >= self._floor:
+            return True
+        return cosine >= self._lexical_floor and not terms.isdisjoint(
+            query_terms(embed_text(row.type, row.stored), max_terms=10_000))
+
+    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
+        def run() -> MemoryRecord | None:
+            now = self._clock.now_ms()
+            for row in self._by_ids(agent_id, [id], user_id):
+                if row.visible(now):
+                    return row.record()
+            return None
+
+        return await self._call(run)
+
+    async def list(self, query: ListQuery) -> builtins.list[MemoryRecord]:
+        return await self._call(lambda: self._list(query))
+
+    def _list(self, query: ListQuery) -> builtins.list[MemoryRecord]:
+        now = self._clock.now_ms()
+        rows = self._rows(query.agent_id, query.user_id, self._pushdown(query.filter))
+        after: tuple[int, str] | None = None
+        if query.after_id is not None:
+            anchor = next((r for r in rows if r.id == query.after_id), None)
+            after = (anchor.created_at, anchor.id) if anchor else None
+        out: builtins.list[MemoryRecord] = []
+        for row in rows:
+            if row.state == _DELETED or (row.expires_at is not None and row.expires_at <= now):
+                continue
+            if row.state == _ARCHIVED and not query.include_archived:
+                continue
+            if query.types is not None and row.type not in query.types:
+                continue
+            if not matches_filter(row.metadata, query.filter):
+                continue
+            if after is not None and (row.created_at, row.id) <= after:
+                continue
+            out.append(row.record())
+            if len(out) >= query.limit:
+                break
+        return out
+
+    async def health(self) -> Health:
+        def probe() -> Health:
+            memory = self._live()
+            info = memory.vector_store.col_info()
+            return Health("ok", {"backend": "mem0", "points": int(info.points_count or 0)})
+
+        try:
+            return await self._call(probe)
+        except MemorywireError as exc:
+            return Health("down", {"backend": "mem0", "error": exc.message})
+
+    async def aclose(self) -> None:
+        memory, self._memory = self._memory, None
+        if memory is None or not self._owned:
+            return
+
+        def close() -> None:
+            memory.close()
+            client = getattr(memory.vector_store, "client", None)
+            if client is not None:
+                client.close()
+
+        await anyio.to_thread.run_sync(self._call_sync, close)

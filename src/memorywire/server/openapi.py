@@ -110,7 +110,10 @@ _ERRORS = {
     "400": _json("error", "Invalid request (code invalid_request)"),
     "401": _json("error", "Missing or invalid bearer token"),
     "403": _json("error", "Outside the token's role or scope"),
+    "404": _json("error", "No such memory, approval or schema (or not in the token's scope)"),
+    "409": _json("error", "Conflicts with stored state, or awaiting approval"),
     "413": _json("error", "Body too large"),
+    "422": _json("error", "The store lacks a needed capability (e.g. governance)"),
     "429": _json("error", "Rate limited; see Retry-After"),
     "503": _json("error", "Backend unavailable"),
 }
@@ -210,7 +213,12 @@ def _paths() -> dict[str, Any]:
             "summary": "JSON-RPC 2.0 (memory.remember, memory.recall, ..., approvals.*)",
             "requestBody": {"content": {"application/json": {"schema": {}}}},
             "responses": {
-                "200": _generic("JSON-RPC response"),
+                "200": {
+                    "description": "JSON-RPC response, or an array of them for a batch",
+                    "content": {"application/json": {"schema": {"anyOf": [
+                        _OPEN_OBJECT, {"type": "array", "items": _OPEN_OBJECT},
+                    ]}}},
+                },
                 "204": {"description": "all notifications"},
             },
         }

@@ -156,7 +156,8 @@ async def test_hard_delete_leaves_no_content_bytes(tmp_path: Path) -> None:
         resp = await store.forget(ForgetRequest(agent_id="a", ids=[mid], hard_delete=True))
         assert resp.forgotten_ids == [mid]
         blob = files()
-        for needle in (secret, "zanzibarquux", "violet-otter-4471", "4471", mid):
+        # short needles ("4471") would also match hex ids and digits by chance
+        for needle in (secret, "zanzibarquux", "violet-otter-4471", mid):
             assert needle.encode() not in blob.lower(), needle
         assert (await store.recall(RecallRequest(agent_id="a", query=secret))).results == []
     finally:
@@ -212,5 +213,40 @@ async def test_other_processes_writes_are_seen_through_the_cache(tmp_path: Path)
         hits = await store.recall(RecallRequest(agent_id="a", query="written by another process"))
         assert [h.id for h in hits.results] == ["p2"]
         assert await store.get("a", "p1") is None
+    finally:
+        await store.aclose()
+
+
+async def test_scope_cache_evicts_by_bytes_and_stays_exact(tmp_path: Path) -> None:
+    emb = TableEmbedder(400)
+    store = SqliteStore(tmp_path / "c.db", embedder=emb, relevance_floor=-1.0,
+                        lexical_floor=-1.0, cache_mb=0.04)  # ~40 KB: one 200-row scope
+    try:
+        for agent, offset in (("a", 0), ("b", 200)):
+            await store.remember_many([req(agent, f"v{offset + i}", id=f"{agent}{i}")
+                                       for i in range(200)])
+        for _ in range(2):
+            for agent, offset in (("a", 0), ("b", 200)):
+                for i in (3, 150):
+                    resp = await store.recall(RecallRequest(agent_id=agent,
+                                                            query=f"v{offset + i}", k=3))
+                    sims = emb.table[offset:offset + 200] @ emb.table[offset + i]
+                    want = [f"{agent}{j}" for j in np.argsort(-sims, kind="stable")[:3]]
+                    assert [h.id for h in resp.results] == want
+        assert len(store._caches) == 1
+        assert store._caches.evictions >= 3
+    finally:
+        await store.aclose()
+
+
+async def test_recall_commits_without_fsync_but_restores_full_sync(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db", embedder=HashingEmbedder())
+    try:
+        await store.remember(req("a", "Alice likes green tea"))
+        await store.recall(RecallRequest(agent_id="a", query="green tea"))
+        with store._tx() as conn:
+            assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        listed = await store.list(ListQuery(agent_id="a"))
+        assert listed[0].recall_count == 1
     finally:
         await store.aclose()

@@ -1,4 +1,4 @@
-"""The append-only, hash-chained audit log, kept in SQLite.
+"""The append-only, hash-chained audit log, kept in SQLite or PostgreSQL (see :mod:`.db`).
 
 Triggers refuse ``UPDATE`` and ``DELETE`` on the log, so an honest program cannot rewrite
 history by mistake; the hash chain and signed checkpoints (see :mod:`.chain`) catch a dishonest
@@ -13,8 +13,7 @@ Entries never carry memory content: ``details`` holds content hashes, ids, count
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import apsw
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from memorywire.core.clock import Clock, SystemClock
-from memorywire.errors import BackendUnavailable, InvalidRequest, StoreCorrupt
+from memorywire.errors import InvalidRequest
 from memorywire.governance.chain import (
     GENESIS_HASH,
     AuditEntry,
@@ -34,6 +33,7 @@ from memorywire.governance.chain import (
     sign_checkpoint,
     verify_entries,
 )
+from memorywire.governance.db import GovDb, SqliteGovDb, open_governance_db, write_transaction
 
 __all__ = ["ACTIONS", "AuditLog", "open_connection", "write_transaction"]
 
@@ -84,32 +84,8 @@ CREATE TABLE IF NOT EXISTS audit_checkpoints(
 
 
 def open_connection(path: str | Path) -> apsw.Connection:
-    """A connection set up for governance: waits on locks, zeroes deleted bytes on disk."""
-    try:
-        conn = apsw.Connection(str(path))
-        conn.set_busy_timeout(10_000)
-        conn.execute("PRAGMA secure_delete = ON")
-        conn.execute("PRAGMA foreign_keys = ON")
-    except apsw.Error as exc:
-        raise BackendUnavailable(f"cannot open governance database {path}: {exc}") from exc
-    return conn
-
-
-@contextmanager
-def write_transaction(conn: apsw.Connection) -> Iterator[None]:
-    """``BEGIN IMMEDIATE`` at the outermost level (so read-then-write never deadlocks across
-    processes), a savepoint when nested; rolled back on any exception."""
-    if not conn.getautocommit():
-        with conn:
-            yield
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+    """A SQLite connection set up for governance: waits on locks, zeroes deleted bytes."""
+    return SqliteGovDb.open(path).connection
 
 
 def _row_to_entry(row: Sequence[Any]) -> AuditEntry:
@@ -137,24 +113,33 @@ _COLUMNS = "seq, ts, actor, action, agent_id, memory_ids, details, prev_hash, ha
 
 
 class AuditLog:
-    """Append, query, checkpoint and verify the chained log in one SQLite database."""
+    """Append, query, checkpoint and verify the chained log in one governance database."""
 
-    def __init__(self, conn: apsw.Connection, clock: Clock | None = None) -> None:
-        self._conn = conn
+    def __init__(self, db: GovDb | apsw.Connection, clock: Clock | None = None) -> None:
+        self._db: GovDb = SqliteGovDb(db) if isinstance(db, apsw.Connection) else db
         self._clock: Clock = clock or SystemClock()
-        with write_transaction(conn):
-            conn.execute(_SCHEMA)
+        if self._db.dialect == "sqlite":  # PostgreSQL sets its schema up on connect
+            with self._db.transaction():
+                self._db.execute(_SCHEMA)
 
     @classmethod
-    def open(cls, path: str | Path, clock: Clock | None = None) -> AuditLog:
-        return cls(open_connection(path), clock)
+    def open(cls, target: str | Path, clock: Clock | None = None) -> AuditLog:
+        """A SQLite file path or a ``postgresql://`` URL."""
+        return cls(open_governance_db(target), clock)
+
+    @property
+    def db(self) -> GovDb:
+        return self._db
 
     @property
     def connection(self) -> apsw.Connection:
-        return self._conn
+        """The SQLite connection (for tests and tools that bracket their own transaction)."""
+        if not isinstance(self._db, SqliteGovDb):
+            raise InvalidRequest("this audit log is not in SQLite; use .db")
+        return self._db.connection
 
     def close(self) -> None:
-        self._conn.close()
+        self._db.close()
 
     # --- writing ------------------------------------------------------------------------
 
@@ -177,41 +162,35 @@ class AuditLog:
         leaked = _FORBIDDEN_DETAIL_KEYS & det.keys()
         if leaked:
             raise InvalidRequest(f"audit details must not carry {sorted(leaked)}; store a hash")
-        try:
-            with write_transaction(self._conn):
-                head = self._conn.execute(
-                    "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1"
-                ).fetchone()
-                seq = 1 if head is None else int(head[0]) + 1
-                prev = GENESIS_HASH if head is None else str(head[1])
-                entry = AuditEntry(
-                    seq=seq,
-                    ts=self._clock.now_ms(),
-                    actor=actor,
-                    action=action,
-                    agent_id=agent_id,
-                    memory_ids=tuple(memory_ids),
-                    details=det,
-                    prev_hash=prev,
-                    hash="",
-                )
-                h = entry_hash(prev, entry.body())
-                self._conn.execute(
-                    f"INSERT INTO audit_log({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
-                    (
-                        seq,
-                        entry.ts,
-                        actor,
-                        action,
-                        agent_id,
-                        canonical_json(list(memory_ids)),
-                        canonical_json(det),
-                        prev,
-                        h,
-                    ),
-                )
-        except apsw.Error as exc:
-            raise BackendUnavailable(f"audit log write failed: {exc}") from exc
+        with self._db.transaction():
+            seq, prev = self.head()
+            seq += 1
+            entry = AuditEntry(
+                seq=seq,
+                ts=self._clock.now_ms(),
+                actor=actor,
+                action=action,
+                agent_id=agent_id,
+                memory_ids=tuple(memory_ids),
+                details=det,
+                prev_hash=prev,
+                hash="",
+            )
+            h = entry_hash(prev, entry.body())
+            self._db.execute(
+                f"INSERT INTO audit_log({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    seq,
+                    entry.ts,
+                    actor,
+                    action,
+                    agent_id,
+                    canonical_json(list(memory_ids)),
+                    canonical_json(det),
+                    prev,
+                    h,
+                ),
+            )
         return replace(entry, hash=h)
 
     async def record(self, event: Mapping[str, Any]) -> None:
@@ -240,40 +219,37 @@ class AuditLog:
             sql += " AND agent_id = ?"
             args.append(agent_id)
         if memory_id is not None:
-            sql += " AND EXISTS (SELECT 1 FROM json_each(audit_log.memory_ids) WHERE value = ?)"
+            sql += " AND " + self._db.json_array_contains("audit_log.memory_ids")
             args.append(memory_id)
         sql += " ORDER BY seq"
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        try:
-            return [_row_to_entry(r) for r in self._conn.execute(sql, args)]
-        except apsw.Error as exc:
-            raise StoreCorrupt(f"audit log unreadable: {exc}") from exc
+        return [_row_to_entry(r) for r in self._db.query(sql, args)]
 
     def head(self) -> tuple[int, str]:
-        row = self._conn.execute(
-            "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-        return (0, GENESIS_HASH) if row is None else (int(row[0]), str(row[1]))
+        rows = self._db.query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
+        return (0, GENESIS_HASH) if not rows else (int(rows[0][0]), str(rows[0][1]))
 
     # --- checkpoints and verification -----------------------------------------------------
 
     def checkpoint(self, private_key: Ed25519PrivateKey) -> dict[str, Any]:
         """Sign the current head; export the returned dict (JSON) somewhere the db is not."""
-        with write_transaction(self._conn):
+        with self._db.transaction():
             seq, hash_ = self.head()
             cp = sign_checkpoint(private_key, seq, hash_, self._clock.now_ms())
-            self._conn.execute(
-                "INSERT OR REPLACE INTO audit_checkpoints(seq, hash, signature, public_key, ts)"
-                " VALUES (?,?,?,?,?)",
+            self._db.execute(
+                "INSERT INTO audit_checkpoints(seq, hash, signature, public_key, ts)"
+                " VALUES (?,?,?,?,?) ON CONFLICT(seq) DO UPDATE SET hash = excluded.hash,"
+                " signature = excluded.signature, public_key = excluded.public_key,"
+                " ts = excluded.ts",
                 (cp.seq, cp.hash, cp.signature, cp.public_key, cp.ts),
             )
         return cp.to_dict()
 
     def stored_checkpoints(self) -> list[Checkpoint]:
         """Checkpoints kept in the db itself: handy, but only as trustworthy as the file."""
-        rows = self._conn.execute(
+        rows = self._db.query(
             "SELECT seq, hash, signature, public_key, ts FROM audit_checkpoints ORDER BY seq"
         )
         return [

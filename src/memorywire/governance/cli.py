@@ -17,12 +17,13 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from memorywire.errors import MemorywireError
 from memorywire.governance.audit import AuditLog
+from memorywire.governance.db import is_postgres_url
 
 __all__ = ["register_audit"]
 
 
 def _open(db: str) -> AuditLog:
-    if not Path(db).is_file():
+    if not is_postgres_url(db) and not Path(db).is_file():
         raise MemorywireError(f"no governance database at {db}")
     return AuditLog.open(db)
 
@@ -86,7 +87,7 @@ def register_audit(subparsers: Any) -> None:
     sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
 
     v = sub.add_parser("verify", help="recompute the hash chain and check checkpoints")
-    v.add_argument("--db", required=True, help="governance database file")
+    v.add_argument("--db", required=True, help="governance database file or postgresql:// URL")
     v.add_argument(
         "--checkpoint",
         action="append",

@@ -1,14 +1,15 @@
 """The approval queue: staged operations and their state machine, in the governance db.
 
 States: ``pending -> committing -> approved`` or ``pending -> rejected``. Every transition is
-one SQLite transaction that also appends the audit entry recording it, so the queue and the
-log can never disagree. ``committing`` means "a reviewer approved; the inner store may or may
-not have the change yet": :class:`~memorywire.governance.store.GovernedStore` re-drives such
-items with the same id after a crash, which the inner store's idempotent ``remember`` (same id,
-same content) turns into exactly one memory.
+one exclusive transaction of the governance database (SQLite or PostgreSQL) that also appends
+the audit entry recording it, so the queue and the log can never disagree. ``committing``
+means "a reviewer approved; the inner store may or may not have the change yet":
+:class:`~memorywire.governance.store.GovernedStore` re-drives such items with the same id
+after a crash, which the inner store's idempotent ``remember`` (same id, same content) turns
+into exactly one memory.
 
 Staged content lives here only while undecided. Once decided the request is replaced by a
-scrubbed copy (content and metadata values gone, a content hash kept) under
+scrubbed copy (content and metadata values gone, a content hash kept); on SQLite under
 ``PRAGMA secure_delete``, so the bytes do not linger in free pages either.
 """
 
@@ -19,10 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-import apsw
-
-from memorywire.errors import BackendUnavailable, Conflict, Forbidden, NotFound
-from memorywire.governance.audit import AuditLog, write_transaction
+from memorywire.errors import Conflict, Forbidden, NotFound
+from memorywire.governance.audit import AuditLog
 from memorywire.governance.chain import canonical_json, sha256_hex
 
 __all__ = ["ApprovalQueue", "QueueItem", "content_hash_of", "scrub_request"]
@@ -107,15 +106,14 @@ class ApprovalQueue:
 
     def __init__(self, audit: AuditLog) -> None:
         self._audit = audit
-        self._conn = audit.connection
-        with write_transaction(self._conn):
-            self._conn.execute(_SCHEMA)
+        self._db = audit.db
+        if self._db.dialect == "sqlite":  # PostgreSQL sets its schema up on connect
+            with self._db.transaction():
+                self._db.execute(_SCHEMA)
 
     def _get(self, item_id: str) -> QueueItem | None:
-        row = self._conn.execute(
-            f"SELECT {_COLS} FROM approvals WHERE id = ?", (item_id,)
-        ).fetchone()
-        return None if row is None else QueueItem.from_row(tuple(row))
+        rows = self._db.query(f"SELECT {_COLS} FROM approvals WHERE id = ?", (item_id,))
+        return QueueItem.from_row(rows[0]) if rows else None
 
     def get(self, item_id: str) -> QueueItem | None:
         return self._get(item_id)
@@ -136,26 +134,21 @@ class ApprovalQueue:
                 args.append(val)
         sql += " ORDER BY created_at, id LIMIT ?"
         args.append(limit)
-        return [QueueItem.from_row(tuple(r)) for r in self._conn.execute(sql, args)]
+        return [QueueItem.from_row(r) for r in self._db.query(sql, args)]
 
     def count(self, status: str = "pending") -> int:
-        row = self._conn.execute(
-            "SELECT count(*) FROM approvals WHERE status = ?", (status,)
-        ).fetchone()
-        return 0 if row is None else int(row[0])
+        rows = self._db.query("SELECT count(*) FROM approvals WHERE status = ?", (status,))
+        return int(rows[0][0]) if rows else 0
 
     def _write(self, sql: str, args: tuple[Any, ...]) -> None:
-        try:
-            self._conn.execute(sql, args)
-        except apsw.Error as exc:
-            raise BackendUnavailable(f"governance database write failed: {exc}") from exc
+        self._db.execute(sql, args)
 
     def stage(self, item: QueueItem, details: Mapping[str, Any]) -> QueueItem:
         """Add (or amend, while still pending and by the same writer) one staged operation.
 
         A retry with the same id and the same request returns the stored item unchanged.
         """
-        with write_transaction(self._conn):
+        with self._db.transaction():
             old = self._get(item.id)
             if old is not None:
                 if old.content_hash == item.content_hash:
@@ -216,7 +209,7 @@ class ApprovalQueue:
     ) -> QueueItem:
         """Record an approval (``pending -> committing``); an already-approved or committing
         item is returned as is so the caller can finish or report it (retries are safe)."""
-        with write_transaction(self._conn):
+        with self._db.transaction():
             item = self._get(item_id)
             if item is None:
                 raise NotFound(f"no staged operation {item_id}")
@@ -253,7 +246,7 @@ class ApprovalQueue:
         return got
 
     def note_attempt(self, item_id: str) -> None:
-        with write_transaction(self._conn):
+        with self._db.transaction():
             self._write("UPDATE approvals SET attempts = attempts + 1 WHERE id = ?", (item_id,))
 
     def finish_commit(
@@ -264,7 +257,7 @@ class ApprovalQueue:
         now: int,
     ) -> None:
         """``committing -> approved``, the completion audit entry, and the content scrub."""
-        with write_transaction(self._conn):
+        with self._db.transaction():
             current = self._get(item.id)
             if current is None or current.status != "committing":
                 return
@@ -295,7 +288,7 @@ class ApprovalQueue:
     def reject(
         self, item_id: str, reviewer: str, reason: str | None, content_hash: str | None, now: int
     ) -> QueueItem:
-        with write_transaction(self._conn):
+        with self._db.transaction():
             item = self._get(item_id)
             if item is None:
                 raise NotFound(f"no staged operation {item_id}")

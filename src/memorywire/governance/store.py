@@ -1,13 +1,14 @@
 """``GovernedStore``: approval gates, policies and an audit trail around any ``MemoryStore``.
 
-It keeps its own SQLite database (approval queue + audit log), so governance works the same
-over every backend and over a router. Staged operations never reach the inner store until a
+It keeps its own database (approval queue + audit log: a SQLite file, or a ``postgresql://``
+URL that several servers share), so governance works the same over every backend and over a
+router. Staged operations never reach the inner store until a
 reviewer approves them, which is what makes them invisible to recall, forget, merge, expire,
 get and list: nothing of them exists there yet.
 
 Crash safety, and why the audit trail can be trusted to tell what happened:
 
-* A governance-db change and the audit entry recording it are one SQLite transaction.
+* A governance-db change and the audit entry recording it are one transaction.
 * An inner-store mutation cannot join that transaction, so it is bracketed: an ``intent``
   entry (carrying the memory id) is written before the call, a ``done`` (or ``failed``) entry
   after. An ``intent`` without a matching ``done`` is the detectable mark of a crash in between;

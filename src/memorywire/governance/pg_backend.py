@@ -1,0 +1,192 @@
+"""The governance database on PostgreSQL, shared by every server behind a load balancer.
+
+Tables live in their own schema (``memorywire_governance``), so they sit beside a
+:class:`~memorywire.store.postgres.PostgresStore` in one database without clashing. Each
+outermost write transaction first takes one transaction-level advisory lock: governance writes
+are read-then-write (chain head, queue row), and serialising them is what gives one gap-free
+chain and single approvals across processes, as ``BEGIN IMMEDIATE`` does on SQLite. A plpgsql
+trigger refuses ``UPDATE``, ``DELETE`` and ``TRUNCATE`` on ``audit_log``.
+
+The connection is synchronous on purpose: governance transactions never await inside, and
+one connection per process keeps the lock holder's work short and ordered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import psycopg
+
+from memorywire.errors import BackendUnavailable, MemorywireError
+
+__all__ = ["LOCK_KEY", "SCHEMA", "PgGovDb"]
+
+SCHEMA = "memorywire_governance"
+
+#: ``pg_advisory_xact_lock`` keys: "mw" in ASCII, then "gv" (writes) and "gs" (schema setup).
+LOCK_KEY = 0x6D77_6776
+_SETUP_KEY = 0x6D77_6773
+
+Row = tuple[Any, ...]
+
+# Column names and meanings match the SQLite schemas in audit.py and queue.py.
+_DDL = [
+    f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}",
+    f"""CREATE TABLE {SCHEMA}.audit_log(
+        seq bigint PRIMARY KEY,
+        ts bigint NOT NULL,
+        actor text NOT NULL,
+        action text NOT NULL,
+        agent_id text,
+        memory_ids text NOT NULL,
+        details text NOT NULL,
+        prev_hash text NOT NULL,
+        hash text NOT NULL)""",
+    f"CREATE INDEX audit_log_agent ON {SCHEMA}.audit_log(agent_id, seq)",
+    f"""CREATE FUNCTION {SCHEMA}.audit_log_append_only() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION 'audit_log is append-only' USING ERRCODE = 'insufficient_privilege';
+        END $$""",
+    f"""CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON {SCHEMA}.audit_log
+        FOR EACH ROW EXECUTE FUNCTION {SCHEMA}.audit_log_append_only()""",
+    f"""CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON {SCHEMA}.audit_log
+        FOR EACH ROW EXECUTE FUNCTION {SCHEMA}.audit_log_append_only()""",
+    f"""CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON {SCHEMA}.audit_log
+        FOR EACH STATEMENT EXECUTE FUNCTION {SCHEMA}.audit_log_append_only()""",
+    f"""CREATE TABLE {SCHEMA}.audit_checkpoints(
+        seq bigint PRIMARY KEY,
+        hash text NOT NULL,
+        signature text NOT NULL,
+        public_key text NOT NULL,
+        ts bigint NOT NULL)""",
+    # Created last: its presence means the whole (transactional) setup ran.
+    f"""CREATE TABLE {SCHEMA}.approvals(
+        id text PRIMARY KEY,
+        operation text NOT NULL,
+        agent_id text NOT NULL,
+        user_id text,
+        request text NOT NULL,
+        content_hash text NOT NULL,
+        requested_by text NOT NULL,
+        reasoning text,
+        status text NOT NULL,
+        created_at bigint NOT NULL,
+        updated_at bigint NOT NULL,
+        reviewer text,
+        reviewed_at bigint,
+        reason text,
+        reviewed_hash text,
+        attempts integer NOT NULL DEFAULT 0,
+        result text)""",
+    f"CREATE INDEX approvals_status ON {SCHEMA}.approvals(status, agent_id, created_at)",
+]
+
+
+def _translate(exc: psycopg.Error) -> MemorywireError:
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return BackendUnavailable(f"governance PostgreSQL is unreachable: {exc}")
+    return BackendUnavailable(f"governance PostgreSQL failed: {type(exc).__name__}: {exc}")
+
+
+def _pg(sql: str) -> str:
+    """``?`` placeholders to psycopg's; governance SQL has no other ``?`` or ``%``."""
+    return sql.replace("?", "%s")
+
+
+class PgGovDb:
+    """One synchronous connection; reconnects between transactions if the server went away."""
+
+    dialect = "postgres"
+
+    def __init__(self, conninfo: str, conn: psycopg.Connection[Any]) -> None:
+        self._conninfo = conninfo
+        self._conn = conn
+        self._depth = 0
+
+    @classmethod
+    def connect(cls, conninfo: str) -> PgGovDb:
+        db = cls(conninfo, _connect(conninfo))
+        return db
+
+    def _live(self) -> psycopg.Connection[Any]:
+        if self._conn.closed or self._conn.broken:
+            self._conn.close()
+            self._conn = _connect(self._conninfo)
+        return self._conn
+
+    @property
+    def connection(self) -> psycopg.Connection[Any]:
+        return self._live()
+
+    def transaction(self) -> AbstractContextManager[None]:
+        return self._transaction()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        if self._depth:
+            self._depth += 1
+            try:
+                with self._conn.transaction():  # a savepoint
+                    yield
+            finally:
+                self._depth -= 1
+            return
+        conn = self._live()
+        self._depth = 1
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+                yield
+        except psycopg.Error as exc:
+            raise _translate(exc) from exc
+        finally:
+            self._depth = 0
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
+        conn = self._conn if self._depth else self._live()
+        try:
+            return [tuple(r) for r in conn.execute(_pg(sql), tuple(args) or None).fetchall()]
+        except psycopg.Error as exc:
+            raise _translate(exc) from exc
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> None:
+        conn = self._conn if self._depth else self._live()
+        try:
+            conn.execute(_pg(sql), tuple(args) or None)
+        except psycopg.Error as exc:
+            raise _translate(exc) from exc
+
+    def json_array_contains(self, column: str) -> str:
+        return f"({column})::jsonb @> jsonb_build_array(?::text)"
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _connect(conninfo: str) -> psycopg.Connection[Any]:
+    try:
+        conn = psycopg.connect(conninfo, autocommit=True)
+    except psycopg.Error as exc:
+        raise _translate(exc) from exc
+    try:
+        _setup(conn)
+    except psycopg.Error as exc:
+        conn.close()
+        raise _translate(exc) from exc
+    return conn
+
+
+def _setup(conn: psycopg.Connection[Any]) -> None:
+    """Create the schema once (servers starting together wait on one lock), then use it."""
+    row = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.approvals",)).fetchone()
+    if row is None or row[0] is None:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_KEY,))
+            row = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.approvals",)).fetchone()
+            if row is None or row[0] is None:
+                for stmt in _DDL:
+                    conn.execute(stmt)
+    conn.execute(f"SET search_path TO {SCHEMA}")

@@ -1,0 +1,230 @@
+"""Shared pieces of the long-conversation retrieval benchmarks (LoCoMo, LongMemEval).
+
+Everything here is plain data in, plain data out, so the unit tests can check each metric on
+hand-made tables: a BM25 baseline in numpy, the ranking metrics, a text-keyed vector cache,
+the machine's load, and table formatting.
+
+Metric definitions (``ranked`` is a list of ids, best first; ``gold`` the relevant ids):
+
+* ``recall_at_k``: the fraction of gold ids in the top k (LoCoMo's "fraction of evidence
+  dialogue ids retrieved").
+* ``recall_all_at_k`` / ``recall_any_at_k``: 1.0 when all / any gold ids are in the top k
+  (LongMemEval's ``recall_all@k`` / ``recall_any@k``).
+* ``ndcg_any_at_k``: binary-relevance NDCG with LongMemEval's DCG, whose first two positions
+  both weigh 1 (``rel_1 + sum_{i>=2} rel_i / log2(i)``), so numbers compare with its scripts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memorywire.core.scoring import exact_top
+from memorywire.embed.base import Embedder
+
+__all__ = [
+    "BM25",
+    "EmbedStats",
+    "dedupe",
+    "embed_cached",
+    "format_table",
+    "machine_info",
+    "mean",
+    "ndcg_any_at_k",
+    "recall_all_at_k",
+    "recall_any_at_k",
+    "recall_at_k",
+    "stderr",
+    "tokenize",
+    "top_indices",
+]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens; punctuation never sticks to a word (unlike ``str.split``)."""
+    return _WORD.findall(text.lower())
+
+
+class BM25:
+    """Okapi BM25 over a fixed list of documents (k1=1.5, b=0.75, as in ``rank_bm25``).
+
+    IDF is ``log(1 + (N - df + 0.5) / (df + 0.5))`` (Lucene's), which stays positive, so a
+    term in most documents adds a little rather than subtracting. A term repeated in the
+    query counts once per occurrence, as in ``rank_bm25``.
+    """
+
+    def __init__(self, docs: Sequence[str], *, k1: float = 1.5, b: float = 0.75) -> None:
+        self.n = len(docs)
+        postings: dict[str, dict[int, int]] = {}
+        lengths = np.zeros(self.n, dtype=np.float64)
+        for i, doc in enumerate(docs):
+            tokens = tokenize(doc)
+            lengths[i] = len(tokens)
+            for tok in tokens:
+                row = postings.setdefault(tok, {})
+                row[i] = row.get(i, 0) + 1
+        avg = float(lengths.mean()) if self.n and lengths.mean() > 0 else 1.0
+        norm = k1 * (1.0 - b + b * lengths / avg)
+        self._terms: dict[str, tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]] = {}
+        for tok, row in postings.items():
+            idx = np.fromiter(row.keys(), dtype=np.intp, count=len(row))
+            tf = np.fromiter(row.values(), dtype=np.float64, count=len(row))
+            idf = math.log(1.0 + (self.n - len(row) + 0.5) / (len(row) + 0.5))
+            self._terms[tok] = (idx, idf * tf * (k1 + 1.0) / (tf + norm[idx]))
+
+    def scores(self, query: str) -> npt.NDArray[np.float64]:
+        out = np.zeros(self.n, dtype=np.float64)
+        for tok in tokenize(query):
+            hit = self._terms.get(tok)
+            if hit is not None:
+                out[hit[0]] += hit[1]
+        return out
+
+    def top(self, query: str, k: int) -> list[int]:
+        return top_indices(self.scores(query), k)
+
+
+def top_indices(scores: npt.NDArray[Any], k: int) -> list[int]:
+    """The ``k`` best indices, best first; ties go to the lower index (deterministic)."""
+    picked: list[int] = exact_top(np.asarray(scores, dtype=np.float32), k).tolist()
+    return picked
+
+
+def dedupe(ids: Iterable[str]) -> list[str]:
+    """First occurrence order: a turn ranking becomes a session ranking by its best turn."""
+    return list(dict.fromkeys(ids))
+
+
+def recall_at_k(ranked: Sequence[str], gold: Collection[str], k: int) -> float:
+    if not gold:
+        raise ValueError("recall of an empty gold set is undefined")
+    top = set(ranked[:k])
+    return sum(1 for g in set(gold) if g in top) / len(set(gold))
+
+
+def recall_all_at_k(ranked: Sequence[str], gold: Collection[str], k: int) -> float:
+    if not gold:
+        raise ValueError("recall of an empty gold set is undefined")
+    top = set(ranked[:k])
+    return float(all(g in top for g in gold))
+
+
+def recall_any_at_k(ranked: Sequence[str], gold: Collection[str], k: int) -> float:
+    if not gold:
+        raise ValueError("recall of an empty gold set is undefined")
+    top = set(ranked[:k])
+    return float(any(g in top for g in gold))
+
+
+def _dcg(relevances: Sequence[float]) -> float:
+    if not relevances:
+        return 0.0
+    return relevances[0] + sum(r / math.log2(i) for i, r in enumerate(relevances[1:], start=2))
+
+
+def ndcg_any_at_k(ranked: Sequence[str], gold: Collection[str], k: int) -> float:
+    if not gold:
+        raise ValueError("NDCG of an empty gold set is undefined")
+    wanted = set(gold)
+    actual = _dcg([1.0 if r in wanted else 0.0 for r in ranked[:k]])
+    ideal = _dcg([1.0] * min(k, len(wanted)))
+    return actual / ideal
+
+
+def mean(values: Sequence[float]) -> float | None:
+    """``None`` for an empty group, so a table shows a gap instead of a fake zero."""
+    return round(sum(values) / len(values), 4) if values else None
+
+
+@dataclass
+class EmbedStats:
+    texts: int
+    embedded: int
+    seconds: float
+
+    @property
+    def per_s(self) -> float:
+        return self.embedded / self.seconds if self.seconds > 0 else 0.0
+
+
+def _key(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def embed_cached(
+    embedder: Embedder,
+    texts: Sequence[str],
+    cache: Path | None = None,
+    *,
+    chunk: int = 1024,
+    log: Callable[[str], None] | None = None,
+) -> tuple[npt.NDArray[np.float32], EmbedStats]:
+    """Embed each distinct text once; with ``cache`` (an .npz), reuse vectors across runs.
+
+    A cache file holds one embedder's vectors (its ``name`` is stored with them); a file
+    written by another embedder is ignored and then replaced.
+    """
+    keys = [_key(t) for t in texts]
+    known: dict[str, npt.NDArray[np.float32]] = {}
+    if cache is not None and cache.is_file():
+        with np.load(cache) as saved:
+            if "model" in saved.files and str(saved["model"]) == embedder.name:
+                known = dict(zip(saved["keys"].tolist(), saved["vectors"], strict=True))
+    todo = dedupe(k for k in keys if k not in known)
+    text_of = dict(zip(keys, texts, strict=True))
+    started = time.perf_counter()
+    for lo in range(0, len(todo), chunk):
+        part = todo[lo:lo + chunk]
+        for key, vec in zip(part, embedder.embed([text_of[k] for k in part]), strict=True):
+            known[key] = vec
+        if log is not None:
+            done = min(lo + chunk, len(todo))
+            rate = done / max(time.perf_counter() - started, 1e-9)
+            log(f"embedded {done}/{len(todo)} ({rate:.0f}/s)")
+    seconds = time.perf_counter() - started
+    if cache is not None and todo:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(cache, model=np.asarray(embedder.name), keys=np.asarray(list(known)),
+                 vectors=np.stack(list(known.values())))
+    out = np.stack([known[k] for k in keys]) if keys else np.zeros((0, embedder.dim), np.float32)
+    return out.astype(np.float32, copy=False), EmbedStats(len(texts), len(todo), seconds)
+
+
+def machine_info() -> dict[str, Any]:
+    load = os.getloadavg()
+    return {"cpus": os.cpu_count(), "load_avg_1m": round(load[0], 2),
+            "load_avg_5m": round(load[1], 2), "python": sys.version.split()[0]}
+
+
+def stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Left-aligned first column, right-aligned numbers; ``None`` prints as ``-``."""
+    def cell(v: Any) -> str:
+        if v is None:
+            return "-"
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    body = [[cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, body)])

@@ -1,0 +1,321 @@
+"""LoCoMo retrieval: does recall find the dialogue turns that hold a question's evidence?
+
+Data: ``locomo10.json`` from snap-research/LoCoMo (CC BY-NC 4.0; download it yourself, it is
+never shipped with memorywire). Every turn of a conversation becomes one episodic memory
+(content ``"speaker: text"``, metadata ``dia_id``, session number and date) of one agent per
+conversation, written with ``SqliteStore.remember_many``. For every question the top k turns
+are compared with its evidence ``dia_id`` list; the score is the fraction of evidence turns
+retrieved (turns as units, as in the paper's Table 3), averaged per category.
+
+Retrievers, all over exactly the same turns and the same MiniLM vectors:
+
+* ``store``: ``SqliteStore`` recall (vector k-NN + FTS5 BM25 fused by RRF) with the relevance
+  floor off (``relevance_floor=lexical_floor=-1``): a benchmark of ranking must not let the
+  "nothing relevant" gate hide rows;
+* ``store-floor``: the same store with its default floors, i.e. what a caller gets out of the
+  box (fewer than k rows when the floor refuses some);
+* ``vector``: MiniLM cosine by numpy, no fusion;
+* ``bm25``: the Okapi BM25 of ``_retrieval.py``, no vectors.
+
+Vectors are computed once (``embed_cached``) and handed to ``remember_many(vectors=...)`` and
+``recall_by_vector``; the store would compute the same vectors itself, this only avoids
+paying the model twice. Evidence ids are normalised (``"D8:6; D9:17"`` is two ids,
+``"D:11:26"`` is ``D11:26``, ``"D30:05"`` is ``D30:5``); ids that name no turn are dropped and
+questions left without evidence are skipped; every change is listed in the output.
+
+    python benchmarks/locomo.py --data ../shared/datasets/locomo/locomo10.json [--k 5 10]
+        [--json] [--limit-conversations N] [--vector-cache PATH] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import numpy.typing as npt
+from _retrieval import (
+    BM25,
+    embed_cached,
+    format_table,
+    machine_info,
+    mean,
+    recall_at_k,
+    stderr,
+    top_indices,
+)
+
+from memorywire.embed import default_embedder
+from memorywire.embed.base import Embedder
+from memorywire.store.sqlite import SqliteStore
+from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
+
+HERE = Path(__file__).resolve().parent
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+RETRIEVERS = ("store", "store-floor", "vector", "bm25")
+#: Maharana et al. 2024, Table 3: DRAGON retriever, dialogue turns as units.
+PUBLISHED = {"DRAGON (paper, turns)": {5: 0.567, 10: 0.662},
+             "DRAGON (paper, session summaries)": {5: 0.721, 10: 0.847}}
+_ID = re.compile(r"D:?(\d+):(\d+)")
+
+
+@dataclass
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+    session: int
+    date: str
+
+    @property
+    def content(self) -> str:
+        return f"{self.speaker}: {self.text}"
+
+
+@dataclass
+class Question:
+    text: str
+    category: int
+    evidence: list[str]
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    turns: list[Turn]
+    questions: list[Question] = field(default_factory=list)
+
+
+def normalise_evidence(raw: list[str], known: set[str]) -> tuple[list[str], list[str]]:
+    """Split joined ids, repair ``D:11:26`` and zero-padded turns; return (kept, dropped)."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    for entry in raw:
+        for part in re.split(r"[;,\s]+", entry.strip()):
+            if not part:
+                continue
+            m = _ID.fullmatch(part)
+            norm = f"D{int(m.group(1))}:{int(m.group(2))}" if m else part
+            if norm in known:
+                if norm not in kept:
+                    kept.append(norm)
+            else:
+                dropped.append(part)
+    return kept, dropped
+
+
+def load(path: Path, limit: int | None = None) -> tuple[list[Conversation], dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        data = json.load(fh)
+    convs: list[Conversation] = []
+    skipped: list[dict[str, Any]] = []
+    normalised: list[dict[str, Any]] = []
+    for sample in data[:limit]:
+        conv = sample["conversation"]
+        sessions = sorted(int(k.split("_")[1]) for k, v in conv.items()
+                          if re.fullmatch(r"session_\d+", k) and isinstance(v, list))
+        turns = [Turn(t["dia_id"], t["speaker"], t["text"], n,
+                      conv.get(f"session_{n}_date_time", ""))
+                 for n in sessions for t in conv[f"session_{n}"]]
+        known = {t.dia_id for t in turns}
+        out = Conversation(sample["sample_id"], turns)
+        for qa in sample["qa"]:
+            raw = list(qa.get("evidence") or [])
+            kept, dropped = normalise_evidence(raw, known)
+            where = {"conversation": out.sample_id, "question": qa["question"],
+                     "category": qa["category"], "evidence": raw}
+            if not kept:
+                skipped.append({**where, "reason": "empty evidence" if not raw
+                                else "no evidence id names a turn"})
+                continue
+            if kept != raw:
+                normalised.append({**where, "used": kept, "dropped": dropped})
+            out.questions.append(Question(qa["question"], int(qa["category"]), kept))
+        convs.append(out)
+    return convs, {"skipped": skipped, "normalised": normalised}
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 3) if values else None
+
+
+async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32],
+                    q_vecs: npt.NDArray[np.float32], embedder: Embedder, depth: int,
+                    tmp: Path) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
+    stores = {"store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
+                                   lexical_floor=-1.0),
+              "store-floor": SqliteStore(tmp / "floor-default.db", embedder)}
+    ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
+    timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "bm25_ms": []}
+    try:
+        t_at = q_at = 0
+        for conv in convs:
+            vecs = turn_vecs[t_at:t_at + len(conv.turns)]
+            t_at += len(conv.turns)
+            reqs = [RememberRequest(agent_id=conv.sample_id, type=MemoryType.EPISODIC,
+                                    content=t.content, id=t.dia_id,
+                                    metadata={"dia_id": t.dia_id, "session": t.session,
+                                              "date": t.date, "speaker": t.speaker})
+                    for t in conv.turns]
+            started = time.perf_counter()
+            await stores["store"].remember_many(reqs, vectors=vecs)
+            timing["write_s"] += time.perf_counter() - started
+            await stores["store-floor"].remember_many(reqs, vectors=vecs)
+            bm25 = BM25([t.content for t in conv.turns])
+            ids = [t.dia_id for t in conv.turns]
+            for q in conv.questions:
+                qvec = q_vecs[q_at]
+                q_at += 1
+                req = RecallRequest(agent_id=conv.sample_id, query=q.text, k=depth)
+                for name, store in stores.items():
+                    started = time.perf_counter()
+                    resp = await store.recall_by_vector(req, qvec)
+                    if name == "store":
+                        timing["store_recall_ms"].append((time.perf_counter() - started) * 1e3)
+                    ranks[name].append([h.id for h in resp.results])
+                ranks["vector"].append([ids[i] for i in top_indices(vecs @ qvec, depth)])
+                started = time.perf_counter()
+                ranks["bm25"].append([ids[i] for i in bm25.top(q.text, depth)])
+                timing["bm25_ms"].append((time.perf_counter() - started) * 1e3)
+    finally:
+        for store in stores.values():
+            await store.aclose()
+    return ranks, timing
+
+
+def score(questions: list[Question], ranked: list[list[str]], k: int) -> dict[str, Any]:
+    by_cat: dict[int, list[float]] = {c: [] for c in CATEGORIES}
+    for q, r in zip(questions, ranked, strict=True):
+        by_cat.setdefault(q.category, []).append(recall_at_k(r, q.evidence, k))
+    core = [v for c, vals in by_cat.items() if c != 5 for v in vals]
+    return {"overall_1_4": mean(core),
+            "all_1_5": mean([v for vals in by_cat.values() for v in vals]),
+            "by_category": {str(c): mean(v) for c, v in sorted(by_cat.items())}}
+
+
+async def run(data: Path, ks: list[int], limit: int | None,
+              vector_cache: Path | None, embedder: Embedder | None = None) -> dict[str, Any]:
+    started_all = time.perf_counter()
+    machine = machine_info()
+    convs, notes = load(data, limit)
+    questions = [q for c in convs for q in c.questions]
+    embedder = embedder or default_embedder()
+    stderr(f"{len(convs)} conversations, {sum(len(c.turns) for c in convs)} turns, "
+           f"{len(questions)} questions")
+    turn_vecs, tstats = embed_cached(embedder, [t.content for c in convs for t in c.turns],
+                                     vector_cache, log=stderr)
+    q_vecs, qstats = embed_cached(embedder, [q.text for q in questions], vector_cache)
+    with tempfile.TemporaryDirectory() as tmp:
+        ranks, timing = await _rank_all(convs, turn_vecs, q_vecs, embedder, max(ks), Path(tmp))
+    n_turns = len(turn_vecs)
+    results = {name: {f"k{k}": score(questions, ranks[name], k) for k in ks}
+               for name in RETRIEVERS}
+    return {
+        "benchmark": "locomo",
+        "date": date.today().isoformat(),
+        "data": data.name,
+        "embedder": embedder.name,
+        "store": "SqliteStore (hybrid RRF); 'store' with relevance_floor=lexical_floor=-1 "
+                 "(off), 'store-floor' with the defaults",
+        "conversations": len(convs),
+        "turns": n_turns,
+        "questions_scored": len(questions),
+        "questions_by_category": {str(c): sum(q.category == c for q in questions)
+                                  for c in CATEGORIES},
+        "skipped": notes["skipped"],
+        "normalised": notes["normalised"],
+        "ks": ks,
+        "results": results,
+        "published": {name: {f"k{k}": v for k, v in vals.items()}
+                      for name, vals in PUBLISHED.items()},
+        "timing": {
+            "wall_s": round(time.perf_counter() - started_all, 1),
+            "embed_turns_s": round(tstats.seconds, 1),
+            "turns_embedded": tstats.embedded,
+            "embed_per_s": round(tstats.per_s, 1),
+            "embed_queries_s": round(qstats.seconds, 1),
+            "store_write_s": round(timing["write_s"], 2),
+            "store_write_per_s": round(n_turns / timing["write_s"], 1)
+            if timing["write_s"] else None,
+            "ingest_per_s_with_embedding": round(
+                n_turns / (tstats.seconds + timing["write_s"]), 1)
+            if tstats.embedded and timing["write_s"] else None,
+            "store_recall_p50_ms": _percentile(timing["store_recall_ms"], 50),
+            "store_recall_p95_ms": _percentile(timing["store_recall_ms"], 95),
+            "bm25_query_p50_ms": _percentile(timing["bm25_ms"], 50),
+        },
+        "machine": {**machine, "load_avg_1m_end": machine_info()["load_avg_1m"]},
+    }
+
+
+def table(r: dict[str, Any]) -> str:
+    cats = [str(c) for c in CATEGORIES if c != 5]
+    headers = ["retriever", "k", *(f"{c} {CATEGORIES[int(c)]}" for c in cats), "overall 1-4",
+               "5 adversarial", "all 1-5"]
+    rows: list[list[Any]] = []
+    for k in r["ks"]:
+        for name in RETRIEVERS:
+            s = r["results"][name][f"k{k}"]
+            rows.append([name, k, *(s["by_category"][c] for c in cats), s["overall_1_4"],
+                         s["by_category"]["5"], s["all_1_5"]])
+        for name, vals in r["published"].items():
+            if f"k{k}" in vals:
+                rows.append([name, k, *([None] * len(cats)), vals[f"k{k}"], None, None])
+    t = r["timing"]
+    lines = [
+        f"LoCoMo ({r['data']}): {r['conversations']} conversations, {r['turns']} turns, "
+        f"{r['questions_scored']} questions scored, {len(r['skipped'])} skipped, "
+        f"{len(r['normalised'])} evidence lists normalised; embedder {r['embedder']}",
+        "score = fraction of evidence turns in the top k",
+        "",
+        format_table(headers, rows),
+        "",
+        f"wall {t['wall_s']} s; embedded {t['turns_embedded']} turns in {t['embed_turns_s']} s "
+        f"({t['embed_per_s']}/s); store write {t['store_write_per_s']} turns/s; ingest with "
+        f"embedding {t['ingest_per_s_with_embedding']} turns/s; store recall p50 "
+        f"{t['store_recall_p50_ms']} ms; load {r['machine']['load_avg_1m']} -> "
+        f"{r['machine']['load_avg_1m_end']} on {r['machine']['cpus']} CPUs",
+    ]
+    lines += [f"skipped: {s['conversation']} {s['evidence']} ({s['reason']}): {s['question']}"
+              for s in r["skipped"]]
+    lines += [f"normalised: {n['conversation']} {n['evidence']} -> {n['used']}"
+              + (f" (dropped {n['dropped']})" if n["dropped"] else "") for n in r["normalised"]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="path to locomo10.json")
+    parser.add_argument("--k", type=int, nargs="+", default=[5, 10])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--limit-conversations", type=int, default=None)
+    parser.add_argument("--vector-cache", type=Path, default=None,
+                        help=".npz reused across runs (embedding time then drops out)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="result file (default benchmarks/results/locomo[-limitN].json)")
+    args = parser.parse_args(argv)
+    if not args.data.is_file():
+        parser.error(f"--data {args.data}: no such file")
+    result = anyio.run(run, args.data, sorted(set(args.k)), args.limit_conversations,
+                       args.vector_cache)
+    suffix = f"-limit{args.limit_conversations}" if args.limit_conversations else ""
+    out = args.out or HERE / "results" / f"locomo{suffix}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as fh:
+        json.dump(result, fh, indent=2)
+        fh.write("\n")
+    print(json.dumps(result) if args.json else table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -250,3 +250,49 @@ async def test_recall_commits_without_fsync_but_restores_full_sync(tmp_path: Pat
         assert listed[0].recall_count == 1
     finally:
         await store.aclose()
+
+
+class DictEmbedder:
+    """Fixed vectors per text, so a test can place a row at an exact cosine to the query."""
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self.vectors = {t: np.asarray(v, dtype=np.float32) / np.linalg.norm(v)
+                        for t, v in vectors.items()}
+
+    @property
+    def name(self) -> str:
+        return "dict-3"
+
+    @property
+    def dim(self) -> int:
+        return 3
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        return np.stack([self.vectors[t] for t in texts])
+
+
+async def test_full_text_evidence_admits_a_row_below_the_cosine_floor(tmp_path: Path) -> None:
+    q = "Which users have food allergies?"
+    emb = DictEmbedder({
+        q: [1.0, 0.0, 0.0],
+        "Alice is allergic to peanuts.": [0.34, 0.94, 0.0],  # cos 0.34, prefix "allerg"
+        "Bob likes jazz.": [0.34, 0.0, 0.94],  # same cosine, no shared word
+        "Carol has a pollen allergy.": [0.2, 0.98, 0.0],  # shares a word, cosine too low
+    })
+    store = SqliteStore(tmp_path / "l.db", embedder=emb, relevance_floor=0.36,
+                        lexical_floor=0.30)
+    try:
+        await store.remember_many([req("a", t, id=t.split()[0].lower())
+                                   for t in emb.vectors if t != q])
+        resp = await store.recall(RecallRequest(agent_id="a", query=q, k=5))
+        assert [h.id for h in resp.results] == ["alice"]
+    finally:
+        await store.aclose()
+
+
+def test_lexical_query_quotes_terms_and_adds_prefixes() -> None:
+    from memorywire.store.sqlite_search import lexical_query
+
+    assert lexical_query("what is the") is None
+    assert lexical_query('allergies "NEAR" diet*') == (
+        '"allergies" OR "allerg"* OR "near" OR "diet"')

@@ -4,10 +4,16 @@ SQLite holds the vectors durably; this cache only mirrors one agent's live rows.
 the scope's version number from the database; a reader compares it with the stored one
 inside its transaction and reloads on any difference, so writes by other connections or
 processes are always seen. Appends by the owning connection extend it in place.
+
+The cache of all scopes is bounded by bytes (least recently used scope first out): a
+million memories across a thousand agents is 1.5 GB of float32 vectors, more than a store
+sharing a machine with an agent should pin by default. A scope that was evicted is rebuilt
+from SQLite in one bulk read (a few milliseconds per thousand rows).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,11 +23,14 @@ import numpy.typing as npt
 
 from memorywire.wire.models import MemoryType
 
-__all__ = ["NO_EXPIRY", "TYPE_CODES", "CachedRow", "ScopeIndex"]
+__all__ = ["NO_EXPIRY", "TYPE_CODES", "CachedRow", "ScopeCache", "ScopeIndex"]
 
 #: ``expires_at`` of a memory that never expires, as an int64 sentinel.
 NO_EXPIRY = np.iinfo(np.int64).max
 TYPE_CODES: dict[MemoryType, int] = {t: i for i, t in enumerate(MemoryType)}
+_CODE_OF_VALUE: dict[str, int] = {t.value: i for t, i in TYPE_CODES.items()}
+#: Rough per-row cost of the Python-side columns (id, metadata, position map).
+_ROW_OVERHEAD = 200
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,34 @@ class ScopeIndex:
         self.ids: list[str] = []
         self.metadata_json: list[str] = []
         self.pos: dict[int, int] = {}
+
+    @classmethod
+    def from_rows(cls, dim: int, version: int, rows: Sequence[Sequence[Any]],
+                  blobs: bytes) -> ScopeIndex:
+        """Build from ``(rid, id, user_id, type, created_at, expires_at, demoted, metadata)``
+        rows and their vectors concatenated in the same order, column-wise (no per-row objects).
+        """
+        n = len(rows)
+        index = cls(dim, version, capacity=n + 64)
+        if n == 0:
+            return index
+        rids, ids, users, types, created, expires, demoted, meta = zip(*rows, strict=True)
+        index._matrix[:n] = np.frombuffer(blobs, dtype=np.float32).reshape(n, dim)
+        index._rids[:n] = rids
+        index._types[:n] = [_CODE_OF_VALUE[t] for t in types]
+        index._created[:n] = created
+        index._expires[:n] = [NO_EXPIRY if e is None else e for e in expires]
+        index._demoted[:n] = demoted
+        index._users[:n] = users
+        index.ids = list(ids)
+        index.metadata_json = list(meta)
+        index.pos = dict(zip(rids, range(n), strict=True))
+        index.n = n
+        return index
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._matrix.nbytes) + self._rids.shape[0] * (_ROW_OVERHEAD + 40)
 
     def _grow(self, need: int) -> None:
         cap = self._rids.shape[0]
@@ -120,3 +157,45 @@ class ScopeIndex:
         if fresher_than_ms is not None:
             mask &= self._created[: self.n] >= fresher_than_ms
         return mask
+
+
+class ScopeCache:
+    """Scopes by agent id, least recently used evicted once ``max_bytes`` is exceeded.
+
+    The scope just used is never evicted, so one agent larger than the budget still works
+    (it simply stays the only one cached). Not thread-safe: the store's lock guards it.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._scopes: OrderedDict[str, ScopeIndex] = OrderedDict()
+        self.loads = 0
+        self.evictions = 0
+
+    def get(self, agent_id: str) -> ScopeIndex | None:
+        index = self._scopes.get(agent_id)
+        if index is not None:
+            self._scopes.move_to_end(agent_id)
+        return index
+
+    def put(self, agent_id: str, index: ScopeIndex) -> None:
+        self._scopes[agent_id] = index
+        self._scopes.move_to_end(agent_id)
+        total = sum(s.nbytes for s in self._scopes.values())
+        while total > self.max_bytes and len(self._scopes) > 1:
+            _, old = self._scopes.popitem(last=False)
+            total -= old.nbytes
+            self.evictions += 1
+
+    def pop(self, agent_id: str) -> None:
+        self._scopes.pop(agent_id, None)
+
+    def clear(self) -> None:
+        self._scopes.clear()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(s.nbytes for s in self._scopes.values())
+
+    def __len__(self) -> int:
+        return len(self._scopes)

@@ -24,7 +24,6 @@ Blocking work runs in a worker thread; one connection per store is guarded by a 
 from __future__ import annotations
 
 import builtins
-import hashlib
 import json
 import threading
 import time
@@ -36,8 +35,9 @@ from typing import Any, TypeVar
 import anyio.to_thread
 import apsw
 import numpy as np
+import numpy.typing as npt
 
-from memorywire.core.clock import DAY_MS, Clock, SystemClock
+from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.expiry import ExpiryFacts, policy_matches
 from memorywire.core.filters import matches_filter
 from memorywire.core.ids import new_id
@@ -48,20 +48,16 @@ from memorywire.core.merge import (
     resolve_canonical,
     resolve_duplicates,
 )
-from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
-from memorywire.core.textsearch import fts_query
-from memorywire.embed.base import Embedder
+from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import (
     BackendUnavailable,
     Conflict,
-    EmbedderMismatch,
     InvalidRequest,
     MemorywireError,
     NotFound,
     StoreCorrupt,
 )
 from memorywire.store._common import (
-    DEFAULT_LEXICAL_FLOOR,
     DEFAULT_RELEVANCE_FLOOR,
     content_from_storage,
     content_to_storage,
@@ -70,8 +66,10 @@ from memorywire.store._common import (
     resolve_embedder,
     shortest_hops,
 )
-from memorywire.store._vector_cache import CachedRow, ScopeIndex
+from memorywire.store._vector_cache import CachedRow, ScopeCache, ScopeIndex
 from memorywire.store.base import Capability, Health, ListQuery, UpdateRequest
+from memorywire.store.sqlite_schema import SCHEMA_VERSION, open_database, scope_token
+from memorywire.store.sqlite_search import SQLITE_LEXICAL_FLOOR, rank_scope
 from memorywire.wire.models import (
     ExpireAction,
     ExpireRequest,
@@ -93,46 +91,7 @@ from memorywire.wire.models import (
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
-SCHEMA_VERSION = 1
 _T = TypeVar("_T")
-_HEADER = b"SQLite format 3\x00"
-
-_DDL = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS memories(
-    rid INTEGER PRIMARY KEY,
-    agent_id TEXT NOT NULL,
-    id TEXT NOT NULL,
-    user_id TEXT,
-    type TEXT NOT NULL,
-    content TEXT NOT NULL,
-    metadata TEXT NOT NULL DEFAULT '{}',
-    confidence REAL NOT NULL DEFAULT 1.0,
-    source TEXT,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER,
-    expires_at INTEGER,
-    deleted_at INTEGER,
-    archived_at INTEGER,
-    demoted INTEGER NOT NULL DEFAULT 0,
-    last_recalled_at INTEGER,
-    recall_count INTEGER NOT NULL DEFAULT 0,
-    UNIQUE(agent_id, id)
-);
-CREATE INDEX IF NOT EXISTS memories_by_age ON memories(agent_id, created_at, id);
-CREATE TABLE IF NOT EXISTS vectors(rid INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS links(
-    agent_id TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL,
-    PRIMARY KEY(agent_id, src, dst, kind)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS links_by_dst ON links(agent_id, dst);
-CREATE TABLE IF NOT EXISTS scopes(agent_id TEXT PRIMARY KEY, version INTEGER NOT NULL)
-    WITHOUT ROWID;
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
-    body, scope, content='', contentless_delete=1,
-    tokenize='porter unicode61 remove_diacritics 2'
-);
-"""
 
 _COLS = (
     "id, agent_id, user_id, type, content, metadata, confidence, source, created_at, "
@@ -157,10 +116,6 @@ _CAPABILITIES = frozenset(
 )
 
 
-def _scope_token(agent_id: str) -> str:
-    return "s" + hashlib.blake2b(agent_id.encode("utf-8"), digest_size=10).hexdigest()
-
-
 def _record(row: Sequence[Any]) -> MemoryRecord:
     mtype = MemoryType(row[3])
     return MemoryRecord.model_validate({
@@ -171,6 +126,15 @@ def _record(row: Sequence[Any]) -> MemoryRecord:
     })
 
 
+def _checked_vectors(vectors: Any, n: int, dim: int) -> Vectors:
+    out = np.ascontiguousarray(vectors, dtype=np.float32)
+    if out.shape != (n, dim):
+        raise InvalidRequest(f"vectors must have shape ({n}, {dim}), not {out.shape}")
+    if not np.isfinite(out).all():
+        raise InvalidRequest("vectors must be finite")
+    return out
+
+
 def _scope_sql(agent_id: str, user_id: str | None) -> tuple[str, list[Any]]:
     if user_id is None:
         return "agent_id = ?", [agent_id]
@@ -178,6 +142,9 @@ def _scope_sql(agent_id: str, user_id: str | None) -> tuple[str, list[Any]]:
 
 
 class SqliteStore:
+    """The embedded store. ``cache_mb`` bounds the in-process vector cache (least recently
+    used agent out); the default holds ~600k memories of the 384-d default embedder."""
+
     def __init__(
         self,
         path: str | Path,
@@ -186,8 +153,9 @@ class SqliteStore:
         name: str = "sqlite",
         *,
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
-        lexical_floor: float = DEFAULT_LEXICAL_FLOOR,
+        lexical_floor: float = SQLITE_LEXICAL_FLOOR,
         busy_timeout_ms: int = 10_000,
+        cache_mb: float = 1024,
     ) -> None:
         self._path = str(path)
         self._embedder = resolve_embedder(embedder)
@@ -196,9 +164,10 @@ class SqliteStore:
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
         self._lock = threading.Lock()
-        self._caches: dict[str, ScopeIndex] = {}
+        self._caches = ScopeCache(int(cache_mb * 2**20))
         self._on_commit: list[Callable[[], None]] = []
-        self._conn: apsw.Connection | None = self._open(busy_timeout_ms)
+        self._conn: apsw.Connection | None = open_database(self._path, self._embedder,
+                                                           busy_timeout_ms)
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> SqliteStore:
@@ -224,105 +193,37 @@ class SqliteStore:
 
     # --- connection, schema, transactions ----------------------------------------------------
 
-    def _open(self, busy_timeout_ms: int) -> apsw.Connection:
-        if self._path != ":memory:":
-            p = Path(self._path)
-            if p.is_dir():
-                raise StoreCorrupt(f"{self._path} is a directory, not a database file")
-            if p.exists():
-                with p.open("rb") as fh:
-                    head = fh.read(len(_HEADER))
-                if head and head != _HEADER:
-                    raise StoreCorrupt(f"{self._path} is not a SQLite database; left untouched")
-        try:
-            conn = apsw.Connection(self._path)
-        except apsw.Error as exc:
-            raise BackendUnavailable(f"cannot open {self._path}: {exc}") from exc
-        try:
-            conn.setbusytimeout(busy_timeout_ms)
-            self._load_sqlite_vec(conn)
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-            if tables and "meta" not in tables:
-                raise StoreCorrupt(f"{self._path} is a SQLite database but not a memorywire store")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("PRAGMA secure_delete=ON")
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute(_DDL)
-                conn.execute(
-                    "INSERT INTO memories_fts(memories_fts, rank) VALUES('secure-delete', 1)"
-                )
-                for key, value in (
-                    ("schema_version", str(SCHEMA_VERSION)),
-                    ("embedder_name", self._embedder.name),
-                    ("embedder_dim", str(self._embedder.dim)),
-                ):
-                    conn.execute("INSERT OR IGNORE INTO meta VALUES(?, ?)", (key, value))
-                meta: dict[str, str] = {
-                    str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")
-                }
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            self._check_meta(meta)
-        except (apsw.NotADBError, apsw.CorruptError) as exc:
-            conn.close()
-            raise StoreCorrupt(f"{self._path} is corrupt: {exc}") from exc
-        except apsw.Error as exc:
-            conn.close()
-            raise BackendUnavailable(f"cannot open {self._path}: {exc}") from exc
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    @staticmethod
-    def _load_sqlite_vec(conn: Any) -> None:
-        import sqlite_vec
-
-        conn.enable_load_extension(True)
-        try:
-            conn.load_extension(sqlite_vec.loadable_path())
-        finally:
-            conn.enable_load_extension(False)
-
-    def _check_meta(self, meta: dict[str, str]) -> None:
-        version = int(meta.get("schema_version", "0"))
-        if version != SCHEMA_VERSION:
-            raise StoreCorrupt(
-                f"{self._path} has schema version {version}; this memorywire reads {SCHEMA_VERSION}"
-            )
-        name, dim = meta.get("embedder_name"), int(meta.get("embedder_dim", "0"))
-        if name != self._embedder.name or dim != self._embedder.dim:
-            raise EmbedderMismatch(
-                f"{self._path} was built with embedder {name!r} (dim {dim}); refusing to mix in "
-                f"vectors of {self._embedder.name!r} (dim {self._embedder.dim}). Open it with the "
-                "original embedder, or re-embed into a new store."
-            )
-
     @contextmanager
-    def _tx(self) -> Iterator[Any]:
+    def _tx(self, *, durable: bool = True) -> Iterator[Any]:
         """Hold the lock and one IMMEDIATE transaction; commit on success.
 
         Callbacks queued in ``self._on_commit`` run after COMMIT, still under the lock, so the
-        in-process cache only ever reflects committed data.
+        in-process cache only ever reflects committed data. ``durable=False`` commits without
+        the WAL fsync (``synchronous=NORMAL``): for a recall, whose only write is recall
+        statistics. Such a commit is still atomic and survives a crash of the process; only
+        a power loss before the next durable commit or checkpoint can drop it. It saves
+        0.5-3 ms per recall on a local SSD.
         """
         with self._lock:
             conn = self._conn
             if conn is None:
                 raise BackendUnavailable(f"store {self._name!r} is closed")
             self._on_commit = []
-            conn.execute("BEGIN IMMEDIATE")
+            if not durable:
+                conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                self._caches.clear()
-                if not conn.getautocommit():
-                    conn.execute("ROLLBACK")
-                raise
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    self._caches.clear()
+                    if not conn.getautocommit():
+                        conn.execute("ROLLBACK")
+                    raise
+            finally:
+                if not durable:
+                    conn.execute("PRAGMA synchronous=FULL")
             for callback in self._on_commit:
                 callback()
 
@@ -347,7 +248,7 @@ class SqliteStore:
 
     def _bump(self, conn: Any, agent_id: str) -> int:
         """Record a change to the agent's live set; drops our cache of it unless appended to."""
-        self._caches.pop(agent_id, None)
+        self._caches.pop(agent_id)
         return int(conn.execute(
             "INSERT INTO scopes VALUES(?, 1) "
             "ON CONFLICT(agent_id) DO UPDATE SET version = version + 1 RETURNING version",
@@ -366,7 +267,7 @@ class SqliteStore:
         def extend() -> None:
             cached.extend(rows)
             cached.version = after
-            self._caches[agent_id] = cached
+            self._caches.put(agent_id, cached)
 
         self._on_commit.append(extend)
 
@@ -383,16 +284,12 @@ class SqliteStore:
             "ORDER BY m.rid",
             (agent_id,),
         ).fetchall()
-        blobs = b"".join(r[8] for r in rows)
+        blobs = b"".join([r[8] for r in rows])
         if len(blobs) != len(rows) * dim * 4:
             raise StoreCorrupt(f"vectors in {self._path} do not have dimension {dim}")
-        matrix = np.frombuffer(blobs, dtype=np.float32).reshape(len(rows), dim)
-        index = ScopeIndex(dim, version, capacity=len(rows) + 64)
-        index.extend([
-            CachedRow(r[0], r[1], r[2], MemoryType(r[3]), r[4], r[5], bool(r[6]), r[7], matrix[i])
-            for i, r in enumerate(rows)
-        ])
-        self._caches[agent_id] = index
+        index = ScopeIndex.from_rows(dim, version, [r[:8] for r in rows], blobs)
+        self._caches.loads += 1
+        self._caches.put(agent_id, index)
         return index
 
     def _checkpoint(self) -> None:
@@ -406,16 +303,26 @@ class SqliteStore:
     async def remember(self, req: RememberRequest) -> RememberResponse:
         return (await self.remember_many([req]))[0]
 
-    async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
-        """Embed in one batch and write in one transaction (all or nothing)."""
-        return await self._call(lambda: self._remember_many(reqs))
+    async def remember_many(
+        self, reqs: Sequence[RememberRequest], *, vectors: Vectors | None = None
+    ) -> list[RememberResponse]:
+        """Embed in one batch and write in one transaction (all or nothing).
 
-    def _remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
+        ``vectors``, one row per request from this store's embedder, skips the model: an
+        import or re-index that already holds embeddings should not pay for them twice.
+        """
+        if vectors is not None:
+            vectors = _checked_vectors(vectors, len(reqs), self._embedder.dim)
+        return await self._call(lambda: self._remember_many(reqs, vectors))
+
+    def _remember_many(self, reqs: Sequence[RememberRequest],
+                       given: Vectors | None = None) -> list[RememberResponse]:
         prepared = [(r, content_to_storage(r.type, r.content)) for r in reqs]
         links = [links_of(r.metadata) for r in reqs]
         if not prepared:
             return []
-        vectors = self._embedder.embed([embed_text(r.type, s) for r, s in prepared])
+        vectors = given if given is not None else self._embedder.embed(
+            [embed_text(r.type, s) for r, s in prepared])
         out: list[RememberResponse] = []
         with self._tx() as conn:
             now = self._clock.now_ms()
@@ -444,7 +351,7 @@ class SqliteStore:
                 conn.execute("INSERT INTO vectors VALUES(?, ?)",
                              (rid, np.ascontiguousarray(vec, dtype=np.float32).tobytes()))
                 conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
-                             (rid, embed_text(r.type, stored), _scope_token(r.agent_id)))
+                             (rid, embed_text(r.type, stored), scope_token(r.agent_id)))
                 conn.executemany("INSERT OR IGNORE INTO links VALUES(?, ?, ?, 'link')",
                                  [(r.agent_id, mid, dst) for dst in edges])
                 added.setdefault(r.agent_id, []).append(CachedRow(
@@ -503,7 +410,7 @@ class SqliteStore:
                      (np.ascontiguousarray(vec, dtype=np.float32).tobytes(), rid))
         conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
         conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
-                     (rid, text, _scope_token(agent_id)))
+                     (rid, text, scope_token(agent_id)))
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
         return await self._call(lambda: self._merge(req))
@@ -634,52 +541,35 @@ class SqliteStore:
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
-        hits = await self._call(lambda: self._recall(req))
+
+        def run() -> list[RecallHit]:
+            return self._recall(req, self._embedder.embed([req.query])[0])
+
+        hits = await self._call(run)
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
                               latency_ms=int((time.perf_counter() - started) * 1000))
 
-    def _recall(self, req: RecallRequest) -> list[RecallHit]:
-        qvec = self._embedder.embed([req.query])[0]
-        match = fts_query(req.query)
-        pool = candidate_pool(req.k)
-        with self._tx() as conn:
+    async def recall_by_vector(
+        self, req: RecallRequest, vector: npt.NDArray[np.float32]
+    ) -> RecallResponse:
+        """Recall with a query vector the caller already has (from this store's embedder).
+
+        A router fanning one query out to several stores, or a benchmark separating model
+        time from search time, embeds once; ``req.query`` still drives the full-text list.
+        """
+        qvec = _checked_vectors(np.asarray(vector, dtype=np.float32).reshape(1, -1), 1,
+                                self._embedder.dim)[0]
+        started = time.perf_counter()
+        hits = await self._call(lambda: self._recall(req, qvec))
+        return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
+                              latency_ms=int((time.perf_counter() - started) * 1000))
+
+    def _recall(self, req: RecallRequest, qvec: npt.NDArray[np.float32]) -> list[RecallHit]:
+        with self._tx(durable=False) as conn:
             now = self._clock.now_ms()
             index = self._index(conn, req.agent_id)
-            mask = index.eligible(
-                now, user_id=req.user_id, types=req.types,
-                fresher_than_ms=None if req.fresher_than_days is None
-                else now - req.fresher_than_days * DAY_MS,
-            )
-            if req.filter:
-                for i in np.flatnonzero(mask):
-                    if not matches_filter(json.loads(index.metadata_json[i]), req.filter):
-                        mask[i] = False
-            positions = np.flatnonzero(mask)
-            if positions.size == 0:
-                return []
-            sims = index.matrix[positions] @ qvec if positions.size < index.n else (
-                index.matrix @ qvec)[positions]
-            top = positions[exact_top(sims.astype(np.float32), pool)]
-            cos_at = dict(zip(positions.tolist(), sims.tolist(), strict=True))
-            lexical: list[int] = []
-            if match is not None:
-                expr = f'scope : "{_scope_token(req.agent_id)}" AND body : ({match})'
-                for (rid,) in conn.execute(
-                    "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
-                    "ORDER BY bm25(memories_fts, 1.0, 0.0) LIMIT ?", (expr, max(20 * pool, 1000))
-                ):
-                    p = index.pos.get(rid)
-                    if p is not None and mask[p]:
-                        lexical.append(p)
-                        if len(lexical) >= pool:
-                            break
-            ids = index.ids
-            cosines = {ids[p]: cos_at[p] for p in [*top.tolist(), *lexical]}
-            demoted = index.demoted
-            factors = {ids[p]: DEMOTE_FACTOR for p in {*top.tolist(), *lexical} if demoted[p]}
-            ranked = hybrid_rank(cosines, [ids[p] for p in top.tolist()],
-                                 [ids[p] for p in lexical], k=req.k, floor=self._floor,
-                                 lexical_floor=self._lexical_floor, factors=factors)
+            ranked = rank_scope(conn, index, req, qvec, now, floor=self._floor,
+                                lexical_floor=self._lexical_floor)
             if not ranked:
                 return []
             wanted = json.dumps([s.id for s in ranked])

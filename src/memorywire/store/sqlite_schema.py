@@ -1,0 +1,150 @@
+"""The SqliteStore file format: DDL, opening checks and versioned migrations.
+
+A database records its ``schema_version`` and the embedder it was built with in ``meta``. Opening
+an older version migrates it in one transaction (data kept); a newer version, a foreign SQLite
+database or a non-SQLite file is refused and left untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from memorywire.embed.base import Embedder
+from memorywire.errors import BackendUnavailable, EmbedderMismatch, StoreCorrupt
+
+__all__ = ["SCHEMA_VERSION", "open_database", "scope_token"]
+
+SCHEMA_VERSION = 1
+_HEADER = b"SQLite format 3\x00"
+
+DDL = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS memories(
+    rid INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    user_id TEXT,
+    type TEXT NOT NULL,
+    content TEXT NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    confidence REAL NOT NULL DEFAULT 1.0,
+    source TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER,
+    expires_at INTEGER,
+    deleted_at INTEGER,
+    archived_at INTEGER,
+    demoted INTEGER NOT NULL DEFAULT 0,
+    last_recalled_at INTEGER,
+    recall_count INTEGER NOT NULL DEFAULT 0,
+    UNIQUE(agent_id, id)
+);
+CREATE INDEX IF NOT EXISTS memories_by_age ON memories(agent_id, created_at, id);
+CREATE TABLE IF NOT EXISTS vectors(rid INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS links(
+    agent_id TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL,
+    PRIMARY KEY(agent_id, src, dst, kind)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS links_by_dst ON links(agent_id, dst);
+CREATE TABLE IF NOT EXISTS scopes(agent_id TEXT PRIMARY KEY, version INTEGER NOT NULL)
+    WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    body, scope, content='', contentless_delete=1,
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+"""
+
+
+def scope_token(agent_id: str) -> str:
+    """The FTS5 term that restricts a full-text match to one agent's rows."""
+    return "s" + hashlib.blake2b(agent_id.encode("utf-8"), digest_size=10).hexdigest()
+
+
+def _check_header(path: str) -> None:
+    if path == ":memory:":
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise StoreCorrupt(f"{path} is a directory, not a database file")
+    if p.exists():
+        with p.open("rb") as fh:
+            head = fh.read(len(_HEADER))
+        if head and head != _HEADER:
+            raise StoreCorrupt(f"{path} is not a SQLite database; left untouched")
+
+
+def _load_sqlite_vec(conn: Any) -> None:
+    import sqlite_vec
+
+    conn.enable_load_extension(True)
+    try:
+        conn.load_extension(sqlite_vec.loadable_path())
+    finally:
+        conn.enable_load_extension(False)
+
+
+def _create(conn: apsw.Connection, embedder: Embedder) -> dict[str, str]:
+    conn.execute(DDL)
+    conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES('secure-delete', 1)")
+    for key, value in (
+        ("schema_version", str(SCHEMA_VERSION)),
+        ("embedder_name", embedder.name),
+        ("embedder_dim", str(embedder.dim)),
+    ):
+        conn.execute("INSERT OR IGNORE INTO meta VALUES(?, ?)", (key, value))
+    return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+
+
+def _check_meta(path: str, meta: dict[str, str], embedder: Embedder) -> None:
+    version = int(meta.get("schema_version", "0"))
+    if version != SCHEMA_VERSION:
+        raise StoreCorrupt(
+            f"{path} has schema version {version}; this memorywire reads {SCHEMA_VERSION}"
+        )
+    name, dim = meta.get("embedder_name"), int(meta.get("embedder_dim", "0"))
+    if name != embedder.name or dim != embedder.dim:
+        raise EmbedderMismatch(
+            f"{path} was built with embedder {name!r} (dim {dim}); refusing to mix in "
+            f"vectors of {embedder.name!r} (dim {embedder.dim}). Open it with the "
+            "original embedder, or re-embed into a new store."
+        )
+
+
+def open_database(path: str, embedder: Embedder, busy_timeout_ms: int) -> apsw.Connection:
+    """Open (creating or migrating) a store file; every failure is a memorywire error."""
+    _check_header(path)
+    try:
+        conn = apsw.Connection(path)
+    except apsw.Error as exc:
+        raise BackendUnavailable(f"cannot open {path}: {exc}") from exc
+    try:
+        conn.setbusytimeout(busy_timeout_ms)
+        _load_sqlite_vec(conn)
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        if tables and "meta" not in tables:
+            raise StoreCorrupt(f"{path} is a SQLite database but not a memorywire store")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA secure_delete=ON")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            meta = _create(conn, embedder)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        _check_meta(path, meta, embedder)
+    except (apsw.NotADBError, apsw.CorruptError) as exc:
+        conn.close()
+        raise StoreCorrupt(f"{path} is corrupt: {exc}") from exc
+    except apsw.Error as exc:
+        conn.close()
+        raise BackendUnavailable(f"cannot open {path}: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn

@@ -185,6 +185,29 @@ def test_concurrent_appends_make_one_gap_free_chain(pg_dsn: str) -> None:
             lg.close()
 
 
+def test_servers_starting_together_create_the_schema_once(pg_dsn: str) -> None:
+    """Regression: a stale catalog lookup made the losers of the setup race fail."""
+    opened: list[AuditLog] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def start() -> None:
+        barrier.wait()
+        try:
+            opened.append(AuditLog.open(pg_dsn))
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for lg in opened:
+        lg.close()
+    assert errors == [] and len(opened) == 4
+
+
 def test_triggers_refuse_update_delete_and_truncate(pg_dsn: str, log: AuditLog) -> None:
     log.append(actor="w", action="remember", memory_ids=["m1"])
     with _raw(pg_dsn) as conn:

@@ -180,13 +180,23 @@ def _connect(conninfo: str) -> psycopg.Connection[Any]:
 
 
 def _setup(conn: psycopg.Connection[Any]) -> None:
-    """Create the schema once (servers starting together wait on one lock), then use it."""
-    row = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.approvals",)).fetchone()
-    if row is None or row[0] is None:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_KEY,))
-            row = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.approvals",)).fetchone()
-            if row is None or row[0] is None:
-                for stmt in _DDL:
-                    conn.execute(stmt)
+    """Create the schema once (servers starting together wait on one lock), then use it.
+
+    The lock is a session lock taken *before* the transaction: a transaction that begins after
+    it reads the catalog afresh, so it sees tables another server created meanwhile.
+    """
+    if not _has_schema(conn):
+        conn.execute("SELECT pg_advisory_lock(%s)", (_SETUP_KEY,))
+        try:
+            with conn.transaction():
+                if not _has_schema(conn):
+                    for stmt in _DDL:
+                        conn.execute(stmt)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_KEY,))
     conn.execute(f"SET search_path TO {SCHEMA}")
+
+
+def _has_schema(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.approvals",)).fetchone()
+    return row is not None and row[0] is not None

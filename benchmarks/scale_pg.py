@@ -4,17 +4,22 @@
     python benchmarks/scale_pg.py --n 1000000 --agents 1000 --json
 
 Vectors are random unit vectors (dim 384, as MiniLM), so the numbers measure the database,
-not a model. Rows are loaded with COPY into the store's own schema, then the HNSW index is
-rebuilt so its build time is measured alone. For each sampled agent it runs the store's
-scoped search (``PostgresStore.nearest``) on the exact path and on the HNSW path (forced with
-``exact_scope_limit=0``) and compares both to numpy brute force over that agent's rows.
+not a model. Rows are loaded with binary COPY (``--copy text`` for the text format, to
+compare) into the store's own schema, then the HNSW index is rebuilt so its build time is
+measured alone. Results go to ``benchmarks/results/scale_pg-<n>-<agents>.json``.
+
+For each sampled agent it runs the store's scoped search (``PostgresStore.nearest``) on the
+exact path and on the HNSW path (forced with ``exact_scope_limit=0``) and compares both to
+numpy brute force over that agent's rows.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import struct
 import tempfile
 import time
 from collections.abc import Sequence
@@ -24,12 +29,18 @@ from typing import Any
 import anyio
 import numpy as np
 import psycopg
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+from psycopg.types import TypeInfo
 
 from memorywire.embed.base import Vectors
 from memorywire.store.postgres import PostgresStore
 from memorywire.testing.postgres import start_pgserver
 
 DIM = 384
+RESULTS = Path(__file__).resolve().parent / "results"
+_COLS = "agent_id, id, type, content, created_at, embedding"
+_CHUNK = 50_000
 
 
 class TableEmbedder:
@@ -63,7 +74,44 @@ def _pct(xs: list[float], p: float) -> float:
     return float(np.percentile(np.asarray(xs), p)) if xs else 0.0
 
 
-async def run(dsn: str, n: int, agents: int, queries: int, seed: int) -> dict[str, Any]:
+def _copy_binary(conn: psycopg.Connection[Any], vecs: Vectors, owner: Any) -> None:
+    """pgvector's binary ``vector``: uint16 dim, uint16 unused, dim big-endian float4."""
+    info = TypeInfo.fetch(conn, "vector")
+    assert info is not None, "the vector extension is not installed"
+    vector_oid = info.oid
+
+    class VectorBinaryDumper(Dumper):
+        format = Format.BINARY
+        oid = vector_oid
+
+        def dump(self, obj: Any) -> bytes:
+            return bytes(obj)  # rows arrive already in the wire format
+
+    conn.adapters.register_dumper(bytes, VectorBinaryDumper)
+    header = struct.pack(">HH", DIM, 0)
+    with conn.cursor() as cur, cur.copy(
+        f"COPY memorywire_memories ({_COLS}) FROM STDIN (FORMAT BINARY)"
+    ) as copy:
+        copy.set_types(["text", "text", "text", "text", "int8", vector_oid])
+        for lo in range(0, len(vecs), _CHUNK):
+            be = vecs[lo : lo + _CHUNK].astype(">f4")
+            for j in range(len(be)):
+                i = lo + j
+                copy.write_row((f"agent-{owner[i]}", f"m{i}", "semantic", f"memory {i}", i,
+                                header + be[j].tobytes()))
+
+
+def _copy_text(conn: psycopg.Connection[Any], vecs: Vectors, owner: Any) -> None:
+    with conn.cursor() as cur, cur.copy(f"COPY memorywire_memories ({_COLS}) FROM STDIN") as copy:
+        for i in range(len(vecs)):
+            vec = "[" + ",".join(f"{x:.7g}" for x in vecs[i].tolist()) + "]"
+            copy.write_row((f"agent-{owner[i]}", f"m{i}", "semantic", f"memory {i}", i, vec))
+
+
+async def run(
+    dsn: str, n: int, agents: int, queries: int, seed: int, *, copy_format: str = "binary",
+    maintenance_work_mem: str = "1GB", parallel_workers: int = 1,
+) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     vecs = _unit(rng, n)
     owner = rng.integers(0, agents, n)
@@ -76,26 +124,34 @@ async def run(dsn: str, n: int, agents: int, queries: int, seed: int) -> dict[st
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("DROP INDEX memorywire_memories_hnsw")
         t0 = time.perf_counter()
-        with conn.cursor() as cur, cur.copy(
-            "COPY memorywire_memories (agent_id, id, type, content, created_at, embedding) "
-            "FROM STDIN"
-        ) as copy:
-            for i in range(n):
-                vec = "[" + ",".join(f"{x:.7g}" for x in vecs[i].tolist()) + "]"
-                copy.write_row((f"agent-{owner[i]}", f"m{i}", "semantic", f"memory {i}", i, vec))
+        (_copy_binary if copy_format == "binary" else _copy_text)(conn, vecs, owner)
         ingest_s = time.perf_counter() - t0
         conn.execute("INSERT INTO memorywire_agent_counts SELECT agent_id, count(*) "
                      "FROM memorywire_memories GROUP BY agent_id")
-        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
+        conn.execute(f"SET max_parallel_maintenance_workers = {int(parallel_workers)}")
         t0 = time.perf_counter()
         conn.execute("CREATE INDEX memorywire_memories_hnsw ON memorywire_memories "
                      "USING hnsw (embedding vector_cosine_ops)")
         hnsw_s = time.perf_counter() - t0
         conn.execute("ANALYZE memorywire_memories")
+        versions = conn.execute(
+            "SELECT current_setting('server_version'),"
+            " (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
+        ).fetchone()
+        sizes = conn.execute(
+            "SELECT pg_table_size('memorywire_memories'),"
+            " pg_relation_size('memorywire_memories_hnsw')"
+        ).fetchone()
 
+    assert versions is not None and sizes is not None
     result: dict[str, Any] = {
-        "n": n, "agents": agents, "dim": DIM, "queries": queries,
-        "copy_rows_per_s": round(n / ingest_s), "hnsw_build_s": round(hnsw_s, 2),
+        "n": n, "agents": agents, "dim": DIM, "queries": queries, "copy_format": copy_format,
+        "copy_s": round(ingest_s, 1), "copy_rows_per_s": round(n / ingest_s),
+        "hnsw_build_s": round(hnsw_s, 2), "maintenance_work_mem": maintenance_work_mem,
+        "parallel_maintenance_workers": parallel_workers,
+        "table_mb": round(sizes[0] / 2**20), "hnsw_mb": round(sizes[1] / 2**20),
+        "postgres": versions[0], "pgvector": versions[1],
     }
     for label, limit in (("exact", 10**12), ("hnsw", 0)):
         store = PostgresStore(dsn, emb, name="pg", exact_scope_limit=limit)
@@ -119,13 +175,34 @@ async def run(dsn: str, n: int, agents: int, queries: int, seed: int) -> dict[st
     return result
 
 
+def _table(res: dict[str, Any]) -> str:
+    lines = [f"PostgresStore scale: {res['n']:,} rows, {res['agents']:,} agents, dim {res['dim']}"
+             f" (PostgreSQL {res['postgres']}, pgvector {res['pgvector']})",
+             f"  {res['copy_format']} COPY      {res['copy_rows_per_s']:>10,} rows/s"
+             f"  ({res['copy_s']} s)",
+             f"  HNSW build       {res['hnsw_build_s']:>10} s"
+             f"  (maintenance_work_mem {res['maintenance_work_mem']},"
+             f" {res['parallel_maintenance_workers']} parallel workers; index {res['hnsw_mb']} MB,"
+             f" table {res['table_mb']} MB)",
+             f"  {'scoped search':<16} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}"]
+    for label in ("exact", "hnsw"):
+        r = res[label]
+        lines.append(f"  {label:<16} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['recall_at_10']:>10}")
+    lines.append(f"  load average before/after: {res['load_avg_before']} / {res['load_avg_after']}")
+    return "\n".join(lines)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--agents", type=int, default=20)
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--copy", choices=["binary", "text"], default="binary")
+    ap.add_argument("--maintenance-work-mem", default="1GB")
+    ap.add_argument("--parallel-workers", type=int, default=1)
     ap.add_argument("--dsn", help="an empty database to use instead of a pgserver")
+    ap.add_argument("--no-save", action="store_true", help="do not write benchmarks/results")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     tmp: Path | None = None
@@ -137,18 +214,27 @@ def main() -> None:
         tmp.chmod(0o755)
         handle = start_pgserver(tmp / "data")
         dsn = handle.create_database("scale")
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    t0 = time.perf_counter()
     try:
-        res = anyio.run(run, dsn, args.n, args.agents, args.queries, args.seed)
+        res = anyio.run(
+            lambda: run(dsn, args.n, args.agents, args.queries, args.seed,
+                        copy_format=args.copy, maintenance_work_mem=args.maintenance_work_mem,
+                        parallel_workers=args.parallel_workers)
+        )
     finally:
         if handle is not None:
             handle.close()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-    if args.json:
-        print(json.dumps(res, indent=2))
-    else:
-        for key, value in res.items():
-            print(f"{key:>16}: {value}")
+    res["total_s"] = round(time.perf_counter() - t0, 1)
+    res["load_avg_before"] = load_before
+    res["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
+    res["cpus"] = os.cpu_count()
+    if not args.no_save:
+        out = RESULTS / f"scale_pg-{args.n}-{args.agents}.json"
+        out.write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(res, indent=2) if args.json else _table(res))
 
 
 if __name__ == "__main__":

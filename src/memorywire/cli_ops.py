@@ -383,7 +383,9 @@ def _register_serve(sub: Subparsers) -> None:
     p.add_argument("--port", type=int, help="port (default 8765)")
     p.add_argument("--no-auth", action="store_true", help="no tokens (loopback only)")
     p.add_argument("--config", help="TOML or JSON settings file")
-    p.add_argument("--governance-db", dest="governance_db", help="enable approvals")
+    p.add_argument("--governance-db", dest="governance_db",
+                   help="enable approvals: a SQLite path, or a postgresql:// URL that several"
+                        " servers share (one approval queue, one audit chain)")
     p.add_argument("--tokens-db", dest="tokens_db")
     p.add_argument("--embedder", choices=["default", "hashing"], help=argparse.SUPPRESS)
     p.set_defaults(handler=_serve)

@@ -296,3 +296,75 @@ def test_lexical_query_quotes_terms_and_adds_prefixes() -> None:
     assert lexical_query("what is the") is None
     assert lexical_query('allergies "NEAR" diet*') == (
         '"allergies" OR "allerg"* OR "near" OR "diet"')
+
+
+_V1_DDL = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE memories(
+    rid INTEGER PRIMARY KEY, agent_id TEXT NOT NULL, id TEXT NOT NULL, user_id TEXT,
+    type TEXT NOT NULL, content TEXT NOT NULL, metadata TEXT NOT NULL DEFAULT '{}',
+    confidence REAL NOT NULL DEFAULT 1.0, source TEXT, created_at INTEGER NOT NULL,
+    updated_at INTEGER, expires_at INTEGER, deleted_at INTEGER, archived_at INTEGER,
+    demoted INTEGER NOT NULL DEFAULT 0, last_recalled_at INTEGER,
+    recall_count INTEGER NOT NULL DEFAULT 0, UNIQUE(agent_id, id)
+);
+CREATE INDEX memories_by_age ON memories(agent_id, created_at, id);
+CREATE TABLE vectors(rid INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
+CREATE TABLE links(agent_id TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL,
+    kind TEXT NOT NULL, PRIMARY KEY(agent_id, src, dst, kind)) WITHOUT ROWID;
+CREATE INDEX links_by_dst ON links(agent_id, dst);
+CREATE TABLE scopes(agent_id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
+CREATE VIRTUAL TABLE memories_fts USING fts5(body, scope, content='', contentless_delete=1,
+    tokenize='porter unicode61 remove_diacritics 2');
+"""
+
+
+async def test_schema_v1_database_is_migrated_with_its_data(tmp_path: Path) -> None:
+    from memorywire.store.sqlite_schema import SCHEMA_VERSION, scope_token
+
+    emb = TableEmbedder(8)
+    path = tmp_path / "v1.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(_V1_DDL)
+    conn.executemany("INSERT INTO meta VALUES(?, ?)", [
+        ("schema_version", "1"), ("embedder_name", emb.name), ("embedder_dim", str(emb.dim))])
+    for rid, (agent, text) in enumerate([("a", "v1"), ("a", "v2"), ("b", "v3")], start=1):
+        conn.execute("INSERT INTO memories(rid, agent_id, id, type, content, created_at) "
+                     "VALUES(?, ?, ?, 'semantic', ?, 1000)", (rid, agent, f"m{rid}", text))
+        conn.execute("INSERT INTO vectors VALUES(?, ?)", (rid, emb.embed([text])[0].tobytes()))
+        conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
+                     (rid, text, scope_token(agent)))
+    conn.close()
+
+    store = SqliteStore(path, embedder=emb, relevance_floor=-1.0, lexical_floor=-1.0)
+    try:
+        resp = await store.recall(RecallRequest(agent_id="a", query="v2", k=5))
+        assert resp.results[0].id == "m2"
+        assert {h.id for h in resp.results} == {"m1", "m2"}
+        assert [r.id for r in await store.list(ListQuery(agent_id="b"))] == ["m3"]
+        await store.forget(ForgetRequest(agent_id="a", ids=["m1"], hard_delete=True))
+        resp = await store.recall(RecallRequest(agent_id="a", query="v1", k=5))
+        assert [h.id for h in resp.results] == ["m2"]
+    finally:
+        await store.aclose()
+    check = apsw.Connection(str(path))
+    try:
+        version = check.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        assert version == (str(SCHEMA_VERSION),) == ("2",)
+        assert check.execute("SELECT agent_id, rid FROM vectors ORDER BY rid").fetchall() == [
+            ("a", 2), ("b", 3)]
+    finally:
+        check.close()
+
+
+def test_newer_schema_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "v9.db"
+    conn = apsw.Connection(str(path))
+    conn.execute(_V1_DDL)
+    conn.execute("INSERT INTO meta VALUES('schema_version', '9')")
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreCorrupt):
+        SqliteStore(path, embedder=TableEmbedder(8))
+    assert path.read_bytes() == before

@@ -29,7 +29,7 @@ __all__ = ["NO_EXPIRY", "TYPE_CODES", "CachedRow", "ScopeCache", "ScopeIndex"]
 NO_EXPIRY = np.iinfo(np.int64).max
 TYPE_CODES: dict[MemoryType, int] = {t: i for i, t in enumerate(MemoryType)}
 _CODE_OF_VALUE: dict[str, int] = {t.value: i for t, i in TYPE_CODES.items()}
-#: Rough per-row cost of the Python-side columns (id, metadata, position map).
+#: Rough per-row cost of the Python-side columns (id, user, position map).
 _ROW_OVERHEAD = 200
 
 
@@ -42,7 +42,6 @@ class CachedRow:
     created_at: int
     expires_at: int | None
     demoted: bool
-    metadata_json: str
     vector: npt.NDArray[np.float32]
 
 
@@ -60,20 +59,22 @@ class ScopeIndex:
         self._demoted = np.zeros(cap, dtype=bool)
         self._users = np.empty(cap, dtype=object)
         self.ids: list[str] = []
-        self.metadata_json: list[str] = []
         self.pos: dict[int, int] = {}
 
     @classmethod
     def from_rows(cls, dim: int, version: int, rows: Sequence[Sequence[Any]],
                   blobs: bytes) -> ScopeIndex:
-        """Build from ``(rid, id, user_id, type, created_at, expires_at, demoted, metadata)``
-        rows and their vectors concatenated in the same order, column-wise (no per-row objects).
+        """Build from ``(rid, id, user_id, type, created_at, expires_at, demoted)`` rows and
+        their vectors concatenated in the same order, column-wise (no per-row objects).
+
+        Metadata is not cached: only a recall with a metadata filter needs it, and leaving it
+        out lets the scope load read a covering index instead of every scattered row.
         """
         n = len(rows)
         index = cls(dim, version, capacity=n + 64)
         if n == 0:
             return index
-        rids, ids, users, types, created, expires, demoted, meta = zip(*rows, strict=True)
+        rids, ids, users, types, created, expires, demoted = zip(*rows, strict=True)
         index._matrix[:n] = np.frombuffer(blobs, dtype=np.float32).reshape(n, dim)
         index._rids[:n] = rids
         index._types[:n] = [_CODE_OF_VALUE[t] for t in types]
@@ -82,7 +83,6 @@ class ScopeIndex:
         index._demoted[:n] = demoted
         index._users[:n] = users
         index.ids = list(ids)
-        index.metadata_json = list(meta)
         index.pos = dict(zip(rids, range(n), strict=True))
         index.n = n
         return index
@@ -124,7 +124,6 @@ class ScopeIndex:
             self._demoted[i] = row.demoted
             self._users[i] = row.user_id
             self.ids.append(row.id)
-            self.metadata_json.append(row.metadata_json)
             self.pos[row.rid] = i
             self.n += 1
 

@@ -137,16 +137,20 @@ class SqliteStore(SqliteMaintenance):
     def _remember_many(self, reqs: Sequence[RememberRequest],
                        given: Vectors | None = None) -> list[RememberResponse]:
         prepared = [(r, content_to_storage(r.type, r.content)) for r in reqs]
-        links = [links_of(r.metadata) for r in reqs]
         if not prepared:
             return []
-        vectors = given if given is not None else self._embedder.embed(
-            [embed_text(r.type, s) for r, s in prepared])
+        links = [links_of(r.metadata) for r in reqs]
+        # Everything that needs no database happens before the write lock is taken.
+        texts = [embed_text(r.type, s) for r, s in prepared]
+        metas = [json.dumps(r.metadata or {}, ensure_ascii=False) for r in reqs]
+        tokens = {a: scope_token(a) for a in {r.agent_id for r in reqs}}
+        vectors = given if given is not None else self._embedder.embed(texts)
+        blobs = [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors]
         out: list[RememberResponse] = []
         with self._tx() as conn:
             now = self._clock.now_ms()
             added: dict[str, list[CachedRow]] = {}
-            for (r, stored), vec, edges in zip(prepared, vectors, links, strict=True):
+            for i, (r, stored) in enumerate(prepared):
                 if r.id is not None:
                     row = conn.execute(
                         "SELECT type, content, created_at FROM memories "
@@ -163,25 +167,22 @@ class SqliteStore(SqliteMaintenance):
                     "INSERT INTO memories(agent_id, id, user_id, type, content, metadata, "
                     "confidence, source, created_at, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?) "
                     "RETURNING rid",
-                    (r.agent_id, mid, r.user_id, r.type.value, stored,
-                     json.dumps(r.metadata or {}, ensure_ascii=False), r.confidence, r.source,
-                     now, r.expires_at),
+                    (r.agent_id, mid, r.user_id, r.type.value, stored, metas[i], r.confidence,
+                     r.source, now, r.expires_at),
                 ).fetchone()[0]
-                conn.execute("INSERT INTO vectors VALUES(?, ?)",
-                             (rid, np.ascontiguousarray(vec, dtype=np.float32).tobytes()))
+                conn.execute("INSERT INTO vectors VALUES(?, ?, ?)", (r.agent_id, rid, blobs[i]))
                 conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
-                             (rid, embed_text(r.type, stored), scope_token(r.agent_id)))
-                conn.executemany("INSERT OR IGNORE INTO links VALUES(?, ?, ?, 'link')",
-                                 [(r.agent_id, mid, dst) for dst in edges])
+                             (rid, texts[i], tokens[r.agent_id]))
+                if links[i]:
+                    conn.executemany("INSERT OR IGNORE INTO links VALUES(?, ?, ?, 'link')",
+                                     [(r.agent_id, mid, dst) for dst in links[i]])
                 added.setdefault(r.agent_id, []).append(CachedRow(
-                    rid, mid, r.user_id, r.type, now, r.expires_at, False,
-                    json.dumps(r.metadata or {}, ensure_ascii=False), vec))
+                    rid, mid, r.user_id, r.type, now, r.expires_at, False, vectors[i]))
                 out.append(RememberResponse(id=mid, stored_at=now, stores=[self._name],
                                             pending_approval=False))
             for agent_id, rows in added.items():
                 self._append_on_commit(conn, agent_id, rows)
         return out
-
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()

@@ -198,17 +198,23 @@ class SqliteBase:
         if cached is not None and cached.version == version:
             return cached
         dim = self._embedder.dim
+        # Both reads are clustered by agent: a covering index for the rows, the WITHOUT ROWID
+        # vectors table for the embeddings, so a cold load costs a few sequential pages
+        # rather than two random reads per memory.
         rows = conn.execute(
-            "SELECT m.rid, m.id, m.user_id, m.type, m.created_at, m.expires_at, m.demoted, "
-            "m.metadata, v.embedding FROM memories m JOIN vectors v ON v.rid = m.rid "
-            "WHERE m.agent_id = ? AND m.deleted_at IS NULL AND m.archived_at IS NULL "
-            "ORDER BY m.rid",
+            "SELECT rid, id, user_id, type, created_at, expires_at, demoted FROM memories "
+            "WHERE agent_id = ? AND deleted_at IS NULL AND archived_at IS NULL ORDER BY rid",
             (agent_id,),
         ).fetchall()
-        blobs = b"".join([r[8] for r in rows])
+        embeddings = dict(conn.execute(
+            "SELECT rid, embedding FROM vectors WHERE agent_id = ?", (agent_id,)).fetchall())
+        try:
+            blobs = b"".join([embeddings[r[0]] for r in rows])
+        except KeyError as exc:
+            raise StoreCorrupt(f"memory row {exc} in {self._path} has no vector") from None
         if len(blobs) != len(rows) * dim * 4:
             raise StoreCorrupt(f"vectors in {self._path} do not have dimension {dim}")
-        index = ScopeIndex.from_rows(dim, version, [r[:8] for r in rows], blobs)
+        index = ScopeIndex.from_rows(dim, version, rows, blobs)
         self._caches.loads += 1
         self._caches.put(agent_id, index)
         return index

@@ -68,7 +68,8 @@ class SqliteMaintenance(SqliteBase):
             for rid, mid in rows:
                 if req.hard_delete:
                     conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
-                    conn.execute("DELETE FROM vectors WHERE rid = ?", (rid,))
+                    conn.execute("DELETE FROM vectors WHERE agent_id = ? AND rid = ?",
+                                 (req.agent_id, rid))
                     conn.execute("DELETE FROM memories WHERE rid = ?", (rid,))
                     conn.execute("DELETE FROM links WHERE agent_id = ? AND (src = ? OR dst = ?)",
                                  (req.agent_id, mid, mid))
@@ -90,8 +91,8 @@ class SqliteMaintenance(SqliteBase):
                  agent_id: str) -> None:
         text = embed_text(mtype, stored)
         vec = self._embedder.embed([text])[0]
-        conn.execute("UPDATE vectors SET embedding = ? WHERE rid = ?",
-                     (np.ascontiguousarray(vec, dtype=np.float32).tobytes(), rid))
+        conn.execute("UPDATE vectors SET embedding = ? WHERE agent_id = ? AND rid = ?",
+                     (np.ascontiguousarray(vec, dtype=np.float32).tobytes(), agent_id, rid))
         conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
         conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
                      (rid, text, scope_token(agent_id)))

@@ -3,6 +3,10 @@
 A database records its ``schema_version`` and the embedder it was built with in ``meta``. Opening
 an older version migrates it in one transaction (data kept); a newer version, a foreign SQLite
 database or a non-SQLite file is refused and left untouched.
+
+Version 2 clusters what a cold scope load reads by agent: vectors live in a WITHOUT ROWID table
+keyed by ``(agent_id, rid)`` and a covering index holds the cached columns. With a thousand
+agents interleaved in one file, version 1 paid two random page reads per memory.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from memorywire.errors import BackendUnavailable, EmbedderMismatch, StoreCorrupt
 
 __all__ = ["SCHEMA_VERSION", "open_database", "scope_token"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _HEADER = b"SQLite format 3\x00"
 
 DDL = """
@@ -44,7 +48,13 @@ CREATE TABLE IF NOT EXISTS memories(
     UNIQUE(agent_id, id)
 );
 CREATE INDEX IF NOT EXISTS memories_by_age ON memories(agent_id, created_at, id);
-CREATE TABLE IF NOT EXISTS vectors(rid INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS memories_scope ON memories(
+    agent_id, rid, id, user_id, type, created_at, expires_at, demoted, deleted_at, archived_at
+);
+CREATE TABLE IF NOT EXISTS vectors(
+    agent_id TEXT NOT NULL, rid INTEGER NOT NULL, embedding BLOB NOT NULL,
+    PRIMARY KEY(agent_id, rid)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS links(
     agent_id TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL,
     PRIMARY KEY(agent_id, src, dst, kind)
@@ -87,7 +97,30 @@ def _load_sqlite_vec(conn: Any) -> None:
         conn.enable_load_extension(False)
 
 
-def _create(conn: apsw.Connection, embedder: Embedder) -> dict[str, str]:
+def _migrate_1_to_2(conn: apsw.Connection) -> None:
+    conn.execute("""
+        CREATE TABLE vectors_v2(
+            agent_id TEXT NOT NULL, rid INTEGER NOT NULL, embedding BLOB NOT NULL,
+            PRIMARY KEY(agent_id, rid)
+        ) WITHOUT ROWID;
+        INSERT INTO vectors_v2 SELECT m.agent_id, v.rid, v.embedding
+            FROM vectors v JOIN memories m ON m.rid = v.rid;
+        DROP TABLE vectors;
+        ALTER TABLE vectors_v2 RENAME TO vectors;
+        UPDATE meta SET value = '2' WHERE key = 'schema_version';
+    """)
+
+
+_MIGRATIONS = {1: _migrate_1_to_2}
+
+
+def _create(conn: apsw.Connection, embedder: Embedder, existing: bool) -> dict[str, str]:
+    if existing:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = int(row[0]) if row else 0
+        while version in _MIGRATIONS:
+            _MIGRATIONS[version](conn)
+            version += 1
     conn.execute(DDL)
     conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES('secure-delete', 1)")
     for key, value in (
@@ -127,12 +160,17 @@ def open_database(path: str, embedder: Embedder, busy_timeout_ms: int) -> apsw.C
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         if tables and "meta" not in tables:
             raise StoreCorrupt(f"{path} is a SQLite database but not a memorywire store")
+        if tables:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is not None and int(row[0]) > SCHEMA_VERSION:
+                raise StoreCorrupt(f"{path} has schema version {row[0]}; this memorywire reads "
+                                   f"up to {SCHEMA_VERSION}; left untouched")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA secure_delete=ON")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            meta = _create(conn, embedder)
+            meta = _create(conn, embedder, existing=bool(tables))
         except BaseException:
             conn.execute("ROLLBACK")
             raise

@@ -72,15 +72,20 @@ def lexical_rids(conn: Any, agent_id: str, text: str, limit: int) -> list[int]:
         "ORDER BY bm25(memories_fts, 1.0, 0.0) LIMIT ?", (expr, limit))]
 
 
-def _mask(index: ScopeIndex, req: RecallRequest, now: int) -> npt.NDArray[np.bool_]:
+def _mask(conn: Any, index: ScopeIndex, req: RecallRequest, now: int) -> npt.NDArray[np.bool_]:
     mask = index.eligible(
         now, user_id=req.user_id, types=req.types,
         fresher_than_ms=None if req.fresher_than_days is None
         else now - req.fresher_than_days * DAY_MS,
     )
     if req.filter:
-        for i in np.flatnonzero(mask):
-            if not matches_filter(json.loads(index.metadata_json[i]), req.filter):
+        candidates = np.flatnonzero(mask)
+        rids = index.rids[candidates].tolist()
+        metadata = dict(conn.execute(
+            "SELECT rid, metadata FROM memories WHERE rid IN (SELECT value FROM json_each(?))",
+            (json.dumps(rids),)).fetchall())
+        for i, rid in zip(candidates.tolist(), rids, strict=True):
+            if not matches_filter(json.loads(metadata[rid]), req.filter):
                 mask[i] = False
     return mask
 
@@ -95,7 +100,7 @@ def rank_scope(
     floor: float,
     lexical_floor: float,
 ) -> list[Scored]:
-    mask = _mask(index, req, now)
+    mask = _mask(conn, index, req, now)
     positions = np.flatnonzero(mask)
     if positions.size == 0:
         return []

@@ -32,3 +32,9 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+
+# Real backends, each in its own virtualenv (.cache/venv-NAME, rebuilt only when
+# backends/NAME/requirements.lock changes) with its servers started and stopped on loopback.
+.PHONY: test-letta
+test-letta:
+	bash backends/letta/test.sh

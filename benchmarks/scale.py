@@ -18,7 +18,9 @@ What is measured.
   force over the same agent's vectors (``exact_match_rate``). A second pass with real query
   words measures hybrid (vector + FTS5) latency.
 * Cold vs warm: the first recall of an agent loads its scope from SQLite into the in-process
-  cache (``cold``); later ones reuse it (``warm``). ``db_recall_p50_ms`` is warm.
+  cache (``cold``); later ones reuse it (``warm``). ``db_recall_p50_ms`` is warm. The cache is
+  bounded (``--cache-mb``, the store's default is 1 GiB); ``default_budget_warm_share_est``
+  says what share of uniformly random agents the default budget keeps warm.
 * End to end: ``SqliteStore.recall`` with MiniLM embedding of a query string never seen before.
 
     python benchmarks/scale.py --n 100000 --agents 1 [--json]
@@ -227,6 +229,11 @@ async def run_scale(
         "file_mb": round(file_mb, 1),
         "cache_mb": round(cache_mb_used, 1),
         "cache_all_agents_mb_est": round(n * (embedder.dim * 4 + 240) / 2**20, 1),
+        "cache_budget_mb": cache_mb,
+        # With SqliteStore's default 1 GiB budget and agents queried uniformly at random,
+        # this share of recalls finds its agent cached (the rest pay the cold load).
+        "default_budget_warm_share_est": round(min(1.0, 1024 / (n * (embedder.dim * 4 + 240)
+                                                                / 2**20)), 3),
         "embedder": embedder.name,
         "load_avg": [round(x, 2) for x in os.getloadavg()],
         "notes": (

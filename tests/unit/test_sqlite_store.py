@@ -91,7 +91,8 @@ async def test_knn_is_exact_against_numpy_and_sqlite_vec(tmp_path: Path) -> None
                                                     k=10))
             assert [h.id for h in resp.results] == want
             sql_rows = conn.execute(
-                "SELECT m.id FROM memories m JOIN vectors v ON v.rid = m.rid WHERE m.agent_id = ?"
+                "SELECT m.id FROM memories m JOIN agents a ON a.agent_id = m.agent_id "
+                "JOIN vectors v ON v.vid = ((a.no << 34) | m.rid) WHERE m.agent_id = ?"
                 " AND (?1 IS NULL OR 1) AND (? IS NULL OR m.user_id = ?) "
                 "ORDER BY vec_distance_cosine(v.embedding, ?), m.rowid LIMIT 10",
                 ("a1", user, user, qv.tobytes()),
@@ -352,8 +353,10 @@ async def test_schema_v1_database_is_migrated_with_its_data(tmp_path: Path) -> N
     try:
         version = check.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         assert version == (str(SCHEMA_VERSION),) == ("2",)
-        assert check.execute("SELECT agent_id, rid FROM vectors ORDER BY rid").fetchall() == [
-            ("a", 2), ("b", 3)]
+        assert check.execute("SELECT agent_id, no FROM agents ORDER BY no").fetchall() == [
+            ("a", 1), ("b", 2)]
+        assert check.execute("SELECT vid FROM vectors ORDER BY vid").fetchall() == [
+            ((1 << 34) | 2,), ((2 << 34) | 3,)]
     finally:
         check.close()
 

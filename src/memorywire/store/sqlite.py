@@ -58,7 +58,7 @@ from memorywire.store.sqlite_base import (
     scope_sql,
 )
 from memorywire.store.sqlite_maintenance import SqliteMaintenance
-from memorywire.store.sqlite_schema import SCHEMA_VERSION, scope_token
+from memorywire.store.sqlite_schema import SCHEMA_VERSION, agent_number, scope_token, vid
 from memorywire.store.sqlite_search import rank_scope
 from memorywire.wire.models import (
     Fusion,
@@ -150,6 +150,7 @@ class SqliteStore(SqliteMaintenance):
         with self._tx() as conn:
             now = self._clock.now_ms()
             added: dict[str, list[CachedRow]] = {}
+            numbers = {a: agent_number(conn, a, create=True) or 0 for a in tokens}
             for i, (r, stored) in enumerate(prepared):
                 if r.id is not None:
                     row = conn.execute(
@@ -170,7 +171,8 @@ class SqliteStore(SqliteMaintenance):
                     (r.agent_id, mid, r.user_id, r.type.value, stored, metas[i], r.confidence,
                      r.source, now, r.expires_at),
                 ).fetchone()[0]
-                conn.execute("INSERT INTO vectors VALUES(?, ?, ?)", (r.agent_id, rid, blobs[i]))
+                conn.execute("INSERT INTO vectors VALUES(?, ?)",
+                             (vid(numbers[r.agent_id], rid), blobs[i]))
                 conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
                              (rid, texts[i], tokens[r.agent_id]))
                 if links[i]:

@@ -34,7 +34,7 @@ from memorywire.store._common import (
     resolve_embedder,
 )
 from memorywire.store._vector_cache import CachedRow, ScopeCache, ScopeIndex
-from memorywire.store.sqlite_schema import open_database
+from memorywire.store.sqlite_schema import agent_number, open_database, vid_range
 from memorywire.store.sqlite_search import SQLITE_LEXICAL_FLOOR
 from memorywire.wire.models import (
     MemoryRecord,
@@ -198,16 +198,21 @@ class SqliteBase:
         if cached is not None and cached.version == version:
             return cached
         dim = self._embedder.dim
-        # Both reads are clustered by agent: a covering index for the rows, the WITHOUT ROWID
-        # vectors table for the embeddings, so a cold load costs a few sequential pages
-        # rather than two random reads per memory.
+        # Both reads are clustered by agent: a covering index for the rows, one key range of
+        # the vectors table for the embeddings, so a cold load reads sequential pages rather
+        # than two random pages per memory.
         rows = conn.execute(
             "SELECT rid, id, user_id, type, created_at, expires_at, demoted FROM memories "
             "WHERE agent_id = ? AND deleted_at IS NULL AND archived_at IS NULL ORDER BY rid",
             (agent_id,),
         ).fetchall()
-        embeddings = dict(conn.execute(
-            "SELECT rid, embedding FROM vectors WHERE agent_id = ?", (agent_id,)).fetchall())
+        no = agent_number(conn, agent_id, create=False)
+        embeddings: dict[int, bytes] = {}
+        if no is not None:
+            lo, hi = vid_range(no)
+            embeddings = dict(conn.execute(
+                "SELECT vid - ?, embedding FROM vectors WHERE vid >= ? AND vid < ?",
+                (lo, lo, hi)).fetchall())
         try:
             blobs = b"".join([embeddings[r[0]] for r in rows])
         except KeyError as exc:

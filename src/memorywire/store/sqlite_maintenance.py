@@ -29,7 +29,7 @@ from memorywire.store._common import (
 )
 from memorywire.store.base import UpdateRequest
 from memorywire.store.sqlite_base import COLS, IN_JSON, VISIBLE, SqliteBase, record_of, scope_sql
-from memorywire.store.sqlite_schema import scope_token
+from memorywire.store.sqlite_schema import agent_number, scope_token, vid
 from memorywire.wire.models import (
     ExpireAction,
     ExpireRequest,
@@ -65,11 +65,11 @@ class SqliteMaintenance(SqliteBase):
                     "ORDER BY created_at, id", args)
                 if req.filter is None or matches_filter(json.loads(meta), req.filter)
             ]
+            no = agent_number(conn, req.agent_id, create=False) or 0
             for rid, mid in rows:
                 if req.hard_delete:
                     conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
-                    conn.execute("DELETE FROM vectors WHERE agent_id = ? AND rid = ?",
-                                 (req.agent_id, rid))
+                    conn.execute("DELETE FROM vectors WHERE vid = ?", (vid(no, rid),))
                     conn.execute("DELETE FROM memories WHERE rid = ?", (rid,))
                     conn.execute("DELETE FROM links WHERE agent_id = ? AND (src = ? OR dst = ?)",
                                  (req.agent_id, mid, mid))
@@ -91,8 +91,9 @@ class SqliteMaintenance(SqliteBase):
                  agent_id: str) -> None:
         text = embed_text(mtype, stored)
         vec = self._embedder.embed([text])[0]
-        conn.execute("UPDATE vectors SET embedding = ? WHERE agent_id = ? AND rid = ?",
-                     (np.ascontiguousarray(vec, dtype=np.float32).tobytes(), agent_id, rid))
+        no = agent_number(conn, agent_id, create=True) or 0
+        conn.execute("UPDATE vectors SET embedding = ? WHERE vid = ?",
+                     (np.ascontiguousarray(vec, dtype=np.float32).tobytes(), vid(no, rid)))
         conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
         conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
                      (rid, text, scope_token(agent_id)))

@@ -12,7 +12,7 @@ import pytest
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import InvalidRequest, NotFound
 from memorywire.procedural import ProcedureRunner, parse_procedure
-from memorywire.store.base import MemoryStore
+from memorywire.store.base import ListQuery, MemoryStore
 from memorywire.store.memory import InMemoryStore
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
@@ -102,13 +102,15 @@ async def test_load_refuses_missing_foreign_and_non_procedural(store: MemoryStor
         await ProcedureRunner.load(store, "travel", note.id)
 
 
-async def test_load_revalidates_what_the_store_holds(store: MemoryStore) -> None:
-    """The wire model alone admits a trigger named like a model attribute; the runner not."""
+async def test_store_refuses_what_the_runner_would_refuse(store: MemoryStore) -> None:
+    """The wire model alone admits a trigger named like a model attribute; stores apply the
+    full procedural rules at write time, so such a machine is never stored."""
     sneaky = dict(
         BOOK_FLIGHT, transitions=[{"trigger": "to_confirmed", "source": "*", "dest": "confirmed"}]
     )
-    res = await store.remember(
-        RememberRequest(agent_id="travel", type=MemoryType.PROCEDURAL, content=sneaky)
-    )
-    with pytest.raises(InvalidRequest):
-        await ProcedureRunner.load(store, "travel", res.id)
+    with pytest.raises(InvalidRequest) as exc:
+        await store.remember(
+            RememberRequest(agent_id="travel", type=MemoryType.PROCEDURAL, content=sneaky)
+        )
+    assert any("trigger" in d.path for d in exc.value.details)
+    assert await store.list(ListQuery(agent_id="travel")) == []

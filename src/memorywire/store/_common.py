@@ -8,11 +8,10 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
 from memorywire.embed.base import Embedder
 from memorywire.errors import CapabilityMissing, InvalidRequest
-from memorywire.wire.models import MemoryType, Procedure
+from memorywire.procedural.validate import parse_procedure
+from memorywire.wire.models import MemoryType
 
 __all__ = [
     "DEFAULT_LEXICAL_FLOOR",
@@ -55,6 +54,7 @@ def resolve_embedder(embedder: Embedder | None) -> Embedder:
 
 
 def content_to_storage(mtype: MemoryType, content: str | dict[str, Any]) -> str:
+
     """Text kept in the store: plain text, or canonical JSON of a validated procedure.
 
     A procedure travels as a JSON string in v0 requests; an object is accepted too. It must
@@ -71,10 +71,9 @@ def content_to_storage(mtype: MemoryType, content: str | dict[str, Any]) -> str:
             raise InvalidRequest(f"procedural content is not valid JSON: {exc.msg}") from exc
         if not isinstance(content, dict):
             raise InvalidRequest("procedural content must be a JSON object (a state machine)")
-    try:
-        proc = Procedure.model_validate(content)
-    except ValidationError as exc:
-        raise InvalidRequest(f"procedural content is not a valid state machine: {exc}") from exc
+    # The full rules (reachable names, no dunder/dotted/trigger-named guards, sizes), not just
+    # the wire shape: a machine the runner would refuse must not be stored in the first place.
+    proc = parse_procedure(content)
     return json.dumps(proc.model_dump(exclude_none=True), sort_keys=True, ensure_ascii=False)
 
 

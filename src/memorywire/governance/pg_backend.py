@@ -108,8 +108,7 @@ class PgGovDb:
 
     @classmethod
     def connect(cls, conninfo: str) -> PgGovDb:
-        db = cls(conninfo, _connect(conninfo))
-        return db
+        return cls(conninfo, _connect(conninfo))
 
     def _live(self) -> psycopg.Connection[Any]:
         if self._conn.closed or self._conn.broken:

@@ -1,7 +1,8 @@
 """Governance: approval gates, declarative policies and a verifiable audit trail.
 
-:class:`GovernedStore` wraps any ``MemoryStore`` (a backend or a router) with its own SQLite
-database holding the approval queue and the hash-chained :class:`AuditLog`.
+:class:`GovernedStore` wraps any ``MemoryStore`` (a backend or a router) with its own database
+holding the approval queue and the hash-chained :class:`AuditLog`: a SQLite file by default, or a
+``postgresql://`` URL so several server processes share one queue and one chain.
 """
 
 from memorywire.governance.actor import acting_as, current_actor

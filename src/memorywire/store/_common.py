@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from memorywire.core.fusion import hop_distances
 from memorywire.embed.base import Embedder
 from memorywire.errors import CapabilityMissing, InvalidRequest
 from memorywire.procedural.validate import parse_procedure
@@ -105,28 +105,6 @@ def links_of(metadata: Mapping[str, Any] | None) -> list[str]:
     return list(dict.fromkeys(raw))
 
 
-def shortest_hops(
-    adjacency: Mapping[str, Iterable[str]], sources: Iterable[str], hops: int
-) -> dict[str, dict[str, int]]:
-    """Undirected BFS: for each source, every node within ``hops`` and its distance."""
-    graph: dict[str, set[str]] = {}
-    for a, bs in adjacency.items():
-        for b in bs:
-            if a != b:
-                graph.setdefault(a, set()).add(b)
-                graph.setdefault(b, set()).add(a)
-    out: dict[str, dict[str, int]] = {}
-    for src in sources:
-        dist = {src: 0}
-        queue = deque([src])
-        while queue:
-            node = queue.popleft()
-            if dist[node] >= hops:
-                continue
-            for nxt in sorted(graph.get(node, ())):
-                if nxt not in dist:
-                    dist[nxt] = dist[node] + 1
-                    queue.append(nxt)
-        del dist[src]
-        out[src] = dist
-    return out
+# One BFS for stores and the router: stores answer ``neighbours`` with the same distances the
+# router's graph boost reads.
+shortest_hops = hop_distances

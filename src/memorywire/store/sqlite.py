@@ -7,9 +7,12 @@ committed memory survives power loss; a commit costs one WAL fsync, ~0.3 ms on a
 ``secure_delete=ON`` (freed pages are zeroed; a hard delete also rewrites the full-text
 index and truncates the WAL, so no byte or indexed word of the memory remains),
 and a busy timeout so several processes can share the file. Every operation is one
-``BEGIN IMMEDIATE`` transaction covering row, vector, full-text, links and recall stats.
+``BEGIN IMMEDIATE`` transaction covering row, vector, full-text, links and recall stats; a
+recall's transaction (whose only write is recall statistics) commits without the fsync.
+File layout and migrations: :mod:`memorywire.store.sqlite_schema`.
 
-Search. k-NN is exact and scoped: a per-agent float32 matrix cached in process is multiplied
+Search (:mod:`memorywire.store.sqlite_search`). k-NN is exact and scoped: a per-agent float32
+matrix cached in process (bounded by ``cache_mb``, least recently used agent out) is multiplied
 by the query vector, rows outside the user/type/filter/freshness scope are masked out
 *before* the top-k, so another agent's closer vectors can never crowd a result out. Each
 write bumps the scope's version in the ``scopes`` table inside its transaction; a reader

@@ -38,3 +38,7 @@ clean:
 .PHONY: test-letta
 test-letta:
 	bash backends/letta/test.sh
+
+.PHONY: test-cognee
+test-cognee:
+	bash backends/cognee/test.sh

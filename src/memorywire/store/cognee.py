@@ -1,0 +1,657 @@
+"""``CogneeStore``: memorywire memories kept as documents of a real, in-process Cognee.
+
+Cognee (1.6.x) builds a knowledge graph with an LLM in ``cognify``; nothing of that runs here.
+Each memory is one Cognee *data item* (``cognee.add``) indexed by a pipeline of Cognee's own
+tasks that need no LLM (classify, chunk, ``add_data_points``: chunk vectors land in its vector
+store through its embedding engine), and recalled with Cognee's ``CHUNKS`` search. Each
+memorywire agent gets one Cognee dataset. The data item's ``external_metadata.memorywire``
+holds the whole record losslessly (ids, scope, type, content, timestamps, soft-delete/archive/
+demote marks); its text is what Cognee chunks and embeds.
+
+Why the adapter does more than forward calls:
+
+* Cognee has no in-place update of a document's metadata that re-indexes it, so a change
+  writes a new revision (``rev`` + 1, a new data item) and then deletes the old one. A crash
+  in between leaves both; readers always take the highest revision, and clean up the rest.
+* Cognee's search filters by dataset only, so ``user_id`` scope, filters, expiry and merge
+  rules are memorywire's own (``memorywire.core``). Exact scoped top-k: the search asks for
+  every chunk of the agent's dataset and ranks the live rows here; its scores are cosine
+  *distances*, turned into similarities (``1 - d``) before ranking.
+* Cognee's configuration and databases are process-global and bound to the event loop that
+  first touched them, so every Cognee call runs on one dedicated loop thread per process
+  (``_Engine``); one process holds one Cognee data directory.
+* Each pipeline run costs about a second, so writes that arrive together for one agent are
+  grouped into a single ``add`` + index run (``remember_many`` and concurrent ``remember``).
+
+Not offered: recall tracking (each recall would rewrite every hit), graph links (Cognee's
+graph needs its LLM extraction), full-text search (no lexical index without ``cognify``),
+and atomicity across several memories in one call (each memory's change is atomic alone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import os
+import sys
+import threading
+import time
+import uuid
+import warnings
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import anyio
+import anyio.to_thread
+
+from memorywire.core.clock import DAY_MS, Clock, SystemClock
+from memorywire.core.expiry import ExpiryFacts, needs_recall_tracking, policy_matches
+from memorywire.core.filters import matches_filter
+from memorywire.core.ids import new_id
+from memorywire.core.merge import MergeRow, plan_merge, resolve_canonical, resolve_duplicates
+from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, hybrid_rank
+from memorywire.embed.base import Embedder
+from memorywire.errors import (
+    BackendUnavailable,
+    CapabilityMissing,
+    Conflict,
+    InvalidRequest,
+    MemorywireError,
+    NotFound,
+    StoreCorrupt,
+)
+from memorywire.store._common import (
+    DEFAULT_RELEVANCE_FLOOR,
+    content_from_storage,
+    content_to_storage,
+    embed_text,
+    links_of,
+)
+from memorywire.store.base import Capability, Health, ListQuery, UpdateRequest
+from memorywire.wire.models import (
+    ExpireAction,
+    ExpireRequest,
+    ExpireResponse,
+    ForgetRequest,
+    ForgetResponse,
+    Fusion,
+    MemoryRecord,
+    MemoryType,
+    MergeRequest,
+    MergeResponse,
+    RecallHit,
+    RecallRequest,
+    RecallResponse,
+    RememberRequest,
+    RememberResponse,
+    StoreCount,
+)
+
+__all__ = ["CogneeStore"]
+
+T = TypeVar("T")
+_KEY = "memorywire"
+_CAPABILITIES = frozenset({
+    Capability.SEMANTIC, Capability.EPISODIC, Capability.PROCEDURAL, Capability.EMOTIONAL,
+    Capability.VECTOR,
+})
+#: MiniLM reads 256 word pieces; Cognee's chunker counts with the model's own tokenizer.
+_CHUNK_TOKENS = 240
+_CHUNKS_PER_ROW = 64  # search breadth per stored data item; 64 KiB text is ~60 chunks
+
+
+# --- the one Cognee per process ---------------------------------------------------------------
+
+
+@dataclass
+class _Engine:
+    """Cognee, imported and configured once, driven from its own event-loop thread."""
+
+    root: Path
+    embed_key: tuple[str, str, int]
+    mods: dict[str, Any]
+    loop: asyncio.AbstractEventLoop
+    tasks: list[Any] = field(default_factory=list)
+
+    def submit(self, coro: Awaitable[T]) -> Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
+
+
+_ENGINE: list[_Engine] = []
+_ENGINE_LOCK = threading.Lock()
+
+
+def _import_cognee() -> dict[str, Any]:
+    try:
+        with warnings.catch_warnings():
+            # Cognee's import emits pydantic/alembic deprecations that are not ours to fix.
+            warnings.simplefilter("ignore")
+            names = {
+                "cognee": "cognee",
+                "pipelines": "cognee.modules.pipelines",
+                "documents": "cognee.tasks.documents",
+                "storage": "cognee.tasks.storage",
+                "data_item": "cognee.tasks.ingestion.data_item",
+                "chunker": "cognee.modules.chunking.TextChunker",
+                "search_type": "cognee.api.v1.search",
+            }
+            return {k: importlib.import_module(v) for k, v in names.items()}
+    except ImportError as exc:
+        raise CapabilityMissing(
+            f"the 'cognee' store needs Cognee ({exc.name or exc}); install it with: "
+            "pip install 'memorywire[cognee]' (pinned closure: backends/cognee/requirements.lock)"
+        ) from exc
+
+
+def _engine(root: Path, endpoint: str, model: str, dim: int) -> _Engine:
+    key = (endpoint, model, dim)
+    with _ENGINE_LOCK:
+        if _ENGINE:
+            eng = _ENGINE[0]
+            if eng.root != root or eng.embed_key != key:
+                raise InvalidRequest(
+                    f"Cognee keeps one configuration per process: already using {eng.root} "
+                    f"with {eng.embed_key}, asked for {root} with {key}")
+            return eng
+        if "cognee" not in sys.modules:
+            # Read by Cognee at import: keep its files (logs included) under ``root`` rather
+            # than ~/.cognee, and never let it pip-install an extractor model.
+            for var, value in (("SYSTEM_ROOT_DIRECTORY", root / "system"),
+                               ("DATA_ROOT_DIRECTORY", root / "data"),
+                               ("COGNEE_LOGS_DIR", root / "logs"),
+                               ("GLINER_AUTO_INSTALL", "false")):
+                os.environ.setdefault(var, str(value))
+        mods = _import_cognee()
+        cognee = mods["cognee"]
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            cognee.config.system_root_directory(str(root / "system"))
+            cognee.config.data_root_directory(str(root / "data"))
+            cognee.config.set_embedding_config({
+                "embedding_provider": "openai_compatible", "embedding_model": model,
+                "embedding_endpoint": endpoint, "embedding_api_key": "offline-not-used",
+                "embedding_dimensions": dim})
+        except Exception as exc:
+            raise BackendUnavailable(f"Cognee refused its configuration: {exc}") from exc
+        loop = asyncio.new_event_loop()
+        threading.Thread(target=loop.run_forever, name="memorywire-cognee", daemon=True).start()
+        Task = mods["pipelines"].Task
+        docs = mods["documents"]
+        eng = _Engine(root, key, mods, loop, [
+            Task(docs.classify_documents, needs_llm=False),
+            Task(docs.extract_chunks_from_documents, max_chunk_size=_CHUNK_TOKENS,
+                 chunker=mods["chunker"].TextChunker, needs_llm=False),
+            Task(mods["storage"].add_data_points, needs_llm=False),
+        ])
+        _ENGINE.append(eng)
+        return eng
+
+
+# --- one memory as a Cognee data item ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Row:
+    data_id: uuid.UUID
+    id: str
+    rev: int
+    agent_id: str
+    user_id: str | None
+    type: MemoryType
+    stored: str
+    metadata: dict[str, Any]
+    confidence: float
+    source: str | None
+    created_at: int
+    updated_at: int | None
+    expires_at: int | None
+    deleted_at: int | None
+    archived_at: int | None
+    demoted: bool
+
+    def live(self, now: int) -> bool:
+        return (self.deleted_at is None and self.archived_at is None
+                and (self.expires_at is None or self.expires_at > now))
+
+    def in_scope(self, user_id: str | None) -> bool:
+        return user_id is None or self.user_id == user_id
+
+    def doc(self) -> dict[str, Any]:
+        return {
+            "v": 1, "id": self.id, "rev": self.rev, "agent_id": self.agent_id,
+            "user_id": self.user_id, "type": self.type.value, "stored": self.stored,
+            "metadata": self.metadata, "confidence": self.confidence, "source": self.source,
+            "created_at": self.created_at, "updated_at": self.updated_at,
+            "expires_at": self.expires_at, "deleted_at": self.deleted_at,
+            "archived_at": self.archived_at, "demoted": self.demoted,
+        }
+
+    def record(self) -> MemoryRecord:
+        return MemoryRecord.model_validate({
+            "id": self.id, "agent_id": self.agent_id, "type": self.type,
+            "content": content_from_storage(self.type, self.stored),
+            "created_at": self.created_at, "user_id": self.user_id,
+            "metadata": dict(self.metadata), "confidence": self.confidence,
+            "source": self.source, "updated_at": self.updated_at, "expires_at": self.expires_at,
+        })
+
+
+def _row_from_data(data_id: Any, meta: Any) -> _Row:
+    try:
+        d = meta[_KEY]
+        return _Row(
+            data_id=uuid.UUID(str(data_id)), id=str(d["id"]), rev=int(d["rev"]),
+            agent_id=str(d["agent_id"]), user_id=d.get("user_id"), type=MemoryType(d["type"]),
+            stored=str(d["stored"]), metadata=dict(d.get("metadata") or {}),
+            confidence=float(d["confidence"]), source=d.get("source"),
+            created_at=int(d["created_at"]), updated_at=d.get("updated_at"),
+            expires_at=d.get("expires_at"), deleted_at=d.get("deleted_at"),
+            archived_at=d.get("archived_at"), demoted=bool(d.get("demoted", False)),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StoreCorrupt(f"Cognee data item {data_id!r} does not hold a memorywire record") \
+            from exc
+
+
+@dataclass
+class _Pending:
+    """One ``remember`` waiting to be written in the next grouped pipeline run."""
+
+    req: RememberRequest
+    stored: str
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: RememberResponse | None = None
+    error: BaseException | None = None
+
+
+class CogneeStore:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        embedding_endpoint: str,
+        embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2",
+        embedding_dim: int = 384,
+        dataset_prefix: str = "memorywire",
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+        name: str = "cognee",
+        relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
+    ) -> None:
+        """``path`` is Cognee's data directory for this process; ``embedding_endpoint`` an
+        OpenAI-compatible ``/v1`` serving ``embedding_model`` (Cognee embeds both memories
+        and queries through it). ``embedder`` is accepted for factory symmetry and unused."""
+        if not dataset_prefix.replace("_", "").isalnum():
+            raise InvalidRequest("dataset_prefix must be letters, digits and underscores")
+        self._engine = _engine(Path(path).resolve(), embedding_endpoint, embedding_model,
+                               embedding_dim)
+        self._prefix = dataset_prefix
+        self._clock: Clock = clock or SystemClock()
+        self._name = name
+        self._floor = relevance_floor
+        self._locks: dict[str, anyio.Lock] = {}
+        self._queues: dict[str, list[_Pending]] = {}
+        self._datasets: dict[str, Any] = {}
+
+    @classmethod
+    def from_url(cls, url: str, **kw: Any) -> CogneeStore:
+        """``cognee:///abs/dir?embedding_endpoint=http://127.0.0.1:PORT/v1&prefix=NAME``."""
+        parts = urlsplit(url)
+        path = unquote(parts.netloc + parts.path)
+        if not path:
+            raise InvalidRequest(f"Cognee URL {url!r} needs a directory (cognee:///var/cognee)")
+        q = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        if "embedding_endpoint" not in q and "embedding_endpoint" not in kw:
+            raise InvalidRequest("Cognee URL needs ?embedding_endpoint=http://host:port/v1")
+        for key, cast in (("embedding_endpoint", str), ("embedding_model", str),
+                          ("embedding_dim", int), ("prefix", str)):
+            if key in q:
+                kw.setdefault("dataset_prefix" if key == "prefix" else key, cast(q[key]))
+        return cls(path, **kw)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        return _CAPABILITIES
+
+    # --- the one place Cognee errors become memorywire errors ----------------------------------
+
+    async def _call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kw: Any) -> T:
+        async def run() -> T:
+            return await fn(*args, **kw)
+
+        fut = self._engine.submit(run())
+        try:
+            return await anyio.to_thread.run_sync(fut.result)
+        except MemorywireError:
+            raise
+        except Exception as exc:
+            raise BackendUnavailable(f"Cognee failed: {type(exc).__name__}: {exc}") from exc
+
+    @property
+    def _cognee(self) -> Any:
+        return self._engine.mods["cognee"]
+
+    def _lock(self, agent_id: str) -> anyio.Lock:
+        return self._locks.setdefault(agent_id, anyio.Lock())
+
+    def _dataset_name(self, agent_id: str) -> str:
+        return f"{self._prefix}_{hashlib.sha256(agent_id.encode('utf-8')).hexdigest()[:40]}"
+
+    async def _dataset_id(self, agent_id: str) -> Any:
+        if agent_id in self._datasets:
+            return self._datasets[agent_id]
+        name = self._dataset_name(agent_id)
+        found = [d.id for d in await self._call(self._cognee.datasets.list_datasets)
+                 if d.name == name]
+        if found:
+            self._datasets[agent_id] = found[0]
+            return found[0]
+        return None
+
+    async def _write(self, agent_id: str, rows: Sequence[_Row]) -> None:
+        """One ``add`` of every row, then one index run over what is new in the dataset."""
+        if not rows:
+            return
+        eng = self._engine
+        item = eng.mods["data_item"].DataItem
+        name = self._dataset_name(agent_id)
+        items = [item(data=embed_text(r.type, r.stored) or " ", external_metadata={_KEY: r.doc()},
+                      data_id=r.data_id, literal_text=True) for r in rows]
+
+        async def add_and_index() -> None:
+            await self._cognee.add(items, dataset_name=name)
+            async for _ in eng.mods["pipelines"].run_pipeline(
+                    tasks=eng.tasks, datasets=[name], pipeline_name="memorywire_index",
+                    needs_llm=False, incremental_loading=True):
+                pass
+
+        await self._call(add_and_index)
+
+    async def _drop(self, agent_id: str, data_ids: Sequence[uuid.UUID]) -> None:
+        ds = await self._dataset_id(agent_id)
+        for did in data_ids:
+            await self._call(self._cognee.datasets.delete_data, ds, did)
+
+    async def _rewrite(self, agent_id: str, row: _Row, **changes: Any) -> _Row:
+        new = replace(row, data_id=uuid.uuid4(), rev=row.rev + 1, **changes)
+        await self._write(agent_id, [new])
+        await self._drop(agent_id, [row.data_id])
+        return new
+
+    async def _scan(self, agent_id: str) -> dict[str, _Row]:
+        """Every memory of the agent at its newest revision; stale revisions are cleaned up."""
+        ds = await self._dataset_id(agent_id)
+        if ds is None:
+            return {}
+        newest: dict[str, _Row] = {}
+        stale: list[uuid.UUID] = []
+        for data in await self._call(self._cognee.datasets.list_data, ds):
+            row = _row_from_data(data.id, data.external_metadata)
+            if row.agent_id != agent_id:
+                raise StoreCorrupt(f"Cognee dataset of {agent_id!r} holds another agent's row")
+            old = newest.get(row.id)
+            if old is None or row.rev > old.rev:
+                newest[row.id] = row
+                if old is not None:
+                    stale.append(old.data_id)
+            else:
+                stale.append(row.data_id)
+        if stale:
+            await self._drop(agent_id, stale)
+        return newest
+
+    async def _live(self, agent_id: str, user_id: str | None) -> list[_Row]:
+        now = self._clock.now_ms()
+        rows = [r for r in (await self._scan(agent_id)).values()
+                if r.in_scope(user_id) and r.live(now)]
+        rows.sort(key=lambda r: (r.created_at, r.id))
+        return rows
+
+    # --- writes --------------------------------------------------------------------------------
+
+    async def remember(self, req: RememberRequest) -> RememberResponse:
+        return (await self.remember_many([req]))[0]
+
+    async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
+        """Every request waiting for an agent when its lock frees is written in one run."""
+        pending = []
+        for req in reqs:
+            stored = content_to_storage(req.type, req.content)
+            links_of(dict(req.metadata or {}))
+            pending.append(_Pending(req, stored))
+        for p in pending:
+            self._queues.setdefault(p.req.agent_id, []).append(p)
+        for agent_id in dict.fromkeys(p.req.agent_id for p in pending):
+            async with self._lock(agent_id):
+                batch = self._queues.pop(agent_id, [])
+                if batch:
+                    await self._flush(agent_id, batch)
+        for p in pending:
+            await p.done.wait()
+            if p.error is not None:
+                raise p.error
+        return [p.result for p in pending if p.result is not None]
+
+    async def _flush(self, agent_id: str, batch: list[_Pending]) -> None:
+        try:
+            existing = await self._scan(agent_id) if any(p.req.id for p in batch) else {}
+            rows: list[_Row] = []
+            taken: dict[str, _Row] = {}
+            for p in batch:
+                req = p.req
+                old = existing.get(req.id) if req.id else None
+                old = old or (taken.get(req.id) if req.id else None)
+                if old is not None:
+                    if old.stored != p.stored or old.type is not req.type:
+                        p.error = Conflict(f"id {req.id!r} already holds a different memory")
+                    else:
+                        p.result = RememberResponse(id=old.id, stored_at=old.created_at,
+                                                    stores=[self._name], pending_approval=False)
+                    continue
+                now = self._clock.now_ms()
+                row = _Row(
+                    data_id=uuid.uuid4(), id=req.id or new_id(now), rev=1, agent_id=agent_id,
+                    user_id=req.user_id, type=req.type, stored=p.stored,
+                    metadata=dict(req.metadata or {}), confidence=req.confidence,
+                    source=req.source, created_at=now, updated_at=None,
+                    expires_at=req.expires_at, deleted_at=None, archived_at=None, demoted=False)
+                rows.append(row)
+                taken[row.id] = row
+                p.result = RememberResponse(id=row.id, stored_at=now, stores=[self._name],
+                                            pending_approval=False)
+            await self._write(agent_id, rows)
+        except BaseException as exc:
+            for p in batch:
+                if p.error is None:
+                    p.error, p.result = exc, None
+            raise
+        finally:
+            for p in batch:
+                p.done.set()
+
+    async def forget(self, req: ForgetRequest) -> ForgetResponse:
+        now = self._clock.now_ms()
+        wanted = set(req.ids) if req.ids is not None else None
+        async with self._lock(req.agent_id):
+            rows = await self._scan(req.agent_id)
+            hits = sorted(
+                (r for r in rows.values()
+                 if r.in_scope(req.user_id)
+                 and (req.hard_delete or r.deleted_at is None)
+                 and (wanted is None or r.id in wanted)
+                 and (req.filter is None or matches_filter(r.metadata, req.filter))),
+                key=lambda r: (r.created_at, r.id))
+            for row in hits:
+                if req.hard_delete:
+                    await self._drop(req.agent_id, [row.data_id])
+                else:
+                    await self._rewrite(req.agent_id, row, deleted_at=now)
+        ids = [r.id for r in hits]
+        return ForgetResponse(forgotten_ids=ids, hard_delete=req.hard_delete,
+                              stores=[StoreCount(store=self._name, count=len(ids))])
+
+    async def merge(self, req: MergeRequest) -> MergeResponse:
+        async with self._lock(req.agent_id):
+            now = self._clock.now_ms()
+            rows = await self._live(req.agent_id, req.user_id)
+            by_id = {r.id: r for r in rows}
+            plain = [MergeRow(r.id, content_from_storage(r.type, r.stored), r.created_at,
+                              r.confidence, r.metadata) for r in rows]
+            canonical = resolve_canonical(req.canonical, plain)
+            if canonical is None:
+                raise NotFound(f"canonical memory {req.canonical!r} not found")
+            dups = resolve_duplicates(req.duplicates, plain, canonical.id)
+            if not dups:
+                return MergeResponse(canonical=canonical.id, merged_count=0,
+                                     strategy_used=req.strategy, stores=[self._name])
+            plan = plan_merge(canonical, dups, req.strategy)
+            survivor = by_id[plan.canonical_id]
+            await self._rewrite(
+                req.agent_id, survivor, stored=content_to_storage(survivor.type, plan.content),
+                metadata=dict(plan.metadata), confidence=plan.confidence, updated_at=now)
+            for mid in plan.absorbed_ids:
+                await self._rewrite(req.agent_id, by_id[mid], deleted_at=now)
+        return MergeResponse(canonical=survivor.id, merged_count=len(plan.absorbed_ids),
+                             strategy_used=req.strategy, stores=[self._name])
+
+    async def expire(self, req: ExpireRequest) -> ExpireResponse:
+        if needs_recall_tracking(req.policy):
+            raise CapabilityMissing("the Cognee store does not track recalls "
+                                    "(no_recall_in_days is unsupported)")
+        async with self._lock(req.agent_id):
+            now = self._clock.now_ms()
+            rows = await self._live(req.agent_id, req.user_id)
+            matched = [r for r in rows if policy_matches(
+                req.policy, ExpiryFacts(r.type, r.created_at, r.confidence, None), now)]
+            for row in matched:
+                if req.action is ExpireAction.FORGET:
+                    await self._rewrite(req.agent_id, row, deleted_at=now)
+                elif req.action is ExpireAction.ARCHIVE:
+                    await self._rewrite(req.agent_id, row, archived_at=now)
+                elif not row.demoted:
+                    await self._rewrite(req.agent_id, row, demoted=True)
+        return ExpireResponse(matched_count=len(matched), action_taken=req.action,
+                              stores=[self._name], matched_ids=[r.id for r in matched])
+
+    async def update(self, req: UpdateRequest) -> MemoryRecord:
+        async with self._lock(req.agent_id):
+            now = self._clock.now_ms()
+            row = next((r for r in await self._live(req.agent_id, req.user_id)
+                        if r.id == req.id), None)
+            if row is None:
+                raise NotFound(f"memory {req.id!r} not found")
+            changes: dict[str, Any] = {"updated_at": now}
+            if req.metadata_patch is not None:
+                patched = dict(row.metadata)
+                for key, value in req.metadata_patch.items():
+                    if value is None:
+                        patched.pop(key, None)
+                    else:
+                        patched[key] = value
+                links_of(patched)
+                changes["metadata"] = patched
+            if req.content is not None:
+                changes["stored"] = content_to_storage(row.type, req.content)
+            if req.confidence is not None:
+                changes["confidence"] = req.confidence
+            return (await self._rewrite(req.agent_id, row, **changes)).record()
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    async def _similarities(self, agent_id: str, query: str, n_items: int) -> dict[str, float]:
+        """Cognee's CHUNKS search over the whole dataset: best cosine per data item id."""
+        name = self._dataset_name(agent_id)
+        search_type = self._engine.mods["search_type"].SearchType.CHUNKS
+        found = await self._call(self._cognee.search, query, query_type=search_type,
+                                 datasets=[name], top_k=max(n_items, 1) * _CHUNKS_PER_ROW)
+        best: dict[str, float] = {}
+        for group in found or []:
+            for chunk in group.get("search_result") or []:
+                try:
+                    doc, sim = str(chunk["document_id"]), 1.0 - float(chunk["score"])
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise StoreCorrupt("Cognee returned a chunk without document_id/score") \
+                        from exc
+                best[doc] = max(sim, best.get(doc, -1.0))
+        return best
+
+    async def recall(self, req: RecallRequest) -> RecallResponse:
+        started = time.perf_counter()
+        now = self._clock.now_ms()
+        scanned = await self._scan(req.agent_id)
+        rows = [r for r in scanned.values()
+                if r.in_scope(req.user_id) and r.live(now)
+                and (req.types is None or r.type in req.types)
+                and matches_filter(r.metadata, req.filter)
+                and (req.fresher_than_days is None
+                     or r.created_at >= now - req.fresher_than_days * DAY_MS)]
+        hits: list[RecallHit] = []
+        if rows:
+            best = await self._similarities(req.agent_id, req.query, len(scanned))
+            cosines = {r.id: best[str(r.data_id)] for r in rows if str(r.data_id) in best}
+            order = sorted(cosines, key=lambda i: -cosines[i])
+            ranked = hybrid_rank(cosines, order[:candidate_pool(req.k)], [], k=req.k,
+                                 floor=self._floor, lexical_floor=self._floor,
+                                 factors={r.id: DEMOTE_FACTOR for r in rows if r.demoted})
+            by_id = {r.id: r for r in rows}
+            for s in ranked:
+                row = by_id[s.id]
+                hits.append(RecallHit(
+                    id=row.id, type=row.type, content=content_from_storage(row.type, row.stored),
+                    score=s.score, metadata=dict(row.metadata), created_at=row.created_at,
+                    supporting=[], source_store=self._name, user_id=row.user_id,
+                    source=row.source, confidence=row.confidence))
+        return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
+                              latency_ms=int((time.perf_counter() - started) * 1000))
+
+    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
+        return next((r.record() for r in await self._live(agent_id, user_id) if r.id == id), None)
+
+    async def list(self, query: ListQuery) -> list[MemoryRecord]:
+        if query.agent_id is None:
+            raise CapabilityMissing("the Cognee store lists one agent at a time")
+        now = self._clock.now_ms()
+        rows_by_id = await self._scan(query.agent_id)
+        rows = sorted(rows_by_id.values(), key=lambda r: (r.created_at, r.id))
+        after: tuple[int, str] | None = None
+        if query.after_id is not None and query.after_id in rows_by_id:
+            anchor = rows_by_id[query.after_id]
+            after = (anchor.created_at, anchor.id)
+        out: list[MemoryRecord] = []
+        for row in rows:
+            if not row.in_scope(query.user_id) or row.deleted_at is not None:
+                continue
+            if row.expires_at is not None and row.expires_at <= now:
+                continue
+            if row.archived_at is not None and not query.include_archived:
+                continue
+            if query.types is not None and row.type not in query.types:
+                continue
+            if not matches_filter(row.metadata, query.filter):
+                continue
+            if after is not None and (row.created_at, row.id) <= after:
+                continue
+            out.append(row.record())
+            if len(out) >= query.limit:
+                break
+        return out
+
+    async def health(self) -> Health:
+        try:
+            datasets = await self._call(self._cognee.datasets.list_datasets)
+        except MemorywireError as exc:
+            return Health("down", {"error": str(exc)})
+        return Health("ok", {"cognee_root": str(self._engine.root),
+                             "datasets": len(datasets)})
+
+    async def aclose(self) -> None:
+        """Cognee stays up for the process (its databases are process-global)."""

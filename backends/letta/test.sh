@@ -30,6 +30,9 @@ for _ in $(seq 1 600); do
 done
 ready || { echo "the Letta stack did not start in 300s"; tail -n 40 "$work/stack.log"; exit 1; }
 echo "letta stack up in $(( $(date +%s) - start ))s"
+# The conformance outcomes also land in a report that benchmarks/conformance_matrix.py merges.
+MEMORYWIRE_CONFORMANCE_REPORT=benchmarks/results/conformance-letta.json \
+MEMORYWIRE_CONFORMANCE_COMMAND="make test-letta" \
 MEMORYWIRE_LETTA_URL="$(sed -n 1p "$work/ready")" \
 MEMORYWIRE_LETTA_EMBED_URL="$(sed -n 2p "$work/ready")" \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider -c backends_tests/pytest.ini \

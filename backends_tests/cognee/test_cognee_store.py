@@ -123,7 +123,7 @@ async def test_a_crash_between_new_revision_and_old_delete_is_invisible(
     r = await store.remember(_rem("Tea is best at 80C"))
     rows = await store._scan(A)
     # The first half of a rewrite only: the new revision lands, the old data item stays.
-    await store._write(A, [replace(rows[r.id], data_id=uuid.uuid4(), rev=2, confidence=0.3)])
+    await store._write([replace(rows[r.id], data_id=uuid.uuid4(), rev=2, confidence=0.3)])
     assert len(await _items(store, A)) == 2
     fresh = CogneeStore(store._engine.root, embedding_endpoint=store._engine.embed_key[0],
                         dataset_prefix=store._prefix)

@@ -23,6 +23,15 @@ Why the adapter does more than forward calls:
 * Each pipeline run costs about a second, so writes that arrive together for one agent are
   grouped into a single ``add`` + index run (``remember_many`` and concurrent ``remember``).
 
+Known limits of Cognee 1.6.5 that the adapter cannot hide:
+
+* A hard delete (``delete_data``) removes the memory from every Cognee read path (listing,
+  search), but its text stays in bytes on disk: LanceDB keeps old fragments, and the graph
+  and relational files keep copies until they are compacted. So no ``raw_contains`` hook is
+  offered (the conformance scenario that greps storage skips) — do not rely on it for erasure.
+* Cognee gives every dataset (here: every agent) its own vector and graph database, so an
+  agent's first write costs seconds; later writes about one second per grouped run.
+
 Not offered: recall tracking (each recall would rewrite every hit), graph links (Cognee's
 graph needs its LLM extraction), full-text search (no lexical index without ``cognify``),
 and atomicity across several memories in one call (each memory's change is atomic alone).
@@ -41,6 +50,7 @@ import uuid
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -357,20 +367,23 @@ class CogneeStore:
             return found[0]
         return None
 
-    async def _write(self, agent_id: str, rows: Sequence[_Row]) -> None:
-        """One ``add`` of every row, then one index run over what is new in the dataset."""
+    async def _write(self, rows: Sequence[_Row]) -> None:
+        """One ``add`` per agent's dataset, then one index run over what is new in them all."""
         if not rows:
             return
         eng = self._engine
         item = eng.mods["data_item"].DataItem
-        name = self._dataset_name(agent_id)
-        items = [item(data=embed_text(r.type, r.stored) or " ", external_metadata={_KEY: r.doc()},
-                      data_id=r.data_id, literal_text=True) for r in rows]
+        by_dataset: dict[str, list[Any]] = {}
+        for r in rows:
+            by_dataset.setdefault(self._dataset_name(r.agent_id), []).append(item(
+                data=embed_text(r.type, r.stored) or " ", external_metadata={_KEY: r.doc()},
+                data_id=r.data_id, literal_text=True))
 
         async def add_and_index() -> None:
-            await self._cognee.add(items, dataset_name=name)
+            for name, items in by_dataset.items():
+                await self._cognee.add(items, dataset_name=name)
             async for _ in eng.mods["pipelines"].run_pipeline(
-                    tasks=eng.tasks, datasets=[name], pipeline_name="memorywire_index",
+                    tasks=eng.tasks, datasets=list(by_dataset), pipeline_name="memorywire_index",
                     needs_llm=False, incremental_loading=True):
                 pass
 
@@ -381,10 +394,12 @@ class CogneeStore:
         for did in data_ids:
             await self._call(self._cognee.datasets.delete_data, ds, did)
 
-    async def _rewrite(self, agent_id: str, row: _Row, **changes: Any) -> _Row:
-        new = replace(row, data_id=uuid.uuid4(), rev=row.rev + 1, **changes)
-        await self._write(agent_id, [new])
-        await self._drop(agent_id, [row.data_id])
+    async def _rewrite(self, agent_id: str,
+                       changes: Sequence[tuple[_Row, dict[str, Any]]]) -> list[_Row]:
+        """New revisions of every row in one index run, then the old items deleted."""
+        new = [replace(row, data_id=uuid.uuid4(), rev=row.rev + 1, **ch) for row, ch in changes]
+        await self._write(new)
+        await self._drop(agent_id, [row.data_id for row, _ in changes])
         return new
 
     async def _scan(self, agent_id: str) -> dict[str, _Row]:
@@ -422,7 +437,7 @@ class CogneeStore:
         return (await self.remember_many([req]))[0]
 
     async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
-        """Every request waiting for an agent when its lock frees is written in one run."""
+        """Every request waiting for these agents when their locks free is written in one run."""
         pending = []
         for req in reqs:
             stored = content_to_storage(req.type, req.content)
@@ -430,53 +445,61 @@ class CogneeStore:
             pending.append(_Pending(req, stored))
         for p in pending:
             self._queues.setdefault(p.req.agent_id, []).append(p)
-        for agent_id in dict.fromkeys(p.req.agent_id for p in pending):
-            async with self._lock(agent_id):
-                batch = self._queues.pop(agent_id, [])
-                if batch:
-                    await self._flush(agent_id, batch)
+        agents = sorted({p.req.agent_id for p in pending})
+        async with AsyncExitStack() as stack:
+            for agent_id in agents:  # one global order, so two callers never deadlock
+                await stack.enter_async_context(self._lock(agent_id))
+            batches = {a: b for a in agents if (b := self._queues.pop(a, []))}
+            if batches:
+                await self._flush(batches)
         for p in pending:
             await p.done.wait()
             if p.error is not None:
                 raise p.error
         return [p.result for p in pending if p.result is not None]
 
-    async def _flush(self, agent_id: str, batch: list[_Pending]) -> None:
+    async def _flush(self, batches: dict[str, list[_Pending]]) -> None:
+        everyone = [p for batch in batches.values() for p in batch]
         try:
-            existing = await self._scan(agent_id) if any(p.req.id for p in batch) else {}
             rows: list[_Row] = []
-            taken: dict[str, _Row] = {}
-            for p in batch:
-                req = p.req
-                old = existing.get(req.id) if req.id else None
-                old = old or (taken.get(req.id) if req.id else None)
-                if old is not None:
-                    if old.stored != p.stored or old.type is not req.type:
-                        p.error = Conflict(f"id {req.id!r} already holds a different memory")
-                    else:
-                        p.result = RememberResponse(id=old.id, stored_at=old.created_at,
-                                                    stores=[self._name], pending_approval=False)
-                    continue
-                now = self._clock.now_ms()
-                row = _Row(
-                    data_id=uuid.uuid4(), id=req.id or new_id(now), rev=1, agent_id=agent_id,
-                    user_id=req.user_id, type=req.type, stored=p.stored,
-                    metadata=dict(req.metadata or {}), confidence=req.confidence,
-                    source=req.source, created_at=now, updated_at=None,
-                    expires_at=req.expires_at, deleted_at=None, archived_at=None, demoted=False)
-                rows.append(row)
-                taken[row.id] = row
-                p.result = RememberResponse(id=row.id, stored_at=now, stores=[self._name],
-                                            pending_approval=False)
-            await self._write(agent_id, rows)
+            for agent_id, batch in batches.items():
+                rows += await self._plan(agent_id, batch)
+            await self._write(rows)
         except BaseException as exc:
-            for p in batch:
+            for p in everyone:
                 if p.error is None:
                     p.error, p.result = exc, None
             raise
         finally:
-            for p in batch:
+            for p in everyone:
                 p.done.set()
+
+    async def _plan(self, agent_id: str, batch: list[_Pending]) -> list[_Row]:
+        """New rows for one agent's waiting writes; retries of a stored id answer from it."""
+        existing = await self._scan(agent_id) if any(p.req.id for p in batch) else {}
+        rows: list[_Row] = []
+        for p in batch:
+            req = p.req
+            old = (existing.get(req.id) or next((r for r in rows if r.id == req.id), None)
+                   if req.id else None)
+            if old is not None:
+                if old.stored != p.stored or old.type is not req.type:
+                    p.error = Conflict(f"id {req.id!r} already holds a different memory")
+                else:
+                    p.result = RememberResponse(id=old.id, stored_at=old.created_at,
+                                                stores=[self._name], pending_approval=False)
+                continue
+            now = self._clock.now_ms()
+            row = _Row(
+                data_id=uuid.uuid4(), id=req.id or new_id(now), rev=1, agent_id=agent_id,
+                user_id=req.user_id, type=req.type, stored=p.stored,
+                metadata=dict(req.metadata or {}), confidence=req.confidence,
+                source=req.source, created_at=now, updated_at=None,
+                expires_at=req.expires_at, deleted_at=None, archived_at=None, demoted=False)
+            rows.append(row)
+            p.result = RememberResponse(id=row.id, stored_at=now, stores=[self._name],
+                                        pending_approval=False)
+        return rows
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         now = self._clock.now_ms()
@@ -490,11 +513,10 @@ class CogneeStore:
                  and (wanted is None or r.id in wanted)
                  and (req.filter is None or matches_filter(r.metadata, req.filter))),
                 key=lambda r: (r.created_at, r.id))
-            for row in hits:
-                if req.hard_delete:
-                    await self._drop(req.agent_id, [row.data_id])
-                else:
-                    await self._rewrite(req.agent_id, row, deleted_at=now)
+            if req.hard_delete:
+                await self._drop(req.agent_id, [row.data_id for row in hits])
+            else:
+                await self._rewrite(req.agent_id, [(row, {"deleted_at": now}) for row in hits])
         ids = [r.id for r in hits]
         return ForgetResponse(forgotten_ids=ids, hard_delete=req.hard_delete,
                               stores=[StoreCount(store=self._name, count=len(ids))])
@@ -515,11 +537,11 @@ class CogneeStore:
                                      strategy_used=req.strategy, stores=[self._name])
             plan = plan_merge(canonical, dups, req.strategy)
             survivor = by_id[plan.canonical_id]
-            await self._rewrite(
-                req.agent_id, survivor, stored=content_to_storage(survivor.type, plan.content),
-                metadata=dict(plan.metadata), confidence=plan.confidence, updated_at=now)
-            for mid in plan.absorbed_ids:
-                await self._rewrite(req.agent_id, by_id[mid], deleted_at=now)
+            await self._rewrite(req.agent_id, [
+                (survivor, {"stored": content_to_storage(survivor.type, plan.content),
+                            "metadata": dict(plan.metadata), "confidence": plan.confidence,
+                            "updated_at": now}),
+                *((by_id[mid], {"deleted_at": now}) for mid in plan.absorbed_ids)])
         return MergeResponse(canonical=survivor.id, merged_count=len(plan.absorbed_ids),
                              strategy_used=req.strategy, stores=[self._name])
 
@@ -532,13 +554,12 @@ class CogneeStore:
             rows = await self._live(req.agent_id, req.user_id)
             matched = [r for r in rows if policy_matches(
                 req.policy, ExpiryFacts(r.type, r.created_at, r.confidence, None), now)]
-            for row in matched:
-                if req.action is ExpireAction.FORGET:
-                    await self._rewrite(req.agent_id, row, deleted_at=now)
-                elif req.action is ExpireAction.ARCHIVE:
-                    await self._rewrite(req.agent_id, row, archived_at=now)
-                elif not row.demoted:
-                    await self._rewrite(req.agent_id, row, demoted=True)
+            mark: dict[str, Any] = (
+                {"deleted_at": now} if req.action is ExpireAction.FORGET
+                else {"archived_at": now} if req.action is ExpireAction.ARCHIVE
+                else {"demoted": True})
+            await self._rewrite(req.agent_id, [(row, mark) for row in matched
+                                               if not (row.demoted and mark.get("demoted"))])
         return ExpireResponse(matched_count=len(matched), action_taken=req.action,
                               stores=[self._name], matched_ids=[r.id for r in matched])
 
@@ -563,7 +584,7 @@ class CogneeStore:
                 changes["stored"] = content_to_storage(row.type, req.content)
             if req.confidence is not None:
                 changes["confidence"] = req.confidence
-            return (await self._rewrite(req.agent_id, row, **changes)).record()
+            return (await self._rewrite(req.agent_id, [(row, changes)]))[0].record()
 
     # --- reads ---------------------------------------------------------------------------------
 

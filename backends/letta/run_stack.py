@@ -101,8 +101,11 @@ def main() -> int:
             stdout=log, stderr=subprocess.STDOUT, env=env, cwd=workdir))
         _wait_http(f"http://127.0.0.1:{letta_port}/v1/health/", 240, children[-1])
         partial = ready.with_suffix(".partial")
-        partial.write_text(f"http://127.0.0.1:{letta_port}\nhttp://127.0.0.1:{embed_port}/v1\n",
-                           encoding="utf-8")
+        # Third line: Letta's own database, so tests can prove a hard delete left no bytes.
+        partial.write_text(
+            f"http://127.0.0.1:{letta_port}\nhttp://127.0.0.1:{embed_port}/v1\n{uri}\n",
+            encoding="utf-8",
+        )
         partial.replace(ready)
         while not stop["now"]:
             for child in children:

@@ -18,7 +18,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-ready() { [ -f "$work/ready" ] && [ "$(wc -l < "$work/ready")" -ge 2 ]; }
+ready() { [ -f "$work/ready" ] && [ "$(wc -l < "$work/ready")" -ge 3 ]; }
 for _ in $(seq 1 600); do
     ready && break
     if ! kill -0 "$stack" 2>/dev/null; then
@@ -35,5 +35,6 @@ MEMORYWIRE_CONFORMANCE_REPORT=benchmarks/results/conformance-letta.json \
 MEMORYWIRE_CONFORMANCE_COMMAND="make test-letta" \
 MEMORYWIRE_LETTA_URL="$(sed -n 1p "$work/ready")" \
 MEMORYWIRE_LETTA_EMBED_URL="$(sed -n 2p "$work/ready")" \
+MEMORYWIRE_LETTA_PG_URI="$(sed -n 3p "$work/ready")" \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider -c backends_tests/pytest.ini \
     backends_tests/letta "$@"

@@ -58,6 +58,8 @@ async def hard_delete_leaves_no_content(h: Harness, store: MemoryStore) -> None:
     secret = "zebra-quartz-secret-7731"
     r = await store.remember(rem("a", f"The backup passphrase is {secret}",
                                  metadata={"note": secret}))
+    # the hook must see live content, or its "absent" below would prove nothing
+    assert await raw(secret), "raw_contains() does not see content the store holds"
     await store.forget(ForgetRequest(agent_id="a", ids=[r.id], hard_delete=True))
     assert not await raw(secret), "hard delete left the content somewhere in the store"
 

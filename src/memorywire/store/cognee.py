@@ -29,8 +29,8 @@ Known limits of Cognee 1.6.5 that the adapter cannot hide:
   search), but its text stays in bytes on disk: LanceDB keeps old fragments, and the graph
   and relational files keep copies until they are compacted. So no ``raw_contains`` hook is
   offered (the conformance scenario that greps storage skips) — do not rely on it for erasure.
-* Cognee gives every dataset (here: every agent) its own vector and graph database, so an
-  agent's first write costs seconds; later writes about one second per grouped run.
+* Cognee gives every dataset (here: every agent) its own vector and graph database; with
+  them in this process (the default here) a write costs about 0.4 s per grouped run.
 
 Not offered: recall tracking (each recall would rewrite every hit), graph links (Cognee's
 graph needs its LLM extraction), full-text search (no lexical index without ``cognify``),
@@ -123,7 +123,7 @@ class _Engine:
     """Cognee, imported and configured once, driven from its own event-loop thread."""
 
     root: Path
-    embed_key: tuple[str, str, int]
+    embed_key: tuple[str, str, int, bool]
     mods: dict[str, Any]
     loop: asyncio.AbstractEventLoop
     tasks: list[Any] = field(default_factory=list)
@@ -158,8 +158,8 @@ def _import_cognee() -> dict[str, Any]:
         ) from exc
 
 
-def _engine(root: Path, endpoint: str, model: str, dim: int) -> _Engine:
-    key = (endpoint, model, dim)
+def _engine(root: Path, endpoint: str, model: str, dim: int, workers: bool) -> _Engine:
+    key = (endpoint, model, dim, workers)
     with _ENGINE_LOCK:
         if _ENGINE:
             eng = _ENGINE[0]
@@ -186,6 +186,10 @@ def _engine(root: Path, endpoint: str, model: str, dim: int) -> _Engine:
                 "embedding_provider": "openai_compatible", "embedding_model": model,
                 "embedding_endpoint": endpoint, "embedding_api_key": "offline-not-used",
                 "embedding_dimensions": dim})
+            # By default Cognee runs each dataset's graph and vector database in worker
+            # processes of their own: two processes and ~2 s per new agent here.
+            cognee.config.set_graph_database_subprocess_enabled(workers)
+            cognee.config.set_vector_db_subprocess_enabled(workers)
         except Exception as exc:
             raise BackendUnavailable(f"Cognee refused its configuration: {exc}") from exc
         loop = asyncio.new_event_loop()
@@ -292,14 +296,17 @@ class CogneeStore:
         clock: Clock | None = None,
         name: str = "cognee",
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
+        database_workers: bool = False,
     ) -> None:
         """``path`` is Cognee's data directory for this process; ``embedding_endpoint`` an
         OpenAI-compatible ``/v1`` serving ``embedding_model`` (Cognee embeds both memories
-        and queries through it). ``embedder`` is accepted for factory symmetry and unused."""
+        and queries through it). ``embedder`` is accepted for factory symmetry and unused.
+        ``database_workers`` keeps Cognee's default of per-dataset database processes (which
+        isolates native memory in long-running services); off, they run in this process."""
         if not dataset_prefix.replace("_", "").isalnum():
             raise InvalidRequest("dataset_prefix must be letters, digits and underscores")
         self._engine = _engine(Path(path).resolve(), embedding_endpoint, embedding_model,
-                               embedding_dim)
+                               embedding_dim, database_workers)
         self._prefix = dataset_prefix
         self._clock: Clock = clock or SystemClock()
         self._name = name

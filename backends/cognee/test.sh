@@ -38,5 +38,7 @@ env HF_HOME="$work/hf" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 GLINER_AUTO_INSTA
     COGNEE_LOGS_DIR="$work/cognee/logs" \
     MEMORYWIRE_COGNEE_ROOT="$work/cognee" \
     MEMORYWIRE_COGNEE_EMBED_URL="http://127.0.0.1:$port/v1" \
+    MEMORYWIRE_CONFORMANCE_REPORT=benchmarks/results/conformance-cognee.json \
+    MEMORYWIRE_CONFORMANCE_COMMAND="make test-cognee" \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider -c backends_tests/pytest.ini \
     backends_tests/cognee "$@"

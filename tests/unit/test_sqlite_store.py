@@ -371,3 +371,76 @@ def test_newer_schema_is_refused_and_left_untouched(tmp_path: Path) -> None:
     with pytest.raises(StoreCorrupt):
         SqliteStore(path, embedder=TableEmbedder(8))
     assert path.read_bytes() == before
+
+
+def _fts_db() -> apsw.Connection:
+    from memorywire.store.sqlite_schema import DDL, scope_token
+
+    conn = apsw.Connection(":memory:")
+    conn.execute(DDL)
+    rows = [("agent-a", f"coffee note {i}") for i in range(30)]
+    rows += [("agent-b", f"coffee note {i}") for i in range(30)]
+    rows += [("agent-a", "coffee with quokka spice"), ("agent-b", "quokka trip")]
+    for rid, (agent, body) in enumerate(rows, start=1):
+        conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
+                     (rid, body, scope_token(agent)))
+    return conn
+
+
+def test_lexical_units_keep_rarest_words_within_the_row_budget() -> None:
+    from memorywire.store.sqlite_search import lexical_units
+
+    conn = _fts_db()
+    try:
+        # coffee: 61 rows, note: 60, quokka: 2, unknownword: 0 (dropped: it ranks nothing).
+        assert lexical_units(conn, "coffee quokka unknownword", budget=10) == (
+            ['"quokka"'], 2)
+        assert lexical_units(conn, "note quokka coffee", budget=62) == (
+            ['"quokka"', '"note"'], 62)
+        assert lexical_units(conn, "coffee note", budget=1000) == (['"note"', '"coffee"'], 121)
+        assert lexical_units(conn, "coffee note", budget=59) == ([], 0)
+    finally:
+        conn.close()
+
+
+def test_unscoped_lexical_match_ranks_like_the_scoped_one() -> None:
+    from memorywire.store import sqlite_search
+
+    conn = _fts_db()
+    try:
+        scoped = sqlite_search.lexical_rids(conn, "agent-a", "quokka coffee", 1000)
+        everyone = sqlite_search.lexical_rids(conn, "agent-a", "quokka coffee", 1000,
+                                              scope_rows=10_000)
+        assert everyone == sqlite_search.lexical_rids(conn, "agent-a", "quokka coffee", 5,
+                                                      scope_rows=10_000)
+        a_rows = set(range(1, 31)) | {61}
+        assert scoped[0] == 61 and len(scoped) == 31 and set(scoped) == a_rows
+        assert len(everyone) == 62 and [r for r in everyone if r in a_rows] == scoped
+    finally:
+        conn.close()
+
+
+async def test_a_word_too_common_to_rank_is_skipped_but_rare_ones_still_count(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memorywire.store import sqlite_search
+
+    monkeypatch.setattr(sqlite_search, "LEXICAL_BUDGET", 5)
+    emb = HashingEmbedder(64)
+    store = SqliteStore(tmp_path / "b.db", embedder=emb, relevance_floor=0.99,
+                        lexical_floor=-1.0)
+    try:
+        await store.remember_many([req("a", f"weather report {i}", id=f"w{i}")
+                                   for i in range(20)])
+        await store.remember(req("a", "the quokka weather", id="q"))
+        await store.remember(req("b", "quokka", id="bq"))
+        # "weather" (21 rows) is over budget, so only "quokka" ranks: with the cosine floor
+        # out of reach, full-text evidence alone admits rows, and only agent a's.
+        resp = await store.recall(RecallRequest(agent_id="a", query="quokka weather", k=5))
+        assert [h.id for h in resp.results] == ["q"]
+        resp = await store.recall(RecallRequest(agent_id="a", query="weather", k=5))
+        assert resp.results == []
+        monkeypatch.setattr(sqlite_search, "LEXICAL_BUDGET", 100)
+        resp = await store.recall(RecallRequest(agent_id="a", query="weather", k=5))
+        assert len(resp.results) == 5
+    finally:
+        await store.aclose()

@@ -6,6 +6,18 @@ stemming). Porter stemming alone keeps "allergic" (stem ``allerg``) apart from "
 (``allergi``) and "intolerant" from "intolerance" only by luck; a six-letter prefix joins
 such families. The relevance floor still applies to lexical hits (see ``lexical_floor``).
 
+Cost. FTS5 cannot stop a BM25 ranking early: ``bm25()`` first counts every row of every
+phrase (its idf) and then scores every matching row, so one common word ("since", "march")
+makes a recall pay for tens of thousands of rows at 100k memories, and the scope token costs
+one pass over all of the agent's rows. Such a word carries almost no BM25 signal anyway. So
+each query unit (a quoted word or a prefix) is first counted, capped at ``LEXICAL_BUDGET``
+rows (a count is ~15x cheaper per row than a ranking), and units are kept rarest first while
+their rows add up to at most ``LEXICAL_BUDGET``; the rest are dropped, and when none is left
+the lexical leg is skipped. A store with at most ``LEXICAL_BUDGET`` rows never drops a word.
+When the kept units match fewer rows than the agent holds, the scope token is left out of the
+MATCH and every match is fetched (at most the budget), then filtered to the scope by the
+caller: the ranking is the same (the scope column has weight 0 and idf is table-wide).
+
 Rows outside the user/type/filter/freshness scope are masked out *before* the top-k, so
 another user's or agent's closer vectors can never crowd a result out. Only the cosines of
 the candidates are materialised as Python objects, so a 100k-row scope costs one matrix
@@ -15,6 +27,8 @@ product and a partial sort, not 100k dictionary entries.
 from __future__ import annotations
 
 import json
+import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -29,11 +43,14 @@ from memorywire.store.sqlite_schema import scope_token
 from memorywire.wire.models import RecallRequest
 
 __all__ = [
+    "COMMON_TTL_S",
+    "LEXICAL_BUDGET",
     "PREFIX_LEN",
     "PREFIX_MIN_WORD",
     "SQLITE_LEXICAL_FLOOR",
     "lexical_query",
     "lexical_rids",
+    "lexical_units",
     "rank_scope",
 ]
 
@@ -44,29 +61,95 @@ PREFIX_MIN_WORD = 7
 #: the lowest value that lets through no question the plain floor (0.36) rejects, i.e. the
 #: best cosine such a question reaches on a row it matches here (0.298) + 0.02.
 SQLITE_LEXICAL_FLOOR = 0.32
+#: Most full-text rows one recall may rank (summed over its kept words and prefixes).
+LEXICAL_BUDGET = 4000
+#: How long a connection remembers that a unit matched more rows than a recall may rank.
+COMMON_TTL_S = 60.0
+_COMMON_MAX = 4096
+
+#: Per connection: unit -> (capped row count, monotonic time counted), only for units found
+#: over budget. Counting those is the costly part (a full ``budget`` rows each), and a common
+#: word stays common: a stale verdict only keeps a word out of ranking a little longer.
+_common: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, float]]] = (
+    weakref.WeakKeyDictionary())
 
 
 def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+def _units(text: str) -> list[str]:
+    units = []
+    for term in query_terms(text):
+        units.append(_quote(term))
+        if len(term) >= PREFIX_MIN_WORD:
+            units.append(f"{_quote(term[:PREFIX_LEN])}*")
+    return units
+
+
 def lexical_query(text: str) -> str | None:
     """A safe FTS5 expression: every content word quoted (never an operator), ORed."""
-    parts = []
-    for term in query_terms(text):
-        if len(term) >= PREFIX_MIN_WORD:
-            parts.append(f"{_quote(term)} OR {_quote(term[:PREFIX_LEN])}*")
-        else:
-            parts.append(_quote(term))
-    return " OR ".join(parts) if parts else None
+    units = _units(text)
+    return " OR ".join(units) if units else None
 
 
-def lexical_rids(conn: Any, agent_id: str, text: str, limit: int) -> list[int]:
-    """The agent's rows matching ``text`` in full text, best BM25 first."""
-    match = lexical_query(text)
-    if match is None:
+def _rows(conn: Any, unit: str, cap: int) -> int:
+    """How many rows ``unit`` matches in the body column, counting at most ``cap``."""
+    known = _common.setdefault(conn, {})
+    now = time.monotonic()
+    hit = known.get(unit)
+    if hit is not None and hit[0] >= cap and now - hit[1] < COMMON_TTL_S:
+        return cap
+    row = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
+        (f"body : {unit}", cap)).fetchone()
+    n = int(row[0])
+    if n >= cap:
+        if len(known) >= _COMMON_MAX:
+            known.clear()
+        known[unit] = (n, now)
+    return n
+
+
+def lexical_units(conn: Any, text: str, budget: int | None = None) -> tuple[list[str], int]:
+    """The query units worth ranking, rarest first, and the rows they match at most.
+
+    A unit matching no row is dropped (it cannot rank anything); the others are kept in
+    ascending row count while the running total stays within ``budget`` (default
+    ``LEXICAL_BUDGET``, read at call time).
+    """
+    budget = LEXICAL_BUDGET if budget is None else budget
+    counted = [(_rows(conn, u, budget + 1), i, u) for i, u in enumerate(_units(text))]
+    kept: list[str] = []
+    total = 0
+    for n, _, unit in sorted(counted):
+        if n == 0:
+            continue
+        if total + n > budget:
+            break
+        kept.append(unit)
+        total += n
+    return kept, total
+
+
+def lexical_rids(
+    conn: Any, agent_id: str, text: str, limit: int, *, scope_rows: int | None = None,
+) -> list[int]:
+    """Rows matching ``text`` in full text, best BM25 first.
+
+    With ``scope_rows`` (how many rows the agent holds) unknown, or at least the rows the
+    kept units match, the MATCH carries the agent's scope token and only the agent's rows
+    come back. Otherwise the scope token would cost more than it saves: every match of any
+    agent comes back (at most ``LEXICAL_BUDGET``) and the caller must filter to its scope.
+    """
+    units, matched = lexical_units(conn, text)
+    if not units:
         return []
-    expr = f'scope : "{scope_token(agent_id)}" AND body : ({match})'
+    match = " OR ".join(units)
+    if scope_rows is not None and scope_rows > matched:
+        expr, limit = f"body : ({match})", matched
+    else:
+        expr = f'scope : "{scope_token(agent_id)}" AND body : ({match})'
     return [r[0] for r in conn.execute(
         "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
         "ORDER BY bm25(memories_fts, 1.0, 0.0) LIMIT ?", (expr, limit))]
@@ -109,7 +192,8 @@ def rank_scope(
     sims = index.matrix @ qvec if full else index.matrix[positions] @ qvec
     top = positions[exact_top(sims.astype(np.float32, copy=False), pool)].tolist()
     lexical: list[int] = []
-    for rid in lexical_rids(conn, req.agent_id, req.query, max(20 * pool, 1000)):
+    for rid in lexical_rids(conn, req.agent_id, req.query, max(20 * pool, 1000),
+                            scope_rows=index.n):
         p = index.pos.get(rid)
         if p is not None and mask[p]:
             lexical.append(p)

@@ -99,22 +99,28 @@ async def test_scores_come_from_cognee_vectors_as_cosines(store: CogneeStore) ->
 
 
 @pytest.mark.anyio
-async def test_soft_delete_keeps_a_marked_item_and_hard_delete_removes_its_chunks(
+async def test_soft_delete_keeps_a_marked_item_and_hard_delete_is_refused_untouched(
     store: CogneeStore,
 ) -> None:
     soft = await store.remember(_rem("soft one about zebras"))
-    hard = await store.remember(_rem("hard one about zebras"))
+    kept = await store.remember(_rem("kept one about zebras"))
     await store.forget(ForgetRequest(agent_id=A, ids=[soft.id]))
-    await store.forget(ForgetRequest(agent_id=A, ids=[hard.id], hard_delete=True))
-    items = await _items(store, A)
-    docs = [d.external_metadata["memorywire"] for d in items]
-    assert [(d["id"], d["rev"], d["deleted_at"] is not None) for d in docs] == [
-        (soft.id, 2, True)]
-    assert await store.get(A, soft.id) is None
-    # Cognee's own search finds only the soft-deleted revision's chunks: the hard-deleted
-    # item and the replaced revision left nothing behind in its vector store.
-    sims = await store._similarities(A, "hard one about zebras", 10)
-    assert list(sims) == [str(items[0].id)]
+    before = sorted((str(d.id), json.dumps(d.external_metadata, sort_keys=True))
+                    for d in await _items(store, A))
+    sims_before = await store._similarities(A, "one about zebras", 10)
+    # Cognee keeps deleted text on disk, so a hard delete is an error, never a silent half-erase.
+    with pytest.raises(CapabilityMissing, match=r"erase.*soft delete"):
+        await store.forget(ForgetRequest(agent_id=A, ids=[kept.id], hard_delete=True))
+    with pytest.raises(CapabilityMissing):  # also for an id that is already soft-deleted
+        await store.forget(ForgetRequest(agent_id=A, ids=[soft.id], hard_delete=True))
+    after = sorted((str(d.id), json.dumps(d.external_metadata, sort_keys=True))
+                   for d in await _items(store, A))
+    assert after == before, "a refused hard delete changed Cognee's data items"
+    assert await store._similarities(A, "one about zebras", 10) == sims_before
+    assert (await store.get(A, kept.id)) is not None and await store.get(A, soft.id) is None
+    docs = {d["id"]: d for d in (i.external_metadata["memorywire"] for i in await _items(store, A))}
+    assert docs[soft.id]["rev"] == 2 and docs[soft.id]["deleted_at"] is not None
+    assert docs[kept.id]["rev"] == 1 and docs[kept.id]["deleted_at"] is None
 
 
 @pytest.mark.anyio
@@ -171,7 +177,7 @@ async def test_chunks_are_counted_with_the_minilm_tokenizer_offline(store: Cogne
 
 @pytest.mark.anyio
 async def test_declared_capabilities_are_honest(store: CogneeStore) -> None:
-    for cap in (Capability.RECALL_TRACKING, Capability.GRAPH, Capability.FTS):
+    for cap in (Capability.RECALL_TRACKING, Capability.GRAPH, Capability.FTS, Capability.ERASE):
         assert cap not in store.capabilities
     with pytest.raises(CapabilityMissing):
         await store.expire(ExpireRequest(agent_id=A, policy=ExpirePolicy(no_recall_in_days=3)))

@@ -77,7 +77,7 @@ T = TypeVar("T")
 
 MAX_FETCH = 1000
 #: Capabilities the router claims only when every child claims them.
-_NEEDS_ALL = frozenset({Capability.RECALL_TRACKING, Capability.GOVERNANCE})
+_NEEDS_ALL = frozenset({Capability.RECALL_TRACKING, Capability.GOVERNANCE, Capability.ERASE})
 #: Follow-up calls (verification, graph edges) get at least this long even when a slow child
 #: used up the deadline, so one sleeper cannot make every survivor's answer unverifiable.
 _FOLLOW_UP_FLOOR_S = 0.05
@@ -283,6 +283,13 @@ class MemoryRouter:
         )
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
+        if req.hard_delete and Capability.ERASE not in self.capabilities:
+            # refused before any child acts: a half-erased memory is worse than none erased
+            lacking = [s.name for s in self._stores if Capability.ERASE not in s.capabilities]
+            raise CapabilityMissing(
+                f"hard_delete needs the erase capability, which {lacking} do not declare; "
+                "use a soft delete"
+            )
         outcomes = await self._gather(self._stores, lambda s: s.forget(req), "forget")
         if not any(o.ok for o in outcomes):
             raise self._all_failed(outcomes, "forget")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memorywire.errors import ERROR_CODES
+from memorywire.store.base import Capability
 from memorywire.wire import OPERATIONS, schema, schema_names
 
 SPEC = Path(__file__).resolve().parents[2] / "docs" / "spec" / "v0.md"
@@ -29,6 +30,11 @@ def test_every_error_code_has_its_http_status(code: str) -> None:
     row = re.search(rf"^\| `{code}` \| (\d{{3}}) \|", TEXT, re.MULTILINE)
     assert row is not None, f"no table row for {code}"
     assert int(row.group(1)) == ERROR_CODES[code].http_status
+
+
+@pytest.mark.parametrize("cap", [c.value for c in Capability])
+def test_every_capability_is_named(cap: str) -> None:
+    assert f"`{cap}`" in TEXT
 
 
 @pytest.mark.parametrize("op", OPERATIONS)

@@ -35,7 +35,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.ids import new_id
-from memorywire.errors import Forbidden, MemorywireError, NotFound, PendingApproval
+from memorywire.errors import (
+    CapabilityMissing,
+    Forbidden,
+    MemorywireError,
+    NotFound,
+    PendingApproval,
+)
 from memorywire.governance.actor import current_actor
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.chain import canonical_json, sha256_hex
@@ -303,6 +309,10 @@ class GovernedStore:
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         await self._ensure_recovered()
+        if req.hard_delete and Capability.ERASE not in self._inner.capabilities:
+            # refuse up front: staging a hard delete the store can never honour helps no one
+            raise CapabilityMissing(f"store {self._inner.name!r} does not declare erase: "
+                                    "hard_delete is unsupported, use a soft delete")
         if self._decide("forget", req.agent_id, req.user_id, req) == "review":
             item = self._stage(
                 "forget",

@@ -57,6 +57,9 @@ class Capability(StrEnum):
     GRAPH = "graph"
     GOVERNANCE = "governance"
     RECALL_TRACKING = "recall_tracking"
+    #: Hard delete removes the content from the backend's storage, not only from read paths.
+    #: A store that cannot promise this raises ``CapabilityMissing`` on ``hard_delete=True``.
+    ERASE = "erase"
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,11 @@ Why the adapter does more than forward calls:
 
 Known limits of Cognee 1.6.5 that the adapter cannot hide:
 
-* A hard delete (``delete_data``) removes the memory from every Cognee read path (listing,
+* No erasure: Cognee's ``delete_data`` removes a document from every read path (listing,
   search), but its text stays in bytes on disk: LanceDB keeps old fragments, and the graph
-  and relational files keep copies until they are compacted. So no ``raw_contains`` hook is
-  offered (the conformance scenario that greps storage skips) — do not rely on it for erasure.
+  and relational files keep copies until they are compacted. So the ``erase`` capability is
+  not declared and ``forget(hard_delete=True)`` raises ``CapabilityMissing`` before touching
+  anything, rather than claim a deletion it cannot make; soft delete works.
 * Cognee gives every dataset (here: every agent) its own vector and graph database; with
   them in this process (the default here) a write costs about 0.4 s per grouped run.
 
@@ -346,6 +347,10 @@ class CogneeStore:
         return rows
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
+        if req.hard_delete:  # checked before anything is read or written
+            raise CapabilityMissing("the Cognee store cannot hard delete (no erase capability): "
+                                    "Cognee keeps the text in its vector, graph and relational "
+                                    "storage after delete_data; use a soft delete instead")
         now = self._clock.now_ms()
         wanted = set(req.ids) if req.ids is not None else None
         async with self._lock(req.agent_id):
@@ -353,16 +358,13 @@ class CogneeStore:
             hits = sorted(
                 (r for r in rows.values()
                  if r.in_scope(req.user_id)
-                 and (req.hard_delete or r.deleted_at is None)
+                 and r.deleted_at is None
                  and (wanted is None or r.id in wanted)
                  and (req.filter is None or matches_filter(r.metadata, req.filter))),
                 key=lambda r: (r.created_at, r.id))
-            if req.hard_delete:
-                await self._drop(req.agent_id, [row.data_id for row in hits])
-            else:
-                await self._rewrite(req.agent_id, [(row, {"deleted_at": now}) for row in hits])
+            await self._rewrite(req.agent_id, [(row, {"deleted_at": now}) for row in hits])
         ids = [r.id for r in hits]
-        return ForgetResponse(forgotten_ids=ids, hard_delete=req.hard_delete,
+        return ForgetResponse(forgotten_ids=ids, hard_delete=False,
                               stores=[StoreCount(store=self._name, count=len(ids))])
 
     async def merge(self, req: MergeRequest) -> MergeResponse:

@@ -90,7 +90,7 @@ _KEY = "memorywire"
 _PAGE = 100  # Letta's hard cap on one search
 _CAPABILITIES = frozenset({
     Capability.SEMANTIC, Capability.EPISODIC, Capability.PROCEDURAL, Capability.EMOTIONAL,
-    Capability.VECTOR, Capability.FTS,
+    Capability.VECTOR, Capability.FTS, Capability.ERASE,
 })
 
 

@@ -107,6 +107,7 @@ _CAPABILITIES = frozenset(
         Capability.PROCEDURAL,
         Capability.EMOTIONAL,
         Capability.VECTOR,
+        Capability.ERASE,
     }
 )
 

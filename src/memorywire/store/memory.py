@@ -65,6 +65,7 @@ _ALL_CAPABILITIES = frozenset(
         Capability.VECTOR,
         Capability.GRAPH,
         Capability.RECALL_TRACKING,
+        Capability.ERASE,
     }
 )
 

@@ -99,6 +99,7 @@ _CAPABILITIES = frozenset(
         Capability.VECTOR,
         Capability.GRAPH,
         Capability.RECALL_TRACKING,
+        Capability.ERASE,
     }
 )
 

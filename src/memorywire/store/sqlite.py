@@ -86,6 +86,7 @@ _CAPABILITIES = frozenset(
         Capability.VECTOR,
         Capability.GRAPH,
         Capability.RECALL_TRACKING,
+        Capability.ERASE,
     }
 )
 

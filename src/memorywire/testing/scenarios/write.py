@@ -44,17 +44,28 @@ async def forget_by_ids(h: Harness, store: MemoryStore) -> None:
 
 
 async def recall_after_forget(h: Harness, store: MemoryStore) -> None:
+    """Forgotten memories stay gone; without `erase`, hard delete raises and changes nothing."""
+    erase = C.ERASE in store.capabilities
     for hard in (False, True):
         r = await store.remember(rem("a", f"The vault combination is 31-7-{int(hard)}"))
-        await store.forget(ForgetRequest(agent_id="a", ids=[r.id], hard_delete=hard))
+        forget = ForgetRequest(agent_id="a", ids=[r.id], hard_delete=hard)
+        if hard and not erase:
+            try:
+                await store.forget(forget)
+            except CapabilityMissing:
+                assert [m.id for m in await store.list(ListQuery(agent_id="a"))] == [r.id], \
+                    "a refused hard delete changed the store"
+                return
+            raise AssertionError("hard_delete without the erase capability did not raise")
+        await store.forget(forget)
         assert await _ids(store, "vault combination") == [], f"hard_delete={hard}: still recalled"
         assert await store.list(ListQuery(agent_id="a")) == []
 
 
 async def hard_delete_leaves_no_content(h: Harness, store: MemoryStore) -> None:
+    """`erase` means no byte of hard-deleted content remains, checked via `raw_contains()`."""
     raw = getattr(store, "raw_contains", None)
-    if raw is None:
-        raise ScenarioSkip("store offers no raw_contains() inspection hook")
+    assert raw is not None, "store declares erase but offers no raw_contains() hook to check it"
     secret = "zebra-quartz-secret-7731"
     r = await store.remember(rem("a", f"The backup passphrase is {secret}",
                                  metadata={"note": secret}))
@@ -250,7 +261,7 @@ _s = scenario
 SCENARIOS: list[Scenario] = [
     _s(forget_by_ids, C.SEMANTIC),
     _s(recall_after_forget, C.SEMANTIC),
-    _s(hard_delete_leaves_no_content, C.SEMANTIC),
+    _s(hard_delete_leaves_no_content, C.SEMANTIC, C.ERASE),
     _s(expire_by_age, C.SEMANTIC),
     _s(expire_actions, C.SEMANTIC),
     _s(no_recall_requires_tracking, C.SEMANTIC),

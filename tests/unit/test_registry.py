@@ -57,6 +57,7 @@ def test_known_scheme_without_any_plugin_names_the_extra(monkeypatch: pytest.Mon
 def test_sqlite_urls(tmp_path: Path) -> None:
     pytest.importorskip("memorywire.store.sqlite")
     import anyio
+
     from memorywire.store.sqlite import SqliteStore
 
     path = tmp_path / "x.db"

@@ -64,6 +64,7 @@ from memorywire.store._common import (
     links_of,
     resolve_embedder,
 )
+from memorywire.store._revision import RevisionRow, list_rows, revision_fields
 from memorywire.store.base import Capability, Health, ListQuery, UpdateRequest
 from memorywire.wire.models import (
     ExpireAction,
@@ -73,7 +74,6 @@ from memorywire.wire.models import (
     ForgetResponse,
     Fusion,
     MemoryRecord,
-    MemoryType,
     MergeRequest,
     MergeResponse,
     RecallHit,
@@ -95,52 +95,11 @@ _CAPABILITIES = frozenset({
 
 
 @dataclass(frozen=True)
-class _Row:
-    """One memory as stored in ``passage.metadata.memorywire``, plus where it lives."""
+class _Row(RevisionRow):
+    """A revision plus the passage that holds it and its embedding."""
 
     passage_id: str
-    id: str
-    rev: int
-    agent_id: str
-    user_id: str | None
-    type: MemoryType
-    stored: str
-    metadata: dict[str, Any]
-    confidence: float
-    source: str | None
-    created_at: int
-    updated_at: int | None
-    expires_at: int | None
-    deleted_at: int | None
-    archived_at: int | None
-    demoted: bool
     vector: np.ndarray[Any, np.dtype[np.float32]]
-
-    def live(self, now: int) -> bool:
-        return (self.deleted_at is None and self.archived_at is None
-                and (self.expires_at is None or self.expires_at > now))
-
-    def in_scope(self, user_id: str | None) -> bool:
-        return user_id is None or self.user_id == user_id
-
-    def doc(self) -> dict[str, Any]:
-        return {
-            "v": 1, "id": self.id, "rev": self.rev, "agent_id": self.agent_id,
-            "user_id": self.user_id, "type": self.type.value, "stored": self.stored,
-            "metadata": self.metadata, "confidence": self.confidence, "source": self.source,
-            "created_at": self.created_at, "updated_at": self.updated_at,
-            "expires_at": self.expires_at, "deleted_at": self.deleted_at,
-            "archived_at": self.archived_at, "demoted": self.demoted,
-        }
-
-    def record(self) -> MemoryRecord:
-        return MemoryRecord.model_validate({
-            "id": self.id, "agent_id": self.agent_id, "type": self.type,
-            "content": content_from_storage(self.type, self.stored),
-            "created_at": self.created_at, "user_id": self.user_id,
-            "metadata": dict(self.metadata), "confidence": self.confidence,
-            "source": self.source, "updated_at": self.updated_at, "expires_at": self.expires_at,
-        })
 
 
 def _row_from_passage(p: dict[str, Any], dim: int) -> _Row:
@@ -149,16 +108,8 @@ def _row_from_passage(p: dict[str, Any], dim: int) -> _Row:
         emb = p.get("embedding") or []
         vec = np.asarray(emb[:dim], dtype=np.float32)
         norm = float(np.linalg.norm(vec))
-        return _Row(
-            passage_id=str(p["id"]), id=str(d["id"]), rev=int(d["rev"]),
-            agent_id=str(d["agent_id"]), user_id=d.get("user_id"), type=MemoryType(d["type"]),
-            stored=str(d["stored"]), metadata=dict(d.get("metadata") or {}),
-            confidence=float(d["confidence"]), source=d.get("source"),
-            created_at=int(d["created_at"]), updated_at=d.get("updated_at"),
-            expires_at=d.get("expires_at"), deleted_at=d.get("deleted_at"),
-            archived_at=d.get("archived_at"), demoted=bool(d.get("demoted", False)),
-            vector=vec / norm if norm > 0 else vec,
-        )
+        return _Row(passage_id=str(p["id"]), vector=vec / norm if norm > 0 else vec,
+                    **revision_fields(d))
     except (KeyError, TypeError, ValueError) as exc:
         raise StoreCorrupt(
             f"Letta passage {p.get('id')!r} does not hold a memorywire record") from exc
@@ -521,29 +472,7 @@ class LettaStore:
             raise CapabilityMissing("the Letta store lists one agent at a time")
         now = self._clock.now_ms()
         _, rows_by_id = await self._scan(query.agent_id)
-        rows = sorted(rows_by_id.values(), key=lambda r: (r.created_at, r.id))
-        after: tuple[int, str] | None = None
-        if query.after_id is not None and query.after_id in rows_by_id:
-            anchor = rows_by_id[query.after_id]
-            after = (anchor.created_at, anchor.id)
-        out: list[MemoryRecord] = []
-        for row in rows:
-            if not row.in_scope(query.user_id) or row.deleted_at is not None:
-                continue
-            if row.expires_at is not None and row.expires_at <= now:
-                continue
-            if row.archived_at is not None and not query.include_archived:
-                continue
-            if query.types is not None and row.type not in query.types:
-                continue
-            if not matches_filter(row.metadata, query.filter):
-                continue
-            if after is not None and (row.created_at, row.id) <= after:
-                continue
-            out.append(row.record())
-            if len(out) >= query.limit:
-                break
-        return out
+        return list_rows(rows_by_id, query, now)
 
     async def health(self) -> Health:
         try:

@@ -81,6 +81,7 @@ from memorywire.store._common import (
     embed_text,
     links_of,
 )
+from memorywire.store._revision import list_rows
 from memorywire.store.base import Capability, Health, ListQuery, UpdateRequest
 from memorywire.wire.models import (
     ExpireAction,
@@ -150,6 +151,8 @@ class CogneeStore:
         self._name = name
         self._floor = relevance_floor
         self._locks: dict[str, anyio.Lock] = {}
+        self._index_lock = anyio.Lock()
+        self._indexed: set[str] = set()  # datasets whose vector tables exist
         self._queues: dict[str, list[_Pending]] = {}
         self._datasets: dict[str, Any] = {}
 
@@ -213,7 +216,7 @@ class CogneeStore:
         return None
 
     async def _write(self, rows: Sequence[Row]) -> None:
-        """One ``add`` per agent's dataset, then one index run over what is new in them all."""
+        """One ``add`` and one index run per agent's dataset, one write at a time."""
         if not rows:
             return
         eng = self._engine
@@ -224,15 +227,27 @@ class CogneeStore:
                 data=embed_text(r.type, r.stored) or " ", external_metadata={KEY: r.doc()},
                 data_id=r.data_id, literal_text=True))
 
-        async def add_and_index() -> None:
-            for name, items in by_dataset.items():
-                await self._cognee.add(items, dataset_name=name)
+        async def index(name: str, items: list[Any]) -> None:
+            await self._cognee.add(items, dataset_name=name)
             async for _ in eng.mods["pipelines"].run_pipeline(
-                    tasks=eng.tasks, datasets=list(by_dataset), pipeline_name="memorywire_index",
+                    tasks=eng.tasks, datasets=[name], pipeline_name="memorywire_index",
                     needs_llm=False, incremental_loading=True):
                 pass
 
-        await self._call(add_and_index)
+        async def add_and_index() -> None:
+            # Cognee creates a dataset's vector tables lazily, from the items of its first
+            # index run processed in parallel; with many items they race on that creation
+            # ("Table 'TextDocument_name' was not found"). A new dataset is therefore
+            # indexed with one item first, and one dataset is indexed at a time.
+            for name, items in by_dataset.items():
+                if name not in self._indexed and len(items) > 1:
+                    await index(name, items[:1])
+                    items = items[1:]
+                await index(name, items)
+                self._indexed.add(name)
+
+        async with self._index_lock:  # concurrent writers would race the same way
+            await self._call(add_and_index)
 
     async def _drop(self, agent_id: str, data_ids: Sequence[uuid.UUID]) -> None:
         ds = await self._dataset_id(agent_id)
@@ -488,29 +503,7 @@ class CogneeStore:
             raise CapabilityMissing("the Cognee store lists one agent at a time")
         now = self._clock.now_ms()
         rows_by_id = await self._scan(query.agent_id)
-        rows = sorted(rows_by_id.values(), key=lambda r: (r.created_at, r.id))
-        after: tuple[int, str] | None = None
-        if query.after_id is not None and query.after_id in rows_by_id:
-            anchor = rows_by_id[query.after_id]
-            after = (anchor.created_at, anchor.id)
-        out: list[MemoryRecord] = []
-        for row in rows:
-            if not row.in_scope(query.user_id) or row.deleted_at is not None:
-                continue
-            if row.expires_at is not None and row.expires_at <= now:
-                continue
-            if row.archived_at is not None and not query.include_archived:
-                continue
-            if query.types is not None and row.type not in query.types:
-                continue
-            if not matches_filter(row.metadata, query.filter):
-                continue
-            if after is not None and (row.created_at, row.id) <= after:
-                continue
-            out.append(row.record())
-            if len(out) >= query.limit:
-                break
-        return out
+        return list_rows(rows_by_id, query, now)
 
     async def health(self) -> Health:
         try:

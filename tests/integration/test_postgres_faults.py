@@ -6,6 +6,8 @@ These tests stop and restart the session's pgserver, so they need a pgserver-man
 
 from __future__ import annotations
 
+import time
+
 import anyio
 import pytest
 
@@ -35,6 +37,15 @@ def restartable(pg_server: _pg.PgHandle) -> _pg.PgHandle:
     return pg_server
 
 
+async def _until_reachable(store: PostgresStore, within_s: float = 15.0) -> None:
+    """Recovery without reopening the store. The pool reconnects with a jittered backoff
+    (about a second), so the first calls right after a restart may still be refused."""
+    deadline = time.monotonic() + within_s
+    while (await store.health()).status != "ok":
+        assert time.monotonic() < deadline, "the store did not recover after the restart"
+        await anyio.sleep(0.25)
+
+
 async def test_stopped_server_raises_backend_unavailable_then_recovers(
     restartable: _pg.PgHandle, pg_dsn: str
 ) -> None:
@@ -50,7 +61,7 @@ async def test_stopped_server_raises_backend_unavailable_then_recovers(
             assert (await store.health()).status == "down"
         finally:
             restartable.start()
-        # the pool drops dead connections on checkout, so the first call after works
+        await _until_reachable(store)
         assert await store.get("a", kept.id) is not None
         assert await store.get("a", "lost") is None
         again = await store.remember(_rem("after the outage"))
@@ -81,6 +92,7 @@ async def test_outage_mid_bulk_write_leaves_all_or_nothing(
             await anyio.sleep(0.05)
             await anyio.to_thread.run_sync(restartable.stop)
         restartable.start()
+        await _until_reachable(store)
         present = [await store.get("a", f"b{i}") is not None for i in range(0, 400, 57)]
         health = await store.health()
         if outcome == ["ok"]:

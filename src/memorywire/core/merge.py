@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memorywire.errors import NotFound
 from memorywire.wire.models import MergeStrategy
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "remap_edges",
     "resolve_canonical",
     "resolve_duplicates",
+    "resolve_merge",
 ]
 
 
@@ -77,6 +79,20 @@ def resolve_duplicates(
     picked.pop(canonical_id, None)
     return sorted(picked.values(), key=_age_key)
 
+
+
+def resolve_merge(
+    canonical_ref: str, duplicate_refs: Iterable[str], rows: Sequence[MergeRow]
+) -> tuple[MergeRow, list[MergeRow]]:
+    """The canonical row and its duplicates, as every store resolves a merge request.
+
+    Raises ``NotFound`` when the canonical reference names no live row in scope; an empty
+    duplicate list is a valid no-op merge.
+    """
+    canonical = resolve_canonical(canonical_ref, rows)
+    if canonical is None:
+        raise NotFound(f"canonical memory {canonical_ref!r} not found")
+    return canonical, resolve_duplicates(duplicate_refs, rows, canonical.id)
 
 def _join_contents(rows: Sequence[MergeRow]) -> str:
     texts: list[str] = []

@@ -60,7 +60,7 @@ from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.expiry import ExpiryFacts, needs_recall_tracking, policy_matches
 from memorywire.core.filters import matches_filter
 from memorywire.core.ids import new_id
-from memorywire.core.merge import MergeRow, plan_merge, resolve_canonical, resolve_duplicates
+from memorywire.core.merge import MergeRow, plan_merge, resolve_merge
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, hybrid_rank
 from memorywire.embed.base import Embedder
 from memorywire.errors import (
@@ -389,10 +389,7 @@ class CogneeStore:
             by_id = {r.id: r for r in rows}
             plain = [MergeRow(r.id, content_from_storage(r.type, r.stored), r.created_at,
                               r.confidence, r.metadata) for r in rows]
-            canonical = resolve_canonical(req.canonical, plain)
-            if canonical is None:
-                raise NotFound(f"canonical memory {req.canonical!r} not found")
-            dups = resolve_duplicates(req.duplicates, plain, canonical.id)
+            canonical, dups = resolve_merge(req.canonical, req.duplicates, plain)
             if not dups:
                 return MergeResponse(canonical=canonical.id, merged_count=0,
                                      strategy_used=req.strategy, stores=[self._name])

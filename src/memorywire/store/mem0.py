@@ -54,7 +54,7 @@ from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.expiry import ExpiryFacts, needs_recall_tracking, policy_matches
 from memorywire.core.filters import matches_filter
 from memorywire.core.ids import new_id
-from memorywire.core.merge import MergeRow, plan_merge, resolve_canonical, resolve_duplicates
+from memorywire.core.merge import MergeRow, plan_merge, resolve_merge
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
@@ -459,10 +459,7 @@ class Mem0Store:
         by_id = {r.id: r for r in rows}
         plain = [MergeRow(r.id, r.content(), r.created_at, r.confidence, r.metadata)
                  for r in rows]
-        canonical = resolve_canonical(req.canonical, plain)
-        if canonical is None:
-            raise NotFound(f"canonical memory {req.canonical!r} not found")
-        dups = resolve_duplicates(req.duplicates, plain, canonical.id)
+        canonical, dups = resolve_merge(req.canonical, req.duplicates, plain)
         if not dups:
             return MergeResponse(canonical=canonical.id, merged_count=0,
                                  strategy_used=req.strategy, stores=[self._name])

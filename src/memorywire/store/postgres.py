@@ -32,7 +32,7 @@ from psycopg.rows import dict_row
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.expiry import ExpiryFacts, policy_matches
 from memorywire.core.ids import new_id
-from memorywire.core.merge import MergeRow, plan_merge, resolve_canonical, resolve_duplicates
+from memorywire.core.merge import MergeRow, plan_merge, resolve_merge
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, hybrid_rank
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
@@ -327,10 +327,7 @@ class PostgresStore:
                          r["created_at"], r["confidence"], r["metadata"] or {})
                 for r in rows
             ]
-            canonical = resolve_canonical(req.canonical, plain)
-            if canonical is None:
-                raise NotFound(f"canonical memory {req.canonical!r} not found")
-            dups = resolve_duplicates(req.duplicates, plain, canonical.id)
+            canonical, dups = resolve_merge(req.canonical, req.duplicates, plain)
             if not dups:
                 return MergeResponse(canonical=canonical.id, merged_count=0,
                                      strategy_used=req.strategy, stores=[self._name])

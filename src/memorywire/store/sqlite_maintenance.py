@@ -15,8 +15,7 @@ from memorywire.core.merge import (
     MergeRow,
     plan_merge,
     remap_edges,
-    resolve_canonical,
-    resolve_duplicates,
+    resolve_merge,
 )
 from memorywire.errors import (
     NotFound,
@@ -118,10 +117,7 @@ class SqliteMaintenance(SqliteBase):
                          json.loads(r[6]))
                 for r in rows
             ]
-            canonical = resolve_canonical(req.canonical, plain)
-            if canonical is None:
-                raise NotFound(f"canonical memory {req.canonical!r} not found")
-            dups = resolve_duplicates(req.duplicates, plain, canonical.id)
+            canonical, dups = resolve_merge(req.canonical, req.duplicates, plain)
             if not dups:
                 return MergeResponse(canonical=canonical.id, merged_count=0,
                                      strategy_used=req.strategy, stores=[self._name])

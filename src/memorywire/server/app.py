@@ -79,7 +79,7 @@ def build_server(
     ui_app = None
     if config.governance_db and approvals is None:
         from memorywire.governance import GovernedStore
-        from memorywire.governance.ui import review_app
+        from memorywire.server.ui import review_app
 
         governed = GovernedStore(
             store, config.governance_db, approval_base_url=f"http://{config.host}:{config.port}"

@@ -105,7 +105,7 @@ LAYERS: dict[str, Layer] = {
     ),
     "client": _layer(("memorywire.client",), "errors wire store server", "anyio httpx pydantic"),
     "cli": _layer(
-        (*_pkg("memorywire.cli"), "memorywire.cli_ops"),
+        _pkg("memorywire.cli"),
         "errors wire core embed store router governance consolidation server client",
         "anyio pydantic rich cryptography",
     ),

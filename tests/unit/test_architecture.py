@@ -116,9 +116,12 @@ LAYERS: dict[str, Layer] = {
     ),
     "testing": _layer(
         _pkg("memorywire.testing"),
-        "errors wire core embed store governance backend.mem0",
-        "anyio numpy pydantic pytest pgserver psycopg",
+        "errors wire core embed store governance",
+        "anyio numpy pydantic pytest",
     ),
+    # Fixtures that start a real service: the only testing modules that reach a backend.
+    "testing.postgres": _layer(("memorywire.testing.postgres",), "", "pytest pgserver psycopg"),
+    "testing.mem0": _layer(("memorywire.testing.mem0",), "backend.mem0", "pytest"),
 }
 
 #: Standard-library modules that only these layers may import: command-line parsing belongs

@@ -45,6 +45,7 @@ from memorywire.wire.models import (
     RememberResponse,
     StoreFailure,
 )
+from memorywire.wire.routes import route_for, route_named
 
 __all__ = ["AsyncMemoryAPI", "Memory", "RemoteMemory", "SyncMemory"]
 
@@ -160,18 +161,6 @@ class Memory:
         await self.aclose()
 
 
-#: Where each generic operation lives on the REST surface: (method, path template, body?).
-_ROUTES: Mapping[str, tuple[str, str]] = {
-    "approvals.list": ("GET", "/v0/approvals"),
-    "approvals.get": ("GET", "/v0/approvals/{id}"),
-    "approvals.approve": ("POST", "/v0/approvals/{id}/approve"),
-    "approvals.reject": ("POST", "/v0/approvals/{id}/reject"),
-    "audit.list": ("GET", "/v0/audit"),
-    "audit.verify": ("POST", "/v0/audit/verify"),
-    "health": ("GET", "/v0/health"),
-}
-
-
 class RemoteMemory:
     """Memory on a memorywire server, over REST with a bearer token."""
 
@@ -202,7 +191,8 @@ class RemoteMemory:
         return resp
 
     async def _op(self, op: str, doc: dict[str, Any], model: type[Resp]) -> Resp:
-        resp = await self._send("POST", f"/v0/{op}", doc)
+        route = route_named(op)
+        resp = await self._send(route.method, route.path, doc)
         out = model.model_validate(resp.json())
         failures = resp.headers.get(FAILURES_HEADER)
         if failures and "failures" in type(out).model_fields:
@@ -236,24 +226,19 @@ class RemoteMemory:
         return await self._op("expire", _doc(req, kw), ExpireResponse)
 
     async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
-        q = dict(doc or {})
-        if op == "schema":
-            name = q.get("name")
-            path = f"/v0/schemas/{name}" if name else "/v0/schemas"
-            return (await self._send("GET", path)).json()
-        route = _ROUTES.get(op)
+        """Any other operation: on its REST route when it has one, else over JSON-RPC."""
+        route = route_for(op, doc)
         if route is None:
-            return await self._rpc(op, q)
-        method, template = route
-        if "{id}" in template:
-            template = template.replace("{id}", str(q.pop("id", "")))
-        if method == "GET":
-            return (await self._send("GET", template, params=q)).json()
-        return (await self._send("POST", template, q)).json()
+            return await self._rpc(op, dict(doc or {}))
+        path, rest = route.fill(doc or {})
+        if route.method == "GET":
+            return (await self._send("GET", path, params=rest)).json()
+        return (await self._send("POST", path, rest)).json()
 
     async def _rpc(self, method: str, params: dict[str, Any]) -> Any:
         call = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-        reply = (await self._send("POST", "/v0/rpc", call)).json()
+        rpc = route_named("rpc")
+        reply = (await self._send(rpc.method, rpc.path, call)).json()
         if "error" in reply:
             raise error_from_envelope(reply["error"].get("data") or {})
         return reply["result"]

@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 from memorywire.core.clock import FakeClock
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.governance import GovernedStore, acting_as
-from memorywire.governance.ui import review_app
+from memorywire.server.ui import review_app
 from memorywire.store.memory import InMemoryStore
 from memorywire.wire.models import RememberRequest, RememberResponse
 

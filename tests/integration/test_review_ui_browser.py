@@ -27,7 +27,7 @@ from starlette.routing import Mount
 
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.governance import GovernedStore, acting_as
-from memorywire.governance.ui import review_app
+from memorywire.server.ui import review_app
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import RecallRequest, RememberRequest, RememberResponse
 

@@ -14,21 +14,23 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from starlette.applications import Starlette
 
 from memorywire.client import Memory
-from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import MemorywireError
-from memorywire.governance import GovernedStore
-from memorywire.server.approvals import GovernanceApprovals
+from memorywire.server.app import http_app
 from memorywire.server.auth import TokenStore
+from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
-from memorywire.server.http import create_app
-from memorywire.server.limits import Limits, RateLimiter
-from memorywire.store.memory import InMemoryStore
+from memorywire.server.mcp import is_destructive
+from memorywire.server.runtime import Runtime, running
 from memorywire.wire.codec import to_wire
-
-FIVE = ("remember", "recall", "forget", "merge", "expire")
+from memorywire.wire.routes import OPERATIONS as FIVE
+from memorywire.wire.routes import route_for
 
 
 @dataclass
@@ -49,6 +51,7 @@ class World:
     agent_a: str
     agent_b: str
     reviewer_a: str
+    runtime: Runtime
 
 
 Caller = Callable[[str, dict[str, Any], str], Awaitable[Outcome]]
@@ -62,27 +65,21 @@ def governed(request: pytest.FixtureRequest) -> bool:
 
 @pytest.fixture
 async def world(governed: bool, tmp_path: Path) -> AsyncIterator[World]:
-    inner = InMemoryStore(HashingEmbedder())
-    store: Any = inner
-    approvals = None
-    if governed:
-        store = GovernedStore(inner, tmp_path / "gov.db")
-        approvals = GovernanceApprovals(store)
+    """Built by the same setup as ``memorywire serve`` (the runtime), over an in-memory store."""
+    config = ServerConfig(
+        store="memory://",
+        embedder="hashing",
+        governance_db=str(tmp_path / "gov.db") if governed else "",
+        recall_rate=1000.0,
+        recall_burst=1000,
+    )
     tokens = TokenStore()
     admin, _ = tokens.create(role="admin", name="admin")
     a, _ = tokens.create(role="agent", agent_ids=["A"], provenance="agent:A", name="a")
     b, _ = tokens.create(role="agent", agent_ids=["B"], provenance="agent:B", name="b")
     ra, _ = tokens.create(role="reviewer", agent_ids=["A"], name="ra")
-    limits = Limits(recall_rate=1000.0, recall_burst=1000)
-    dispatcher = Dispatcher(
-        store,
-        approvals=approvals,
-        limits=limits,
-        rate_limiter=RateLimiter(limits.recall_rate, limits.recall_burst),
-    )
-    yield World(store, tokens, dispatcher, admin, a, b, ra)
-    tokens.close()
-    await store.aclose()
+    async with running(config, http=True, tokens=tokens) as runtime:
+        yield World(runtime.store, tokens, runtime.dispatcher, admin, a, b, ra, runtime)
 
 
 def _err(err: MemorywireError) -> Outcome:
@@ -109,17 +106,6 @@ class InProcess:
             return _err(err)
 
 
-_REST: dict[str, tuple[str, str]] = {
-    "approvals.list": ("GET", "/v0/approvals"),
-    "approvals.get": ("GET", "/v0/approvals/{id}"),
-    "approvals.approve": ("POST", "/v0/approvals/{id}/approve"),
-    "approvals.reject": ("POST", "/v0/approvals/{id}/reject"),
-    "audit.list": ("GET", "/v0/audit"),
-    "audit.verify": ("POST", "/v0/audit/verify"),
-    "health": ("GET", "/v0/health"),
-}
-
-
 class Rest:
     name = "rest"
 
@@ -133,13 +119,13 @@ class Rest:
         return await self.http.request(method, path, headers=headers, **kw)
 
     async def call(self, op: str, doc: dict[str, Any], token: str) -> Outcome:
+        route = route_for(op, doc)
+        assert route is not None, f"{op} has no REST route"
         if op in FIVE:
-            r = await self.raw("POST", f"/v0/{op}", token, json=doc)
+            r = await self.raw(route.method, route.path, token, json=doc)
         else:
-            method, path = _REST[op]
-            q = dict(doc)
-            path = path.replace("{id}", str(q.pop("id", "")))
-            if method == "GET":
+            path, q = route.fill(doc)
+            if route.method == "GET":
                 r = await self.raw("GET", path, token, params=q)
             else:
                 r = await self.raw("POST", path, token, json=q)
@@ -181,20 +167,72 @@ class JsonRpc:
         return Outcome(True, reply["result"], meta=reply.get("_meta"))
 
 
+class Mcp:
+    """MCP over streamable HTTP at the app's ``/mcp`` mount, a fresh session per call (the
+    server is stateless). MCP offers the five operations as tools, and never runs a
+    destructive call directly (it is staged or refused: ``test_mcp*.py``), so calls outside
+    that are skipped, naming why."""
+
+    name = "mcp"
+
+    def __init__(self, app: Starlette) -> None:
+        self.app = app
+
+    def _http(self, token: str) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app=self.app),
+            base_url="http://testserver",
+            headers={"authorization": f"Bearer {token}"},
+        )
+
+    async def call(self, op: str, doc: dict[str, Any], token: str) -> Outcome:
+        if op not in FIVE:
+            pytest.skip(f"MCP has no tool for {op}; tools are the five operations")
+        if is_destructive(op, doc):
+            pytest.skip(f"over MCP this {op} is staged or refused, never run (test_mcp*.py)")
+        async with self._http(token) as http:
+            refused = await http.post("/mcp/", json={})
+            if refused.status_code in (401, 403):
+                body = refused.json()
+                return Outcome(False, body, body["code"], refused.status_code)
+            streams = streamable_http_client("http://testserver/mcp/", http_client=http)
+            async with Client(streams) as c:
+                res = await c.call_tool(op, doc)
+        body = res.structured_content
+        if res.is_error:
+            assert isinstance(body, dict)
+            return Outcome(False, body, body["code"], 0)
+        meta = res.meta or {}
+        failures = meta.get("memorywire/store_failures")
+        return Outcome(True, body, meta=[f["store"] for f in failures] if failures else None)
+
+
 @pytest.fixture
-async def asgi_client(world: World) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(world.dispatcher, tokens=world.tokens)
-    transport = httpx.ASGITransport(app=app)
+async def asgi_app(world: World) -> AsyncIterator[Starlette]:
+    """The app ``memorywire serve`` runs, with its lifespan (``/mcp``) entered."""
+    app = http_app(world.runtime)
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+@pytest.fixture
+async def asgi_client(asgi_app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=asgi_app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
         yield c
 
 
-@pytest.fixture(params=["inprocess", "rest", "jsonrpc"])
+@pytest.fixture(params=["inprocess", "rest", "jsonrpc", "mcp"])
 async def transport(
-    request: pytest.FixtureRequest, world: World, asgi_client: httpx.AsyncClient
+    request: pytest.FixtureRequest,
+    world: World,
+    asgi_app: Starlette,
+    asgi_client: httpx.AsyncClient,
 ) -> Any:
     if request.param == "inprocess":
         return InProcess(world)
     if request.param == "rest":
         return Rest(asgi_client)
+    if request.param == "mcp":
+        return Mcp(asgi_app)
     return JsonRpc(asgi_client)

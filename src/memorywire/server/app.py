@@ -1,35 +1,28 @@
-"""Assemble a running server from a :class:`ServerConfig`: store, tokens, governance, app."""
+"""The HTTP server ``memorywire serve`` runs: the runtime plus REST, JSON-RPC, ``/ui`` and ``/mcp``.
+
+What runs underneath (store, governance, approvals, dispatcher, tokens) is opened by
+:mod:`memorywire.server.runtime`, the same setup every other transport uses; this module only
+adds the HTTP surface on top and runs it under uvicorn.
+"""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from starlette.applications import Starlette
 
 from memorywire.errors import MemorywireError
-from memorywire.server.approvals import Approvals, GovernanceApprovals
 from memorywire.server.auth import Role, TokenStore
 from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
-from memorywire.server.limits import RateLimiter
 from memorywire.server.mcp_http import McpHttp
+from memorywire.server.runtime import Runtime, open_runtime, running
 from memorywire.store.base import MemoryStore
 
-__all__ = ["Server", "build_server", "open_configured_store"]
-
-
-def open_configured_store(config: ServerConfig) -> MemoryStore:
-    from memorywire.store.registry import open_store
-
-    kw: dict[str, Any] = {}
-    if config.embedder == "hashing":
-        from memorywire.embed.hashing import HashingEmbedder
-
-        kw["embedder"] = HashingEmbedder()
-    return open_store(config.store, **kw)
+__all__ = ["Server", "build_server", "http_app", "serve"]
 
 
 def _ui_auth(tokens: TokenStore | None) -> Callable[[str], str | None]:
@@ -49,53 +42,85 @@ def _ui_auth(tokens: TokenStore | None) -> Callable[[str], str | None]:
     return auth
 
 
+def http_app(runtime: Runtime) -> Starlette:
+    """REST, JSON-RPC and OpenAPI over the runtime's dispatcher, with ``/mcp`` and, when
+    governance is on, the reviewer UI at ``/ui``. Serve it with lifespan on (``/mcp``)."""
+    ui_app = None
+    if runtime.governed is not None:
+        from memorywire.server.ui import review_app
+
+        ui_app = review_app(runtime.governed, _ui_auth(runtime.tokens))
+    mcp = McpHttp(
+        runtime.dispatcher,
+        tokens=runtime.tokens,
+        allowed_origins=runtime.config.allowed_origins,
+    )
+    return create_app(
+        runtime.dispatcher,
+        tokens=runtime.tokens,
+        ui_app=ui_app,
+        mcp_app=mcp,
+        lifespan_hooks=[mcp.lifespan],
+    )
+
+
 @dataclass
 class Server:
-    config: ServerConfig
-    store: MemoryStore
-    dispatcher: Dispatcher
-    tokens: TokenStore | None
+    """A runtime with its HTTP app: serve ``app``, then await :meth:`aclose`."""
+
+    runtime: Runtime
     app: Starlette
 
+    @property
+    def config(self) -> ServerConfig:
+        return self.runtime.config
+
+    @property
+    def store(self) -> MemoryStore:
+        return self.runtime.store
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        return self.runtime.dispatcher
+
+    @property
+    def tokens(self) -> TokenStore | None:
+        return self.runtime.tokens
+
     async def aclose(self) -> None:
-        if self.tokens is not None:
-            self.tokens.close()
-        await self.store.aclose()
+        await self.runtime.aclose()
 
 
 def build_server(
     config: ServerConfig,
     *,
     store: MemoryStore | None = None,
-    approvals: Approvals | None = None,
     tokens: TokenStore | None = None,
 ) -> Server:
-    """A ready app; the caller serves ``server.app`` and awaits ``server.aclose()`` after."""
-    config = config.resolved()
-    store = store if store is not None else open_configured_store(config)
-    limits = config.limits()
-    if tokens is None and not config.no_auth:
-        tokens = TokenStore(config.tokens_db)
-    ui_app = None
-    if config.governance_db and approvals is None:
-        from memorywire.governance import GovernedStore
-        from memorywire.governance.ui import review_app
+    """A ready app for callers that run their own server loop (tests, embedding)."""
+    runtime = open_runtime(config, http=True, store=store, tokens=tokens)
+    return Server(runtime, http_app(runtime))
 
-        governed = GovernedStore(
-            store, config.governance_db, approval_base_url=f"http://{config.host}:{config.port}"
-        )
-        store = governed
-        approvals = GovernanceApprovals(governed)
-        ui_app = review_app(governed, _ui_auth(tokens))
-    dispatcher = Dispatcher(
-        store,
-        approvals=approvals,
-        limits=limits,
-        rate_limiter=RateLimiter(limits.recall_rate, limits.recall_burst),
-    )
-    auth = None if config.no_auth else tokens
-    mcp = McpHttp(dispatcher, tokens=auth, allowed_origins=config.allowed_origins)
-    app = create_app(
-        dispatcher, tokens=auth, ui_app=ui_app, mcp_app=mcp, lifespan_hooks=[mcp.lifespan]
-    )
-    return Server(config, store, dispatcher, None if config.no_auth else tokens, app)
+
+def serve(
+    config: ServerConfig, *, on_ready: Callable[[ServerConfig], None] | None = None
+) -> None:
+    """Open the runtime, serve it until interrupted, close it. ``on_ready`` sees the resolved
+    configuration once everything is open, before the first request."""
+    import anyio
+    import uvicorn
+
+    async def main() -> None:
+        async with running(config, http=True) as runtime:
+            cfg = runtime.config
+            if on_ready is not None:
+                on_ready(cfg)
+            server = uvicorn.Server(
+                uvicorn.Config(http_app(runtime), host=cfg.host, port=cfg.port,
+                               log_level="warning")
+            )
+            await server.serve()
+
+    # uvicorn re-raises the Ctrl-C it caught once it has stopped; that is a normal exit.
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(main)

@@ -32,12 +32,12 @@ from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, DispatchResu
 from memorywire.server.jsonrpc import handle_rpc
 from memorywire.server.limits import parse_json_body
 from memorywire.server.openapi import openapi_document
+from memorywire.wire.routes import OPERATIONS, ROUTES
 
 __all__ = ["FAILURES_HEADER", "create_app"]
 
 log = logging.getLogger(__name__)
 
-_OPS = ("remember", "recall", "forget", "merge", "expire")
 #: Can read health and schemas only: every other operation needs a scope it does not have.
 _ANONYMOUS = Principal(name="anonymous", role=Role.AGENT, agent_ids=frozenset())
 
@@ -182,22 +182,23 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return _Json(openapi_document())
 
-    table: list[tuple[str, Endpoint, str]] = [(f"/v0/{op}", operation(op), "POST") for op in _OPS]
-    table += [
-        ("/v0/approvals", approvals_list, "GET"),
-        ("/v0/approvals/{id}", approvals_get, "GET"),
-        ("/v0/approvals/{id}/approve", decide("approvals.approve"), "POST"),
-        ("/v0/approvals/{id}/reject", decide("approvals.reject"), "POST"),
-        ("/v0/audit", audit_list, "GET"),
-        ("/v0/audit/verify", audit_verify, "POST"),
-        ("/v0/health", health, "GET"),
-        ("/v0/schemas", schemas, "GET"),
-        ("/v0/schemas/{name:path}", schema, "GET"),
-        ("/v0/rpc", rpc, "POST"),
-        ("/openapi.json", openapi, "GET"),
-    ]
+    endpoints: dict[str, Endpoint] = {op: operation(op) for op in OPERATIONS}
+    endpoints |= {
+        "approvals.list": approvals_list,
+        "approvals.get": approvals_get,
+        "approvals.approve": decide("approvals.approve"),
+        "approvals.reject": decide("approvals.reject"),
+        "audit.list": audit_list,
+        "audit.verify": audit_verify,
+        "health": health,
+        "schemas": schemas,
+        "schema": schema,
+        "rpc": rpc,
+        "openapi": openapi,
+    }
+    # The route table decides what is mounted; a route without an endpoint fails here.
     routes: list[BaseRoute] = [
-        Route(path, _guard(fn), methods=[method]) for path, fn, method in table
+        Route(r.path, _guard(endpoints[r.name]), methods=[r.method]) for r in ROUTES
     ]
     if ui_app is not None:
         routes.append(Mount("/ui", app=ui_app))

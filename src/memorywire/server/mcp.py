@@ -10,9 +10,10 @@ forget, expire) are never executed directly. When the dispatcher's store is a
 ``GovernedStore`` they are staged for a reviewer (the tool answers ``pending_approval``);
 without governance they are refused. Soft forget by ids and merge run as over REST.
 
-Over stdio the caller is the process owner. Over HTTP (:mod:`memorywire.server.mcp_http`)
-every request carries its own authenticated principal in the ASGI scope, and each tool call
-runs as that principal, with the same role and tenancy checks as REST.
+Over stdio (:mod:`memorywire.server.mcp_stdio`) the caller is the process owner. Over HTTP
+(:mod:`memorywire.server.mcp_http`) every request carries its own authenticated principal in
+the ASGI scope, and each tool call runs as that principal, with the same role and tenancy
+checks as REST.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from memorywire.server.dispatch import Dispatcher
 from memorywire.server.openapi import bundled_schema
 from memorywire.wire.registry import schema, schema_names
 
-__all__ = ["PRINCIPAL_SCOPE_KEY", "TOOLS", "build_mcp_server", "is_destructive", "run_stdio"]
+__all__ = ["PRINCIPAL_SCOPE_KEY", "TOOLS", "build_mcp_server", "is_destructive"]
 
 TOOLS: dict[str, str] = {
     "remember": "Store one memory (semantic, episodic, procedural or emotional) for an agent.",
@@ -164,32 +165,3 @@ def build_mcp_server(dispatcher: Dispatcher, *, principal: Principal | None = No
         on_list_resources=list_resources,
         on_read_resource=read_resource,
     )
-
-
-def run_stdio(
-    store_url: str | None, *, embedder: str | None = None, governance_db: str | None = None
-) -> int:
-    """Serve MCP on stdin/stdout until the client closes it."""
-    import anyio
-    from mcp.server.stdio import stdio_server
-
-    from memorywire.server.app import open_configured_store
-    from memorywire.server.config import load_config
-
-    config = load_config(overrides={"store": store_url, "embedder": embedder}).resolved()
-    inner = open_configured_store(config)
-    store: Any = inner
-    if governance_db:
-        store = GovernedStore(inner, governance_db)
-    dispatcher = Dispatcher(store)
-    server = build_mcp_server(dispatcher)
-
-    async def main() -> None:
-        try:
-            async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
-        finally:
-            await store.aclose()
-
-    anyio.run(main)
-    return 0

@@ -12,10 +12,10 @@ from functools import cache
 from typing import Any
 
 from memorywire.wire.registry import BASE_URI, schema, schema_names
+from memorywire.wire.routes import OPERATIONS, ROUTES
 
 __all__ = ["bundled_schema", "component_name", "openapi_document"]
 
-_OPS = ("remember", "recall", "forget", "merge", "expire")
 _COMPONENTS = "#/components/schemas/"
 
 
@@ -128,19 +128,18 @@ def _generic(description: str) -> dict[str, Any]:
     }
 
 
-def _paths() -> dict[str, Any]:
-    paths: dict[str, Any] = {}
-    for op in _OPS:
-        paths[f"/v0/{op}"] = {
-            "post": {
-                "operationId": op,
-                "summary": f"{op} (wire v0)",
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": _ref_to(op)}},
-                },
-                "responses": {"200": _json(f"{op}.response", f"{op} response"), **_ERRORS},
-            }
+def _operations() -> dict[str, dict[str, Any]]:
+    """The OpenAPI operation object for each route, by route name."""
+    ops: dict[str, dict[str, Any]] = {}
+    for op in OPERATIONS:
+        ops[op] = {
+            "operationId": op,
+            "summary": f"{op} (wire v0)",
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": _ref_to(op)}},
+            },
+            "responses": {"200": _json(f"{op}.response", f"{op} response"), **_ERRORS},
         }
     id_param = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
     query = [
@@ -158,71 +157,72 @@ def _paths() -> dict[str, Any]:
             }
         }
     }
-    paths["/v0/approvals"] = {
-        "get": {
-            "operationId": "approvals_list",
-            "parameters": [
-                *query,
-                {"name": "status", "in": "query", "schema": {"type": "string"}},
-            ],
-            "responses": {"200": _generic("pending approvals"), **_ERRORS},
-        }
+    ops["approvals.list"] = {
+        "operationId": "approvals_list",
+        "parameters": [
+            *query,
+            {"name": "status", "in": "query", "schema": {"type": "string"}},
+        ],
+        "responses": {"200": _generic("pending approvals"), **_ERRORS},
     }
-    paths["/v0/approvals/{id}"] = {
-        "get": {
-            "operationId": "approvals_get",
-            "parameters": [id_param],
-            "responses": {"200": _json("governance.review", "one approval"), **_ERRORS},
-        }
+    ops["approvals.get"] = {
+        "operationId": "approvals_get",
+        "parameters": [id_param],
+        "responses": {"200": _json("governance.review", "one approval"), **_ERRORS},
     }
     for verb in ("approve", "reject"):
-        paths[f"/v0/approvals/{{id}}/{verb}"] = {
-            "post": {
-                "operationId": f"approvals_{verb}",
-                "parameters": [id_param],
-                "requestBody": reason_body,
-                "responses": {"200": _generic(f"{verb}d"), **_ERRORS},
-            }
+        ops[f"approvals.{verb}"] = {
+            "operationId": f"approvals_{verb}",
+            "parameters": [id_param],
+            "requestBody": reason_body,
+            "responses": {"200": _generic(f"{verb}d"), **_ERRORS},
         }
-    paths["/v0/audit"] = {
-        "get": {
-            "operationId": "audit_list",
-            "parameters": query,
-            "responses": {"200": _generic("audit entries"), **_ERRORS},
-        }
+    ops["audit.list"] = {
+        "operationId": "audit_list",
+        "parameters": query,
+        "responses": {"200": _generic("audit entries"), **_ERRORS},
     }
-    paths["/v0/audit/verify"] = {
-        "post": {
-            "operationId": "audit_verify",
-            "responses": {"200": _generic("audit chain check"), **_ERRORS},
-        }
+    ops["audit.verify"] = {
+        "operationId": "audit_verify",
+        "responses": {"200": _generic("audit chain check"), **_ERRORS},
     }
-    paths["/v0/health"] = {
-        "get": {"operationId": "health", "responses": {"200": _generic("store health")}}
+    ops["health"] = {"operationId": "health", "responses": {"200": _generic("store health")}}
+    ops["schemas"] = {
+        "operationId": "schemas",
+        "responses": {"200": _generic("the names of the wire JSON Schemas")},
     }
-    paths["/v0/schemas/{name}"] = {
-        "get": {
-            "operationId": "schema",
-            "parameters": [{**id_param, "name": "name"}],
-            "responses": {"200": _generic("a wire JSON Schema"), **_ERRORS},
-        }
+    ops["schema"] = {
+        "operationId": "schema",
+        "parameters": [{**id_param, "name": "name"}],
+        "responses": {"200": _generic("a wire JSON Schema"), **_ERRORS},
     }
-    paths["/v0/rpc"] = {
-        "post": {
-            "operationId": "jsonrpc",
-            "summary": "JSON-RPC 2.0 (memory.remember, memory.recall, ..., approvals.*)",
-            "requestBody": {"content": {"application/json": {"schema": {}}}},
-            "responses": {
-                "200": {
-                    "description": "JSON-RPC response, or an array of them for a batch",
-                    "content": {"application/json": {"schema": {"anyOf": [
-                        _OPEN_OBJECT, {"type": "array", "items": _OPEN_OBJECT},
-                    ]}}},
-                },
-                "204": {"description": "all notifications"},
+    ops["rpc"] = {
+        "operationId": "jsonrpc",
+        "summary": "JSON-RPC 2.0 (memory.remember, memory.recall, ..., approvals.*)",
+        "requestBody": {"content": {"application/json": {"schema": {}}}},
+        "responses": {
+            "200": {
+                "description": "JSON-RPC response, or an array of them for a batch",
+                "content": {"application/json": {"schema": {"anyOf": [
+                    _OPEN_OBJECT, {"type": "array", "items": _OPEN_OBJECT},
+                ]}}},
             },
-        }
+            "204": {"description": "all notifications"},
+        },
     }
+    ops["openapi"] = {
+        "operationId": "openapi",
+        "responses": {"200": _generic("this OpenAPI document")},
+    }
+    return ops
+
+
+def _paths() -> dict[str, Any]:
+    """Every route of the table, described; a route without a description fails here."""
+    described = _operations()
+    paths: dict[str, Any] = {}
+    for route in ROUTES:
+        paths.setdefault(route.openapi_path, {})[route.method.lower()] = described[route.name]
     return paths
 
 

@@ -1,5 +1,8 @@
 """The reviewer web UI: a small server-rendered Starlette app over a ``GovernedStore``.
 
+What the reviewer compares (the side-by-side cards) is governance's pure logic
+(:mod:`memorywire.governance.compare`); this module only renders it and takes decisions.
+
 Mount it at ``/ui`` so the ``approval_url`` a staged write returns
 (``{approval_base_url}/ui/approvals/{id}``) opens the item. Reviewers sign in with a token
 that ``auth`` maps to a reviewer name; the name lives in a signed session cookie and is the
@@ -10,7 +13,6 @@ form carries a per-session CSRF token; the page sends no third-party resource (s
 from __future__ import annotations
 
 import hmac
-import json
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,6 +28,7 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memorywire.errors import MemorywireError
+from memorywire.governance.compare import pretty, side_by_side
 from memorywire.governance.store import GovernedStore
 
 __all__ = ["review_app"]
@@ -64,64 +67,6 @@ class _SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def _pretty(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
-
-
-def _columns(review: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(now, after approval) cards for the side-by-side view."""
-    diff = review.get("diff") or {}
-    op = review["operation"]
-    now: list[dict[str, Any]] = []
-    after: list[dict[str, Any]] = []
-    if op == "remember":
-        for m in diff.get("modified", []):
-            note = f"{m.get('relation')} · similarity {m.get('similarity')}"
-            now.append({"id": m.get("id"), "content": m.get("content"), "note": note})
-            after.append({"id": m.get("id"), "content": m.get("content"), "note": "unchanged"})
-        for a in diff.get("added", []):
-            after.append(
-                {"id": a.get("id"), "content": a.get("content"), "note": "added", "kind": "added"}
-            )
-    elif op == "forget":
-        for r in diff.get("removed", []):
-            now.append(
-                {
-                    "id": r.get("id"),
-                    "content": r.get("content"),
-                    "note": "will be forgotten",
-                    "kind": "removed",
-                }
-            )
-    else:
-        for m in diff.get("modified", []):
-            before, new = m.get("before") or {}, m.get("after") or {}
-            now.append({"id": m.get("id"), "content": before.get("content"), "note": "canonical"})
-            after.append(
-                {
-                    "id": m.get("id"),
-                    "content": new.get("content"),
-                    "note": "canonical",
-                    "kind": "added",
-                }
-            )
-        for r in diff.get("removed", []):
-            now.append(
-                {
-                    "id": r.get("id"),
-                    "content": r.get("content"),
-                    "note": "absorbed",
-                    "kind": "removed",
-                }
-            )
-    for card in now + after:
-        card["content"] = _pretty(card["content"])
-        card.setdefault("kind", "")
-    return now, after
-
-
 def review_app(
     governed: GovernedStore,
     auth: Auth,
@@ -132,7 +77,7 @@ def review_app(
 ) -> Starlette:
     """``auth(token)`` returns the reviewer's name, or ``None`` for a bad token."""
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("memorywire.governance", "templates"),
+        loader=jinja2.PackageLoader("memorywire.server.ui", "templates"),
         autoescape=jinja2.select_autoescape(["html"]),
         undefined=jinja2.StrictUndefined,
     )
@@ -226,14 +171,14 @@ def review_app(
     @login_required
     async def approval(request: Request, reviewer: str) -> Response:
         review = await governed.get_review(request.path_params["item_id"])
-        now, after = _columns(review)
+        now, after = side_by_side(review)
         return page(
             request,
             "approval.html",
             item=review,
             now=now,
             after=after,
-            request_json=_pretty(review["request"]),
+            request_json=pretty(review["request"]),
             own=review.get("requested_by") == reviewer,
         )
 

@@ -12,7 +12,8 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -30,35 +31,39 @@ def _print_json(doc: Any) -> None:
     print(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
-def _client(args: argparse.Namespace) -> Any:
-    from memorywire.client import Memory, RemoteMemory
-
-    server = args.server or os.environ.get("MEMORYWIRE_SERVER")
-    if server:
-        return RemoteMemory(server, args.token or os.environ.get("MEMORYWIRE_TOKEN"))
+def _local_config(args: argparse.Namespace) -> Any:
     from memorywire.server.config import load_config
 
-    config = load_config(overrides={"store": args.store, "embedder": args.embedder}).resolved()
-    from memorywire.server.app import open_configured_store
+    return load_config(
+        overrides={
+            "store": args.store,
+            "embedder": args.embedder,
+            "governance_db": getattr(args, "governance_db", None),
+        }
+    )
 
-    store: Any = open_configured_store(config)
-    approvals = None
-    if args.governance_db:
-        from memorywire.governance import GovernedStore
-        from memorywire.server.approvals import GovernanceApprovals
 
-        store = GovernedStore(store, args.governance_db)
-        approvals = GovernanceApprovals(store)
-    return Memory(store, approvals=approvals, own_store=True)
+@asynccontextmanager
+async def _memory(args: argparse.Namespace) -> AsyncIterator[Any]:
+    """The public client: remote with ``--server``, else over the one local setup."""
+    server = args.server or os.environ.get("MEMORYWIRE_SERVER")
+    if server:
+        from memorywire.client import RemoteMemory
+
+        async with RemoteMemory(server, args.token or os.environ.get("MEMORYWIRE_TOKEN")) as mem:
+            yield mem
+        return
+    from memorywire.client import Memory
+    from memorywire.server.runtime import running
+
+    async with running(_local_config(args)) as runtime:
+        yield Memory(runtime.store, approvals=runtime.approvals)
 
 
 def _run(args: argparse.Namespace, body: Callable[[Any], Awaitable[Any]]) -> int:
     async def go() -> Any:
-        mem = _client(args)
-        try:
+        async with _memory(args) as mem:
             return await body(mem)
-        finally:
-            await mem.aclose()
 
     try:
         result = anyio.run(go)
@@ -333,10 +338,13 @@ def _register_token(sub: Subparsers) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from memorywire.server.app import build_server
+    from memorywire.server.app import serve
     from memorywire.server.config import load_config
+
+    def ready(cfg: Any) -> None:
+        mode = "WITHOUT authentication" if cfg.no_auth else f"tokens from {cfg.tokens_db}"
+        print(f"memorywire serving {cfg.store} on http://{cfg.host}:{cfg.port} ({mode})",
+              file=sys.stderr, flush=True)
 
     try:
         config = load_config(
@@ -351,26 +359,18 @@ def _serve(args: argparse.Namespace) -> int:
                 "embedder": args.embedder,
             },
         )
-        server = build_server(config)
+        serve(config, on_ready=ready)
     except MemorywireError as err:
         print(f"memorywire serve: {err.code}: {err.message}", file=sys.stderr)
         return 2
-    cfg = server.config
-    mode = "WITHOUT authentication" if cfg.no_auth else f"tokens from {cfg.tokens_db}"
-    print(f"memorywire serving {cfg.store} on http://{cfg.host}:{cfg.port} ({mode})",
-          file=sys.stderr, flush=True)
-    try:
-        uvicorn.run(server.app, host=cfg.host, port=cfg.port, log_level="warning")
-    finally:
-        anyio.run(server.aclose)
     return 0
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from memorywire.server.mcp import run_stdio
+    from memorywire.server.mcp_stdio import run_stdio
 
     try:
-        return run_stdio(args.store, embedder=args.embedder, governance_db=args.governance_db)
+        return run_stdio(_local_config(args))
     except MemorywireError as err:
         print(f"memorywire mcp: {err.code}: {err.message}", file=sys.stderr)
         return 2

@@ -16,10 +16,10 @@ from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 from typing import Any
 
-from memorywire.cli_ops import register_ops
-from memorywire.consolidation import register_cli as register_consolidate
+from memorywire.cli.audit import register_audit
+from memorywire.cli.consolidate import register_consolidate
+from memorywire.cli.ops import register_ops
 from memorywire.errors import MemorywireError
-from memorywire.governance.cli import register_audit
 from memorywire.wire import CURRENT, parse_json, schema, schema_names, validate
 
 __all__ = ["ENTRY_POINT_GROUP", "SUBCOMMANDS", "Register", "build_parser", "main"]
@@ -139,7 +139,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     return handler(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,58 @@
+"""``memorywire consolidate``: run the STM→LTM consolidator over a store from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import anyio
+
+from memorywire.consolidation import Consolidator
+from memorywire.errors import MemorywireError
+from memorywire.store.registry import open_store
+
+__all__ = ["register_consolidate"]
+
+
+def _consolidate(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        store = open_store(args.store)
+        try:
+            c = Consolidator(
+                store,
+                interval_s=args.interval,
+                promote_threshold=args.threshold,
+                stm_ttl_ms=int(args.ttl_hours * 3_600_000),
+                agent_id=args.agent,
+            )
+            while True:
+                report = await c.tick()
+                print(json.dumps(report.to_dict()), flush=True)
+                if args.once:
+                    return 0
+                await anyio.sleep(args.interval)
+        finally:
+            await store.aclose()
+
+    try:
+        return anyio.run(go)
+    except MemorywireError as exc:
+        print(f"memorywire consolidate: {exc.message}", file=sys.stderr)
+        return 1
+
+
+def register_consolidate(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "consolidate",
+        help="promote salient short-term memories to long-term, evict expired ones",
+        description="Print one JSON report {promoted, evicted, kept, skipped} per tick.",
+    )
+    p.add_argument("--store", required=True, metavar="URL", help="e.g. sqlite:///mem.db")
+    p.add_argument("--once", action="store_true", help="run one tick and exit")
+    p.add_argument("--agent", default=None, help="only this agent (default: all)")
+    p.add_argument("--threshold", type=float, default=0.5, help="promotion score (0..1)")
+    p.add_argument("--ttl-hours", type=float, default=7 * 24.0, help="STM lifetime")
+    p.add_argument("--interval", type=float, default=300.0, help="seconds between ticks")
+    p.set_defaults(handler=_consolidate)

@@ -1,0 +1,140 @@
+"""The one setup: configuration → opened store → governance → approvals → dispatcher.
+
+``memorywire serve`` (through :mod:`memorywire.server.app`), ``memorywire mcp``, the CLI's
+data commands on a local store and the interaction tests all build what they run on here, so
+a store opened by one transport is wrapped, audited and limited exactly as by another. What
+is opened here is closed by :meth:`Runtime.aclose` (or on leaving :func:`running`), in
+reverse order, even when a later step fails.
+
+The configuration is :class:`~memorywire.server.config.ServerConfig`; turning its store
+setting into a store happens in :func:`open_configured_store` only, so a configuration that
+names several stores becomes a router there and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from memorywire.server.approvals import Approvals, GovernanceApprovals
+from memorywire.server.auth import TokenStore
+from memorywire.server.config import ServerConfig
+from memorywire.server.dispatch import Dispatcher
+from memorywire.server.limits import RateLimiter
+from memorywire.store.base import MemoryStore
+
+if TYPE_CHECKING:
+    from memorywire.governance import GovernedStore
+
+__all__ = ["Runtime", "open_configured_store", "open_runtime", "running"]
+
+
+def open_configured_store(config: ServerConfig) -> MemoryStore:
+    """The store a configuration names, opened (the caller closes it)."""
+    from memorywire.store.registry import open_store
+
+    kw: dict[str, Any] = {}
+    if config.embedder == "hashing":
+        from memorywire.embed.hashing import HashingEmbedder
+
+        kw["embedder"] = HashingEmbedder()
+    return open_store(config.store, **kw)
+
+
+@dataclass
+class Runtime:
+    """Everything a transport needs, opened from one configuration."""
+
+    config: ServerConfig
+    #: What operations run on: the configured store, wrapped by governance when it is on.
+    store: MemoryStore
+    dispatcher: Dispatcher
+    governed: GovernedStore | None = None
+    approvals: Approvals | None = None
+    #: ``None``: every caller is the local owner (stdio, the local CLI, ``--no-auth``).
+    tokens: TokenStore | None = None
+    _closed: bool = field(default=False, repr=False)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.tokens is not None:
+                self.tokens.close()
+        finally:
+            await self.store.aclose()
+
+
+def open_runtime(
+    config: ServerConfig,
+    *,
+    http: bool = False,
+    store: MemoryStore | None = None,
+    tokens: TokenStore | None = None,
+) -> Runtime:
+    """Open what ``config`` describes; await :meth:`Runtime.aclose` when done.
+
+    ``http=True`` is the network server: callers authenticate with tokens (unless
+    ``no_auth``), recall is rate limited, and staged writes link to the reviewer UI on the
+    configured address. Otherwise the caller is the process owner and nothing is limited by
+    rate. ``store`` and ``tokens`` replace what the configuration would open (tests); the
+    runtime closes them like its own when it uses them. Prefer :func:`running`, which also
+    closes the store when a later step of the setup fails.
+    """
+    config = config.resolved()
+    inner = store if store is not None else open_configured_store(config)
+    in_use = None
+    if http and not config.no_auth:
+        in_use = tokens if tokens is not None else TokenStore(config.tokens_db)
+    governed = None
+    approvals: Approvals | None = None
+    served: MemoryStore = inner
+    if config.governance_db:
+        from memorywire.governance import GovernedStore
+
+        base_url = f"http://{config.host}:{config.port}" if http else None
+        try:
+            governed = GovernedStore(inner, config.governance_db, approval_base_url=base_url)
+        except BaseException:
+            if in_use is not None:
+                in_use.close()
+            raise
+        served = governed
+        approvals = GovernanceApprovals(governed)
+    limits = config.limits()
+    dispatcher = Dispatcher(
+        served,
+        approvals=approvals,
+        limits=limits,
+        rate_limiter=RateLimiter(limits.recall_rate, limits.recall_burst) if http else None,
+    )
+    return Runtime(config, served, dispatcher, governed, approvals, in_use)
+
+
+@asynccontextmanager
+async def running(
+    config: ServerConfig,
+    *,
+    http: bool = False,
+    store: MemoryStore | None = None,
+    tokens: TokenStore | None = None,
+) -> AsyncIterator[Runtime]:
+    """:func:`open_runtime` as an async context manager: closed on exit, whatever happens."""
+    inner = store if store is not None else open_configured_store(config.resolved())
+    try:
+        runtime = open_runtime(config, http=http, store=inner, tokens=tokens)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await inner.aclose()
+        raise
+    try:
+        yield runtime
+    finally:
+        # Shielded: an interrupt (Ctrl-C cancels the main task) must not cut the close short.
+        with anyio.CancelScope(shield=True):
+            await runtime.aclose()

@@ -1,0 +1,86 @@
+"""Where each operation lives on the REST surface: one table for server, client and OpenAPI.
+
+A route names the dispatcher operation it runs, its HTTP method and its path template. Path
+parameters are taken from the request document; what remains of the document travels as the
+JSON body (``POST``) or the query string (``GET``). The HTTP server mounts exactly these
+routes, the OpenAPI document describes exactly these, and :class:`~memorywire.client.RemoteMemory`
+finds its URLs here, so a path is spelled once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["OPERATIONS", "ROUTES", "Route", "route_for", "route_named"]
+
+#: The five wire operations, each ``POST /v0/<op>`` with the wire request as its body.
+OPERATIONS = ("remember", "recall", "forget", "merge", "expire")
+
+_PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
+
+
+@dataclass(frozen=True)
+class Route:
+    #: Unique name of the route (the dispatcher operation, unless two routes share one).
+    name: str
+    method: Literal["GET", "POST"]
+    #: Starlette template: ``{id}``, or ``{name:path}`` for a value that may hold ``/``.
+    path: str
+    #: The dispatcher operation it runs; ``None``: the same as ``name``.
+    operation: str | None = None
+
+    @property
+    def op(self) -> str:
+        return self.operation or self.name
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return tuple(_PARAM.findall(self.path))
+
+    @property
+    def openapi_path(self) -> str:
+        """The template as OpenAPI writes it (no converters)."""
+        return _PARAM.sub(r"{\1}", self.path)
+
+    def fill(self, doc: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """(the concrete path, the rest of the document) for a request document."""
+        rest = dict(doc)
+        values = {name: str(rest.pop(name, "")) for name in self.params}
+        return _PARAM.sub(lambda m: values[m.group(1)], self.path), rest
+
+
+ROUTES: tuple[Route, ...] = (
+    *(Route(op, "POST", f"/v0/{op}") for op in OPERATIONS),
+    Route("approvals.list", "GET", "/v0/approvals"),
+    Route("approvals.get", "GET", "/v0/approvals/{id}"),
+    Route("approvals.approve", "POST", "/v0/approvals/{id}/approve"),
+    Route("approvals.reject", "POST", "/v0/approvals/{id}/reject"),
+    Route("audit.list", "GET", "/v0/audit"),
+    Route("audit.verify", "POST", "/v0/audit/verify"),
+    Route("health", "GET", "/v0/health"),
+    Route("schemas", "GET", "/v0/schemas", operation="schema"),
+    Route("schema", "GET", "/v0/schemas/{name:path}"),
+    # Transport-level: every operation by JSON-RPC method name, and this API's description.
+    Route("rpc", "POST", "/v0/rpc"),
+    Route("openapi", "GET", "/openapi.json"),
+)
+
+_BY_NAME = {r.name: r for r in ROUTES}
+
+
+def route_named(name: str) -> Route:
+    return _BY_NAME[name]
+
+
+def route_for(op: str, doc: Mapping[str, Any] | None = None) -> Route | None:
+    """The route running ``op`` whose path parameters ``doc`` supplies (the most specific
+    first), or ``None`` when the operation has no REST route of its own."""
+    candidates = sorted((r for r in ROUTES if r.op == op), key=lambda r: -len(r.params))
+    given = doc or {}
+    for route in candidates:
+        if all(given.get(p) not in (None, "") for p in route.params):
+            return route
+    return candidates[-1] if candidates else None

@@ -44,7 +44,11 @@ _ANONYMOUS = Principal(name="anonymous", role=Role.AGENT, agent_ids=frozenset())
 
 class _Json(JSONResponse):
     def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate in stored data: escape, never crash
+            return json.dumps(content, separators=(",", ":")).encode("ascii")
 
 
 def error_response(err: MemorywireError, status: int | None = None) -> Response:

@@ -16,6 +16,7 @@ from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
 from memorywire.server.limits import RateLimiter
 from memorywire.server.mcp_http import McpHttp
+from memorywire.server.origin import BrowserRules
 from memorywire.store.base import MemoryStore
 
 __all__ = ["Server", "build_server", "open_configured_store"]
@@ -95,7 +96,9 @@ def build_server(
     )
     auth = None if config.no_auth else tokens
     mcp = McpHttp(dispatcher, tokens=auth, allowed_origins=config.allowed_origins)
+    browser = BrowserRules.for_bind(config.host, config.allowed_origins, config.allowed_hosts)
     app = create_app(
-        dispatcher, tokens=auth, ui_app=ui_app, mcp_app=mcp, lifespan_hooks=[mcp.lifespan]
+        dispatcher, tokens=auth, ui_app=ui_app, mcp_app=mcp, lifespan_hooks=[mcp.lifespan],
+        browser=browser,
     )
     return Server(config, store, dispatcher, None if config.no_auth else tokens, app)

@@ -55,8 +55,11 @@ class ServerConfig:
     max_json_depth: int = Limits.max_json_depth
     recall_rate: float = Limits.recall_rate
     recall_burst: int = Limits.recall_burst
-    #: Origins allowed to call ``/mcp`` from a browser (an absent Origin is always allowed).
+    #: Origins allowed to call the server from a browser (an absent Origin is always allowed).
     allowed_origins: tuple[str, ...] = field(default_factory=tuple)
+    #: Host names (or host:port) besides loopback that may address a loopback-bound server;
+    #: any Host passes on a public bind unless some are listed (see server/origin.py).
+    allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
 
     def resolved(self) -> ServerConfig:
         """Fill in paths under the data directory and check the combination is safe."""

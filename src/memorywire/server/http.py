@@ -15,6 +15,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -32,6 +33,7 @@ from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, DispatchResu
 from memorywire.server.jsonrpc import handle_rpc
 from memorywire.server.limits import parse_json_body
 from memorywire.server.openapi import openapi_document
+from memorywire.server.origin import BrowserRules, BrowserSafe
 
 __all__ = ["FAILURES_HEADER", "create_app"]
 
@@ -108,8 +110,13 @@ def create_app(
     mcp_app: ASGIApp | None = None,
     lifespan_hooks: Sequence[Callable[[], AbstractAsyncContextManager[None]]] = (),
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
+    browser: BrowserRules | None = None,
 ) -> Starlette:
-    """``tokens=None`` serves without authentication (the CLI allows it on loopback only)."""
+    """``tokens=None`` serves without authentication (the CLI allows it on loopback only).
+
+    ``browser``: the Origin/Host/JSON rules of :mod:`memorywire.server.origin` on every
+    route (``serve`` always passes them; ``None`` leaves them off for in-process tests).
+    """
 
     def principal_of(request: Request, *, anonymous_ok: bool = False) -> Principal:
         if tokens is None:
@@ -229,4 +236,5 @@ def create_app(
         routes=routes,
         exception_handlers={HTTPException: on_http_error},
         lifespan=lifespan,
+        middleware=[Middleware(BrowserSafe, rules=browser)] if browser is not None else None,
     )

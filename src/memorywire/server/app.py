@@ -14,7 +14,7 @@ from memorywire.server.auth import Role, TokenStore
 from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
-from memorywire.server.limits import RateLimiter
+from memorywire.server.limits import rate_limiters
 from memorywire.server.mcp_http import McpHttp
 from memorywire.server.origin import BrowserRules
 from memorywire.store.base import MemoryStore
@@ -88,12 +88,8 @@ def build_server(
         store = governed
         approvals = GovernanceApprovals(governed)
         ui_app = review_app(governed, _ui_auth(tokens))
-    dispatcher = Dispatcher(
-        store,
-        approvals=approvals,
-        limits=limits,
-        rate_limiter=RateLimiter(limits.recall_rate, limits.recall_burst),
-    )
+    dispatcher = Dispatcher(store, approvals=approvals, limits=limits,
+                            **rate_limiters(limits, enabled=config.rate_limited()))
     auth = None if config.no_auth else tokens
     mcp = McpHttp(dispatcher, tokens=auth, allowed_origins=config.allowed_origins)
     browser = BrowserRules.for_bind(config.host, config.allowed_origins, config.allowed_hosts)

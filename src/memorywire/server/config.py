@@ -55,6 +55,11 @@ class ServerConfig:
     max_json_depth: int = Limits.max_json_depth
     recall_rate: float = Limits.recall_rate
     recall_burst: int = Limits.recall_burst
+    write_rate: float = Limits.write_rate
+    write_burst: int = Limits.write_burst
+    #: Per-token rate limits: ``auto`` (off on a loopback bind, where one local principal
+    #: runs many workers; on for any other bind), ``on`` or ``off``.
+    rate_limits: str = "auto"
     #: Origins allowed to call the server from a browser (an absent Origin is always allowed).
     allowed_origins: tuple[str, ...] = field(default_factory=tuple)
     #: Host names (or host:port) besides loopback that may address a loopback-bound server;
@@ -76,7 +81,17 @@ class ServerConfig:
             )
         if not 0 < out.port < 65536:
             raise InvalidRequest(f"port {out.port} is out of range")
+        if out.rate_limits not in ("auto", "on", "off"):
+            raise InvalidRequest(
+                f"rate_limits must be auto, on or off (got {out.rate_limits!r})"
+            )
         return out
+
+    def rate_limited(self) -> bool:
+        """Whether per-token rate limits apply (see ``rate_limits``)."""
+        if self.rate_limits == "auto":
+            return not is_loopback(self.host)
+        return self.rate_limits == "on"
 
     def limits(self) -> Limits:
         return Limits(
@@ -85,6 +100,8 @@ class ServerConfig:
             max_json_depth=self.max_json_depth,
             recall_rate=self.recall_rate,
             recall_burst=self.recall_burst,
+            write_rate=self.write_rate,
+            write_burst=self.write_burst,
         )
 
 

@@ -337,6 +337,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from memorywire.server.app import build_server
     from memorywire.server.config import load_config
+    from memorywire.server.timeouts import uvicorn_config
 
     try:
         config = load_config(
@@ -360,7 +361,7 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"memorywire serving {cfg.store} on http://{cfg.host}:{cfg.port} ({mode})",
           file=sys.stderr, flush=True)
     try:
-        uvicorn.run(server.app, host=cfg.host, port=cfg.port, log_level="warning")
+        uvicorn.Server(uvicorn_config(server.app, cfg.host, cfg.port, cfg.timeouts())).run()
     finally:
         anyio.run(server.aclose)
     return 0

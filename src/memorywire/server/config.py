@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memorywire.errors import InvalidRequest
-from memorywire.server.limits import Limits
+from memorywire.server.limits import Limits, Timeouts
 
 __all__ = ["ServerConfig", "data_dir", "is_loopback", "load_config"]
 
@@ -57,6 +57,10 @@ class ServerConfig:
     recall_burst: int = Limits.recall_burst
     write_rate: float = Limits.write_rate
     write_burst: int = Limits.write_burst
+    #: Seconds a client may take to send request headers, then the body; idle keep-alive.
+    header_timeout_s: float = Timeouts.header_s
+    body_timeout_s: float = Timeouts.body_s
+    idle_timeout_s: float = Timeouts.idle_s
     #: Per-token rate limits: ``auto`` (off on a loopback bind, where one local principal
     #: runs many workers; on for any other bind), ``on`` or ``off``.
     rate_limits: str = "auto"
@@ -87,6 +91,9 @@ class ServerConfig:
             )
         return out
 
+    def timeouts(self) -> Timeouts:
+        return Timeouts(self.header_timeout_s, self.body_timeout_s, self.idle_timeout_s)
+
     def rate_limited(self) -> bool:
         """Whether per-token rate limits apply (see ``rate_limits``)."""
         if self.rate_limits == "auto":
@@ -102,6 +109,7 @@ class ServerConfig:
             recall_burst=self.recall_burst,
             write_rate=self.write_rate,
             write_burst=self.write_burst,
+            body_timeout_s=self.body_timeout_s,
         )
 
 

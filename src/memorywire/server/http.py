@@ -13,15 +13,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
 from memorywire.errors import (
+    ErrorDetail,
     InvalidRequest,
     MemorywireError,
     NotFound,
@@ -69,19 +71,28 @@ def _ok(result: DispatchResult) -> Response:
     return _Json(result.body, headers=headers)
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The body, refusing to buffer more than ``limit`` bytes whatever Content-Length says."""
+async def read_body(request: Request, limit: int, timeout: float = 30.0) -> bytes:
+    """The body, refusing to buffer more than ``limit`` bytes whatever Content-Length says,
+    or to wait more than ``timeout`` seconds for it."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(f"request body is {declared} bytes; the limit is {limit}")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
-        chunks.append(chunk)
+    try:
+        with anyio.fail_after(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise BodyTimeout(f"request body not received within {timeout:g} s") from None
     return b"".join(chunks)
+
+
+class BodyTimeout(Exception):
+    """The client stopped sending its body: answered 408 with code ``invalid_request``."""
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -93,8 +104,14 @@ def _guard(endpoint: Endpoint) -> Endpoint:
     async def guarded(request: Request) -> Response:
         try:
             return await endpoint(request)
+        except BodyTimeout as exc:
+            err = InvalidRequest(str(exc), [ErrorDetail("", "timeout", str(exc))])
+            return error_response(err, 408)
         except MemorywireError as err:
             return error_response(err)
+        except ClientDisconnect:  # the client left: one line, no traceback, nobody to answer
+            log.info("client disconnected during %s %s", request.method, request.url.path)
+            return Response(status_code=499)
         except Exception:  # outermost handler: log it, answer 500, keep serving
             log.exception("unhandled error on %s", request.url.path)
             return error_response(MemorywireError("internal error"))
@@ -134,7 +151,9 @@ def create_app(
         return _ok(await dispatcher.dispatch(op, doc, p))
 
     async def body_json(request: Request) -> Any:
-        raw = await read_body(request, dispatcher.limits.max_body_bytes)
+        raw = await read_body(
+            request, dispatcher.limits.max_body_bytes, dispatcher.limits.body_timeout_s
+        )
         if not raw.strip():
             return {}
         return parse_json_body(raw, dispatcher.limits)
@@ -184,7 +203,9 @@ def create_app(
 
     async def rpc(request: Request) -> Response:
         p = principal_of(request)
-        raw = await read_body(request, dispatcher.limits.max_body_bytes)
+        raw = await read_body(
+            request, dispatcher.limits.max_body_bytes, dispatcher.limits.body_timeout_s
+        )
         reply = await handle_rpc(raw, dispatcher, p)
         if reply is None:
             return Response(status_code=204)

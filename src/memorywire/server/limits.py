@@ -22,6 +22,7 @@ from memorywire.wire.codec import parse_json
 __all__ = [
     "Limits",
     "RateLimiter",
+    "Timeouts",
     "check_content_size",
     "json_depth",
     "parse_json_body",
@@ -43,6 +44,18 @@ class Limits:
     #: The same for writes (remember, forget, merge, expire), per token.
     write_rate: float = 25.0
     write_burst: int = 50
+    #: Seconds to receive a whole request body once its headers are in (then 408).
+    body_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds a client may take (enforced by :mod:`memorywire.server.timeouts`)."""
+
+    header_s: float = 10.0
+    body_s: float = 30.0
+    #: Keep-alive: an idle connection is closed after this long.
+    idle_s: float = 5.0
 
 
 def json_depth(raw: bytes) -> int:

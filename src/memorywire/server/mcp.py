@@ -176,10 +176,10 @@ def run_stdio(
 ) -> int:
     """Serve MCP on stdin/stdout until the client closes it."""
     import anyio
-    from mcp.server.stdio import stdio_server
 
     from memorywire.server.app import open_configured_store
     from memorywire.server.config import load_config
+    from memorywire.server.stdio_guard import guarded_stdio_server
 
     config = load_config(overrides={"store": store_url, "embedder": embedder}).resolved()
     inner = open_configured_store(config)
@@ -191,7 +191,7 @@ def run_stdio(
 
     async def main() -> None:
         try:
-            async with stdio_server() as (read, write):
+            async with guarded_stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
         finally:
             await store.aclose()

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -80,8 +82,8 @@ def governed() -> bool:
     return True
 
 
-@pytest.fixture
-async def rig(tmp_path: Path, governed: bool) -> AsyncIterator[Rig]:
+@asynccontextmanager
+async def open_rig(tmp_path: Path, governed: bool = True) -> AsyncIterator[Rig]:
     inner = SqliteStore(tmp_path / "mem.db", embedder=HashingEmbedder())
     gov = GovernedStore(inner, tmp_path / "gov.db")
     tokens = TokenStore()
@@ -98,12 +100,20 @@ async def rig(tmp_path: Path, governed: bool) -> AsyncIterator[Rig]:
     mcp_http = McpHttp(dispatcher, tokens=tokens)
     app = create_app(dispatcher, tokens=tokens, mcp_app=mcp_http)
     transport = httpx.ASGITransport(app=app)
-    async with mcp_http.lifespan(), httpx.AsyncClient(
-        transport=transport, base_url="http://127.0.0.1"
-    ) as http:
-        yield Rig(gov, tokens, dispatcher, http, admin, agent, user1, user2, reviewer)
-    tokens.close()
-    await gov.aclose()
+    try:
+        async with mcp_http.lifespan(), httpx.AsyncClient(
+            transport=transport, base_url="http://127.0.0.1"
+        ) as http:
+            yield Rig(gov, tokens, dispatcher, http, admin, agent, user1, user2, reviewer)
+    finally:
+        tokens.close()
+        await gov.aclose()
+
+
+@pytest.fixture
+async def rig(tmp_path: Path, governed: bool) -> AsyncIterator[Rig]:
+    async with open_rig(tmp_path, governed) as r:
+        yield r
 
 
 def _status(code: str) -> int:
@@ -120,13 +130,17 @@ async def rest(rig: Rig, op: str, doc: dict[str, Any], token: str) -> Outcome:
     else:
         method, path = _REST[op]
         q = dict(doc)
-        path = path.replace("{id}", str(q.pop("id", "")))
+        path = path.replace("{id}", quote(str(q.pop("id", "")), safe=""))
         if method == "GET":
             r = await rig.http.get(path, params=q, headers=headers)
         else:
             r = await rig.http.post(path, content=json.dumps(q), headers=headers)
-    out = r.json()
-    return Outcome(r.status_code, out.get("code", "") if r.status_code >= 400 else "", out)
+    try:
+        out = r.json()
+    except ValueError:  # e.g. a redirect: not ours to shape, only its status matters
+        return Outcome(r.status_code, "not_json", r.text)
+    code = out.get("code", "") if r.status_code >= 400 and isinstance(out, dict) else ""
+    return Outcome(r.status_code, code, out)
 
 
 async def jsonrpc(rig: Rig, op: str, doc: dict[str, Any], token: str) -> Outcome:

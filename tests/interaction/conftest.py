@@ -154,7 +154,9 @@ class JsonRpc:
             "params": doc,
         }
         r = await self.http.post(
-            "/v0/rpc", content=json.dumps(call), headers={"authorization": f"Bearer {token}"}
+            "/v0/rpc",
+            content=json.dumps(call),
+            headers={"authorization": f"Bearer {token}", "content-type": "application/json"},
         )
         if r.status_code != 200:
             body = r.json()
@@ -181,7 +183,7 @@ class Mcp:
     def _http(self, token: str) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(
             transport=httpx2.ASGITransport(app=self.app),
-            base_url="http://testserver",
+            base_url="http://127.0.0.1",
             headers={"authorization": f"Bearer {token}"},
         )
 
@@ -195,7 +197,7 @@ class Mcp:
             if refused.status_code in (401, 403):
                 body = refused.json()
                 return Outcome(False, body, body["code"], refused.status_code)
-            streams = streamable_http_client("http://testserver/mcp/", http_client=http)
+            streams = streamable_http_client("http://127.0.0.1/mcp/", http_client=http)
             async with Client(streams) as c:
                 res = await c.call_tool(op, doc)
         body = res.structured_content
@@ -218,7 +220,7 @@ async def asgi_app(world: World) -> AsyncIterator[Starlette]:
 @pytest.fixture
 async def asgi_client(asgi_app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=asgi_app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
         yield c
 
 

@@ -58,7 +58,7 @@ HOSTILE: list[tuple[str, bytes, int, str]] = [
 async def test_hostile_bodies_get_an_envelope_and_the_server_stays_up(
     asgi_client: httpx.AsyncClient, world: World, name: str, raw: bytes, status: int, code: str
 ) -> None:
-    auth = {"authorization": f"Bearer {world.agent_a}"}
+    auth = {"authorization": f"Bearer {world.agent_a}", "content-type": "application/json"}
     r = await asgi_client.post("/v0/recall", content=raw, headers=auth)
     _envelope(r, status, code)
     rpc = await asgi_client.post("/v0/rpc", content=raw, headers=auth)

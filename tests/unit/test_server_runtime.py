@@ -52,10 +52,14 @@ async def test_local_callers_get_no_tokens_and_no_rate_limit(tmp_path: Path) -> 
 
 async def test_the_http_server_gets_tokens_limits_and_governance(tmp_path: Path) -> None:
     store = _Counted(HashingEmbedder())
-    config = _config(tmp_path, governance_db=str(tmp_path / "gov.db"), recall_burst=7, port=9123)
+    config = _config(
+        tmp_path, governance_db=str(tmp_path / "gov.db"), recall_burst=7, port=9123,
+        rate_limits="on",
+    )
     async with running(config, http=True, store=store) as rt:
         assert rt.tokens is not None and (tmp_path / "tokens.db").exists()
         assert rt.dispatcher.rate_limiter is not None
+        assert rt.dispatcher.write_limiter is not None
         assert rt.dispatcher.limits.recall_burst == 7
         assert isinstance(rt.store, GovernedStore) and rt.governed is rt.store
         staged = await rt.dispatcher.dispatch(
@@ -65,6 +69,9 @@ async def test_the_http_server_gets_tokens_limits_and_governance(tmp_path: Path)
         )
         assert staged.body["approval_url"].startswith("http://127.0.0.1:9123/ui/approvals/")
     assert store.closes == 1
+    # a loopback bind with the default rate_limits=auto: one local principal, not throttled
+    async with running(_config(tmp_path), http=True, store=_Counted(HashingEmbedder())) as rt:
+        assert rt.tokens is not None and rt.dispatcher.rate_limiter is None
 
 
 async def test_a_failed_step_after_the_store_closes_the_store(tmp_path: Path) -> None:

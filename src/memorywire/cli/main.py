@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, entry_points, version
@@ -138,4 +139,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
-    return handler(args)
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # outermost handler: one line for a person, not a traceback
+        if os.environ.get("MEMORYWIRE_DEBUG"):
+            raise
+        print(f"memorywire {args.command}: {_one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: Exception) -> str:
+    """What went wrong, in the words a user can act on."""
+    if isinstance(exc, MemorywireError):
+        return f"{exc.code}: {exc.message}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"input is not UTF-8 (invalid byte at offset {exc.start})"
+    if isinstance(exc, OSError):
+        where = f" {exc.filename}" if exc.filename else ""
+        return f"cannot use{where}: {exc.strerror or exc}"
+    if isinstance(exc, ValueError):  # malformed TOML/JSON config, bad number, ...
+        return f"invalid input: {exc}"
+    return f"internal error: {type(exc).__name__}: {exc} (MEMORYWIRE_DEBUG=1 shows the traceback)"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -19,6 +19,7 @@ from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
 from memorywire.server.mcp_http import McpHttp
+from memorywire.server.origin import BrowserRules
 from memorywire.server.runtime import Runtime, open_runtime, running
 from memorywire.store.base import MemoryStore
 
@@ -55,12 +56,14 @@ def http_app(runtime: Runtime) -> Starlette:
         tokens=runtime.tokens,
         allowed_origins=runtime.config.allowed_origins,
     )
+    cfg = runtime.config
     return create_app(
         runtime.dispatcher,
         tokens=runtime.tokens,
         ui_app=ui_app,
         mcp_app=mcp,
         lifespan_hooks=[mcp.lifespan],
+        browser=BrowserRules.for_bind(cfg.host, cfg.allowed_origins, cfg.allowed_hosts),
     )
 
 
@@ -110,14 +113,15 @@ def serve(
     import anyio
     import uvicorn
 
+    from memorywire.server.timeouts import uvicorn_config
+
     async def main() -> None:
         async with running(config, http=True) as runtime:
             cfg = runtime.config
             if on_ready is not None:
                 on_ready(cfg)
             server = uvicorn.Server(
-                uvicorn.Config(http_app(runtime), host=cfg.host, port=cfg.port,
-                               log_level="warning")
+                uvicorn_config(http_app(runtime), cfg.host, cfg.port, cfg.timeouts())
             )
             await server.serve()
 

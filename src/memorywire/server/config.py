@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memorywire.errors import InvalidRequest
-from memorywire.server.limits import Limits
+from memorywire.server.limits import Limits, Timeouts
 
 __all__ = ["ServerConfig", "data_dir", "is_loopback", "load_config"]
 
@@ -55,8 +55,20 @@ class ServerConfig:
     max_json_depth: int = Limits.max_json_depth
     recall_rate: float = Limits.recall_rate
     recall_burst: int = Limits.recall_burst
-    #: Origins allowed to call ``/mcp`` from a browser (an absent Origin is always allowed).
+    write_rate: float = Limits.write_rate
+    write_burst: int = Limits.write_burst
+    #: Seconds a client may take to send request headers, then the body; idle keep-alive.
+    header_timeout_s: float = Timeouts.header_s
+    body_timeout_s: float = Timeouts.body_s
+    idle_timeout_s: float = Timeouts.idle_s
+    #: Per-token rate limits: ``auto`` (off on a loopback bind, where one local principal
+    #: runs many workers; on for any other bind), ``on`` or ``off``.
+    rate_limits: str = "auto"
+    #: Origins allowed to call the server from a browser (an absent Origin is always allowed).
     allowed_origins: tuple[str, ...] = field(default_factory=tuple)
+    #: Host names (or host:port) besides loopback that may address a loopback-bound server;
+    #: any Host passes on a public bind unless some are listed (see server/origin.py).
+    allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
 
     def resolved(self) -> ServerConfig:
         """Fill in paths under the data directory and check the combination is safe."""
@@ -73,7 +85,20 @@ class ServerConfig:
             )
         if not 0 < out.port < 65536:
             raise InvalidRequest(f"port {out.port} is out of range")
+        if out.rate_limits not in ("auto", "on", "off"):
+            raise InvalidRequest(
+                f"rate_limits must be auto, on or off (got {out.rate_limits!r})"
+            )
         return out
+
+    def timeouts(self) -> Timeouts:
+        return Timeouts(self.header_timeout_s, self.body_timeout_s, self.idle_timeout_s)
+
+    def rate_limited(self) -> bool:
+        """Whether per-token rate limits apply (see ``rate_limits``)."""
+        if self.rate_limits == "auto":
+            return not is_loopback(self.host)
+        return self.rate_limits == "on"
 
     def limits(self) -> Limits:
         return Limits(
@@ -82,6 +107,9 @@ class ServerConfig:
             max_json_depth=self.max_json_depth,
             recall_rate=self.recall_rate,
             recall_burst=self.recall_burst,
+            write_rate=self.write_rate,
+            write_burst=self.write_burst,
+            body_timeout_s=self.body_timeout_s,
         )
 
 

@@ -23,8 +23,14 @@ from memorywire.governance.actor import acting_as
 from memorywire.server.approvals import Approvals
 from memorywire.server.auth import Principal, Role
 from memorywire.server.limits import Limits, RateLimiter, check_content_size
+from memorywire.server.precheck import (
+    check_approval_capability,
+    check_id_owner,
+    check_merge_size,
+)
 from memorywire.store.base import MemoryStore
 from memorywire.wire.codec import parse_request, to_wire
+from memorywire.wire.door import check_document
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -102,12 +108,14 @@ class Dispatcher:
         approvals: Approvals | None = None,
         limits: Limits | None = None,
         rate_limiter: RateLimiter | None = None,
+        write_limiter: RateLimiter | None = None,
     ) -> None:
         self.store = store
         self.approvals = approvals
         self.limits = limits or Limits()
-        #: ``None`` means unlimited (in-process use); servers pass one built from ``limits``.
+        #: ``None`` means unlimited (in-process use); servers pass ones built from ``limits``.
         self.rate_limiter = rate_limiter
+        self.write_limiter = write_limiter
         self._ops: dict[str, Handler] = {
             "remember": self._remember,
             "recall": self._recall,
@@ -132,22 +140,29 @@ class Dispatcher:
         handler = self._ops.get(op)
         if handler is None:
             raise NotFound(f"unknown operation {op!r}")
+        doc = {} if doc is None else doc
+        check_document(op, doc)  # before the schema: its messages may quote the value
         with acting_as(principal.name):
-            return await handler({} if doc is None else doc, principal)
+            return await handler(doc, principal)
 
     # --- typed entry points (the in-process client uses these) --------------------------------
 
     async def remember(self, req: RememberRequest, p: Principal) -> RememberResponse:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
+        check_document("remember", to_wire(req))
         check_content_size(req.content, self.limits)
+        check_approval_capability(self.store, req)
+        self._limit_writes(p)
         if p.provenance is not None:
             req = req.model_copy(update={"source": p.provenance})
         with acting_as(p.name):
+            await check_id_owner(self.store, req)
             return await self.store.remember(req)
 
     async def recall(self, req: RecallRequest, p: Principal) -> RecallResponse:
         p.check_scope(req.agent_id, req.user_id)
+        check_document("recall", to_wire(req))
         if self.rate_limiter is not None:
             self.rate_limiter.acquire(p.name)
         with acting_as(p.name):
@@ -156,20 +171,31 @@ class Dispatcher:
     async def forget(self, req: ForgetRequest, p: Principal) -> ForgetResponse:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
+        check_document("forget", to_wire(req))
+        self._limit_writes(p)
         with acting_as(p.name):
             return await self.store.forget(req)
 
     async def merge(self, req: MergeRequest, p: Principal) -> MergeResponse:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
+        check_document("merge", to_wire(req))
+        self._limit_writes(p)
         with acting_as(p.name):
+            await check_merge_size(self.store, req, self.limits)
             return await self.store.merge(req)
 
     async def expire(self, req: ExpireRequest, p: Principal) -> ExpireResponse:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
+        check_document("expire", to_wire(req))
+        self._limit_writes(p)
         with acting_as(p.name):
             return await self.store.expire(req)
+
+    def _limit_writes(self, p: Principal) -> None:
+        if self.write_limiter is not None:
+            self.write_limiter.acquire(p.name)
 
     # --- JSON handlers -------------------------------------------------------------------------
 

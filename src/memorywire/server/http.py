@@ -13,14 +13,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
 from memorywire.errors import (
+    ErrorDetail,
     InvalidRequest,
     MemorywireError,
     NotFound,
@@ -32,6 +35,7 @@ from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, DispatchResu
 from memorywire.server.jsonrpc import handle_rpc
 from memorywire.server.limits import parse_json_body
 from memorywire.server.openapi import openapi_document
+from memorywire.server.origin import BrowserRules, BrowserSafe
 from memorywire.wire.routes import OPERATIONS, ROUTES
 
 __all__ = ["FAILURES_HEADER", "create_app"]
@@ -44,7 +48,11 @@ _ANONYMOUS = Principal(name="anonymous", role=Role.AGENT, agent_ids=frozenset())
 
 class _Json(JSONResponse):
     def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        text = json.dumps(content, ensure_ascii=False, separators=(",", ":"))
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate in stored data: escape, never crash
+            return json.dumps(content, separators=(",", ":")).encode("ascii")
 
 
 def error_response(err: MemorywireError, status: int | None = None) -> Response:
@@ -63,19 +71,28 @@ def _ok(result: DispatchResult) -> Response:
     return _Json(result.body, headers=headers)
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The body, refusing to buffer more than ``limit`` bytes whatever Content-Length says."""
+async def read_body(request: Request, limit: int, timeout: float = 30.0) -> bytes:
+    """The body, refusing to buffer more than ``limit`` bytes whatever Content-Length says,
+    or to wait more than ``timeout`` seconds for it."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(f"request body is {declared} bytes; the limit is {limit}")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
-        chunks.append(chunk)
+    try:
+        with anyio.fail_after(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise BodyTimeout(f"request body not received within {timeout:g} s") from None
     return b"".join(chunks)
+
+
+class BodyTimeout(Exception):
+    """The client stopped sending its body: answered 408 with code ``invalid_request``."""
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -87,8 +104,14 @@ def _guard(endpoint: Endpoint) -> Endpoint:
     async def guarded(request: Request) -> Response:
         try:
             return await endpoint(request)
+        except BodyTimeout as exc:
+            err = InvalidRequest(str(exc), [ErrorDetail("", "timeout", str(exc))])
+            return error_response(err, 408)
         except MemorywireError as err:
             return error_response(err)
+        except ClientDisconnect:  # the client left: one line, no traceback, nobody to answer
+            log.info("client disconnected during %s %s", request.method, request.url.path)
+            return Response(status_code=499)
         except Exception:  # outermost handler: log it, answer 500, keep serving
             log.exception("unhandled error on %s", request.url.path)
             return error_response(MemorywireError("internal error"))
@@ -104,8 +127,13 @@ def create_app(
     mcp_app: ASGIApp | None = None,
     lifespan_hooks: Sequence[Callable[[], AbstractAsyncContextManager[None]]] = (),
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
+    browser: BrowserRules | None = None,
 ) -> Starlette:
-    """``tokens=None`` serves without authentication (the CLI allows it on loopback only)."""
+    """``tokens=None`` serves without authentication (the CLI allows it on loopback only).
+
+    ``browser``: the Origin/Host/JSON rules of :mod:`memorywire.server.origin` on every
+    route (``serve`` always passes them; ``None`` leaves them off for in-process tests).
+    """
 
     def principal_of(request: Request, *, anonymous_ok: bool = False) -> Principal:
         if tokens is None:
@@ -123,7 +151,9 @@ def create_app(
         return _ok(await dispatcher.dispatch(op, doc, p))
 
     async def body_json(request: Request) -> Any:
-        raw = await read_body(request, dispatcher.limits.max_body_bytes)
+        raw = await read_body(
+            request, dispatcher.limits.max_body_bytes, dispatcher.limits.body_timeout_s
+        )
         if not raw.strip():
             return {}
         return parse_json_body(raw, dispatcher.limits)
@@ -173,7 +203,9 @@ def create_app(
 
     async def rpc(request: Request) -> Response:
         p = principal_of(request)
-        raw = await read_body(request, dispatcher.limits.max_body_bytes)
+        raw = await read_body(
+            request, dispatcher.limits.max_body_bytes, dispatcher.limits.body_timeout_s
+        )
         reply = await handle_rpc(raw, dispatcher, p)
         if reply is None:
             return Response(status_code=204)
@@ -226,4 +258,5 @@ def create_app(
         routes=routes,
         exception_handlers={HTTPException: on_http_error},
         lifespan=lifespan,
+        middleware=[Middleware(BrowserSafe, rules=browser)] if browser is not None else None,
     )

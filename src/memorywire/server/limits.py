@@ -1,4 +1,4 @@
-"""Bounds on what one request may cost: body size, JSON nesting, content size, recall rate.
+"""Bounds on what one request may cost: body size, JSON nesting, content size, call rates.
 
 Nesting is measured on the raw bytes before ``json.loads`` runs, because the parser recurses
 once per level and a 10,000-deep array would otherwise exhaust the stack of the server.
@@ -19,7 +19,15 @@ import numpy as np
 from memorywire.errors import ErrorDetail, InvalidRequest, PayloadTooLarge, RateLimited
 from memorywire.wire.codec import parse_json
 
-__all__ = ["Limits", "RateLimiter", "check_content_size", "json_depth", "parse_json_body"]
+__all__ = [
+    "Limits",
+    "RateLimiter",
+    "Timeouts",
+    "check_content_size",
+    "json_depth",
+    "parse_json_body",
+    "rate_limiters",
+]
 
 # A JSON string literal, matched without backtracking so hostile input stays linear.
 _STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
@@ -33,6 +41,21 @@ class Limits:
     #: Sustained recall calls per second per token, and the burst allowed above it.
     recall_rate: float = 50.0
     recall_burst: int = 100
+    #: The same for writes (remember, forget, merge, expire), per token.
+    write_rate: float = 25.0
+    write_burst: int = 50
+    #: Seconds to receive a whole request body once its headers are in (then 408).
+    body_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds a client may take (enforced by :mod:`memorywire.server.timeouts`)."""
+
+    header_s: float = 10.0
+    body_s: float = 30.0
+    #: Keep-alive: an idle connection is closed after this long.
+    idle_s: float = 5.0
 
 
 def json_depth(raw: bytes) -> int:
@@ -82,10 +105,17 @@ class RateLimiter:
     """One token bucket per key (a token id); thread-safe, with an injectable monotonic clock."""
 
     def __init__(
-        self, rate: float, burst: int, *, now: Callable[[], float] = time.monotonic
+        self,
+        rate: float,
+        burst: int,
+        *,
+        now: Callable[[], float] = time.monotonic,
+        kind: str = "recall",
     ) -> None:
+        """``kind`` names the limit in the 429 (``recall``, ``write``) so a client knows which."""
         if rate <= 0 or burst < 1:
             raise ValueError("rate must be > 0 and burst >= 1")
+        self.kind = kind
         self._rate = rate
         self._burst = float(burst)
         self._now = now
@@ -101,8 +131,27 @@ class RateLimiter:
             if tokens < 1.0:
                 self._buckets[key] = (tokens, now)
                 wait = (1.0 - tokens) / self._rate
+                limit = f"{self._rate:g}/s, burst {self._burst:g}"
                 raise RateLimited(
-                    "too many recall calls for this token; slow down",
+                    f"{self.kind} rate limit of this token exceeded ({limit}); "
+                    f"retry in {wait:.3f} s",
+                    [ErrorDetail("", "rate_limit", f"{self.kind}: {limit}")],
                     retry_after=round(max(wait, 0.001), 3),
                 )
             self._buckets[key] = (tokens - 1.0, now)
+
+
+
+def rate_limiters(limits: Limits, *, enabled: bool) -> dict[str, RateLimiter | None]:
+    """The Dispatcher's ``rate_limiter`` and ``write_limiter`` keyword arguments.
+
+    Servers leave them off on a loopback bind by default (``ServerConfig.rate_limited``):
+    there the caller is one local principal, often an agent with many workers, and a
+    per-token limit only turns its bursts into 429s.
+    """
+    if not enabled:
+        return {"rate_limiter": None, "write_limiter": None}
+    return {
+        "rate_limiter": RateLimiter(limits.recall_rate, limits.recall_burst, kind="recall"),
+        "write_limiter": RateLimiter(limits.write_rate, limits.write_burst, kind="write"),
+    }

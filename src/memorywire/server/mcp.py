@@ -19,6 +19,7 @@ checks as REST.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import mcp_types as types
@@ -41,6 +42,7 @@ TOOLS: dict[str, str] = {
     "expire": "Forget, archive or demote memories matching a policy (needs review).",
 }
 _SCHEMA_URI = "memorywire://schemas/"
+log = logging.getLogger(__name__)
 #: ASGI scope key where the HTTP transport leaves the request's authenticated principal.
 PRINCIPAL_SCOPE_KEY = "memorywire.principal"
 
@@ -125,6 +127,9 @@ def build_mcp_server(dispatcher: Dispatcher, *, principal: Principal | None = No
                     result = await dispatcher.dispatch(params.name, args, caller)
         except MemorywireError as err:
             return _error(err)
+        except Exception:  # outermost handler of a tool call: an envelope, never the text
+            log.exception("MCP tool %s failed", params.name)
+            return _error(MemorywireError("internal error"))
         meta = {"memorywire/store_failures": result.failures_json()} if result.failures else None
         return _result(result.body, meta)
 

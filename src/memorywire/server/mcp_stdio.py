@@ -17,12 +17,12 @@ __all__ = ["run_stdio"]
 
 def run_stdio(config: ServerConfig) -> int:
     """Serve MCP on stdin/stdout until the client closes it."""
-    from mcp.server.stdio import stdio_server
+    from memorywire.server.stdio_guard import guarded_stdio_server
 
     async def main() -> None:
         async with running(config) as runtime:
             server = build_mcp_server(runtime.dispatcher)
-            async with stdio_server() as (read, write):
+            async with guarded_stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)

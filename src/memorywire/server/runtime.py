@@ -24,7 +24,7 @@ from memorywire.server.approvals import Approvals, GovernanceApprovals
 from memorywire.server.auth import TokenStore
 from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
-from memorywire.server.limits import RateLimiter
+from memorywire.server.limits import rate_limiters
 from memorywire.store.base import MemoryStore
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def open_runtime(
         served,
         approvals=approvals,
         limits=limits,
-        rate_limiter=RateLimiter(limits.recall_rate, limits.recall_burst) if http else None,
+        **rate_limiters(limits, enabled=http and config.rate_limited()),
     )
     return Runtime(config, served, dispatcher, governed, approvals, in_use)
 

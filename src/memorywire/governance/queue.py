@@ -1,12 +1,13 @@
 """The approval queue: staged operations and their state machine, in the governance db.
 
-States: ``pending -> committing -> approved`` or ``pending -> rejected``. Every transition is
-one exclusive transaction of the governance database (SQLite or PostgreSQL) that also appends
-the audit entry recording it, so the queue and the log can never disagree. ``committing``
-means "a reviewer approved; the inner store may or may not have the change yet":
-:class:`~memorywire.governance.store.GovernedStore` re-drives such items with the same id
-after a crash, which the inner store's idempotent ``remember`` (same id, same content) turns
-into exactly one memory.
+States: ``pending -> committing -> approved``, ``pending -> rejected``, and
+``committing -> failed -> rejected`` when the inner store refuses an approved operation.
+Every transition is one exclusive transaction of the governance database (SQLite or
+PostgreSQL) that also appends the audit entry recording it, so the queue and the log can
+never disagree. ``committing`` means "a reviewer approved; the inner store may or may not
+have the change yet": :class:`~memorywire.governance.store.GovernedStore` re-drives such
+items with the same id after a crash, which the inner store's idempotent ``remember`` (same
+id, same content) turns into exactly one memory.
 
 Staged content lives here only while undecided. Once decided the request is replaced by a
 scrubbed copy (content and metadata values gone, a content hash kept); on SQLite under
@@ -217,6 +218,10 @@ class ApprovalQueue:
                 return item
             if item.status == "rejected":
                 raise Conflict(f"operation {item_id} was already rejected")
+            if item.status == "failed":
+                raise Conflict(
+                    f"operation {item_id} was approved but could not be committed; reject it"
+                )
             if item.requested_by == reviewer:
                 raise Forbidden("a writer cannot approve its own write; ask another reviewer")
             if content_hash is not None and content_hash != item.content_hash:
@@ -285,6 +290,83 @@ class ApprovalQueue:
                 },
             )
 
+    def note_transient(self, item: QueueItem, code: str) -> None:
+        """A commit attempt failed for a reason outside the operation; it stays committing."""
+        self._audit.append(
+            actor=item.reviewer or "system",
+            action=item.operation,
+            agent_id=item.agent_id,
+            memory_ids=[item.id],
+            details={"phase": "failed", "approval_id": item.id, "error": code},
+        )
+
+    def fail_commit(self, item: QueueItem, code: str, message: str, now: int) -> None:
+        """``committing -> failed``: the inner store refused; keep the error for reviewers."""
+        with self._db.transaction():
+            current = self._get(item.id)
+            if current is None or current.status != "committing":
+                return
+            self._write(
+                "UPDATE approvals SET status = 'failed', result = ?, updated_at = ? WHERE id = ?",
+                (canonical_json({"error": code, "message": message}), now, item.id),
+            )
+            self._audit.append(
+                actor=item.reviewer or "system",
+                action=item.operation,
+                agent_id=item.agent_id,
+                memory_ids=[item.id],
+                details={"phase": "failed", "approval_id": item.id, "error": code},
+            )
+
+    def withdraw(
+        self, agent_id: str, user_id: str | None, ids: list[str], actor: str, now: int
+    ) -> list[str]:
+        """Close the pending remembers of ``agent_id`` that a forget names (content scrubbed),
+        so a later approval cannot bring a forgotten memory back. Returns their ids."""
+        closed: list[str] = []
+        with self._db.transaction():
+            for memory_id in ids:
+                item = self._get(memory_id)
+                if (
+                    item is None
+                    or item.operation != "remember"
+                    or item.agent_id != agent_id
+                    or item.status != "pending"
+                    or (user_id is not None and item.user_id != user_id)
+                ):
+                    continue
+                self._write(
+                    "UPDATE approvals SET status = 'rejected', reviewer = ?, reviewed_at = ?,"
+                    " reason = ?, request = ?, updated_at = ? WHERE id = ?",
+                    (
+                        actor,
+                        now,
+                        "forgotten before approval",
+                        canonical_json(scrub_request(item.request)),
+                        now,
+                        item.id,
+                    ),
+                )
+                self._audit.append(
+                    actor=actor,
+                    action="rejected",
+                    agent_id=agent_id,
+                    memory_ids=[item.id],
+                    details={
+                        "operation": item.operation,
+                        "content_hash": item.content_hash,
+                        "requested_by": item.requested_by,
+                        "reason": "forgotten before approval",
+                    },
+                )
+                closed.append(item.id)
+        return closed
+
+    def has_status(self, status: str) -> bool:
+        """One index probe: whether any item is in ``status`` (cheap enough for health)."""
+        rows = self._db.query("SELECT 1 FROM approvals WHERE status = ? LIMIT 1", (status,))
+        return bool(rows)
+
     def reject(
         self, item_id: str, reviewer: str, reason: str | None, content_hash: str | None, now: int
     ) -> QueueItem:
@@ -294,7 +376,7 @@ class ApprovalQueue:
                 raise NotFound(f"no staged operation {item_id}")
             if item.status == "rejected":
                 return item
-            if item.status != "pending":
+            if item.status not in ("pending", "failed"):
                 raise Conflict(f"operation {item_id} was already approved")
             if content_hash is not None and content_hash != item.content_hash:
                 raise Conflict(f"operation {item_id} changed since it was reviewed")

@@ -18,7 +18,11 @@ Crash safety, and why the audit trail can be trusted to tell what happened:
   scrubbed from the queue) after it. :meth:`GovernedStore.recover`, run lazily before the first
   operation, re-drives every ``committing`` item with the same id; inner ``remember`` is
   idempotent per id, forget of a forgotten id is a no-op, and a merge whose duplicates are gone
-  merges nothing, so a re-drive yields the change exactly once.
+  merges nothing, so a re-drive yields the change exactly once. An item the inner store
+  refuses becomes ``failed`` (see :mod:`.commit`) instead of blocking everything after it.
+
+Every database call runs on the governance worker thread (:mod:`.worker`), never on the event
+loop; audit entries waiting together are written in one transaction.
 """
 
 from __future__ import annotations
@@ -30,14 +34,16 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-import anyio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.ids import new_id
 from memorywire.errors import (
+    BackendUnavailable,
     CapabilityMissing,
+    Conflict,
     Forbidden,
+    InvalidRequest,
     MemorywireError,
     NotFound,
     PendingApproval,
@@ -45,9 +51,11 @@ from memorywire.errors import (
 from memorywire.governance.actor import current_actor
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.chain import canonical_json, sha256_hex
+from memorywire.governance.commit import CommitDriver, RecoveryReport
 from memorywire.governance.policies import PolicyDecision, PolicySet
 from memorywire.governance.queue import ApprovalQueue, QueueItem, content_hash_of
 from memorywire.governance.review import ReviewBuilder
+from memorywire.governance.worker import GovWorker
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
 from memorywire.wire.models import (
     ExpireRequest,
@@ -63,7 +71,7 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["GovernedStore"]
+__all__ = ["GovernedStore", "check_committable"]
 
 _GATEABLE = frozenset({"forget", "merge"})
 
@@ -71,8 +79,17 @@ _GATEABLE = frozenset({"forget", "merge"})
 _STAGING: ContextVar[tuple[GovernedStore, ...]] = ContextVar("memorywire_staging", default=())
 
 
+_AUDIT_FAILURE = ("fail_closed", "serve_reads")
+_INT64 = (-(2**63), 2**63 - 1)
+
+
 class GovernedStore:
-    """A ``MemoryStore`` that stages, audits and gates the writes of ``inner``."""
+    """A ``MemoryStore`` that stages, audits and gates the writes of ``inner``.
+
+    ``audit_failure`` says what a recall does when its audit entry cannot be written:
+    ``"fail_closed"`` (the default) refuses it with a clear error, ``"serve_reads"`` answers
+    anyway. Writes always fail closed: nothing reaches the inner store unrecorded.
+    """
 
     def __init__(
         self,
@@ -84,11 +101,15 @@ class GovernedStore:
         approval_base_url: str | None = None,
         require_approval_for: Iterable[str] = (),
         audit_recall: bool = True,
+        audit_failure: str = "fail_closed",
     ) -> None:
+        if audit_failure not in _AUDIT_FAILURE:
+            raise ValueError(f"audit_failure accepts {list(_AUDIT_FAILURE)}")
         self._inner = inner
         self._clock: Clock = clock or SystemClock()
         self._audit = AuditLog.open(db_path, self._clock)
         self._queue = ApprovalQueue(self._audit)
+        self._w = GovWorker(self._audit)
         self._policies = _as_policies(policies)
         self._base_url = approval_base_url.rstrip("/") if approval_base_url else None
         gated = set(require_approval_for)
@@ -96,9 +117,12 @@ class GovernedStore:
             raise ValueError(f"require_approval_for accepts {sorted(_GATEABLE)}")
         self._gated = frozenset(gated)
         self._audit_recall = audit_recall
+        self._serve_reads = audit_failure == "serve_reads"
         self._recovered = False
-        self._drive_lock = anyio.Lock()
         self._reviews = ReviewBuilder(inner, self._clock)
+        self._driver = CommitDriver(
+            inner, self._queue, self._audit, self._w, self._clock, self.approval_url
+        )
 
     # --- identity --------------------------------------------------------------------------
 
@@ -116,7 +140,13 @@ class GovernedStore:
 
     @property
     def audit_log(self) -> AuditLog:
+        """The log itself, for tools; use it only while no operation is in flight."""
+        self._w.flush()
         return self._audit
+
+    @property
+    def worker(self) -> GovWorker:
+        return self._w
 
     @property
     def policies(self) -> PolicySet:
@@ -124,22 +154,36 @@ class GovernedStore:
 
     def set_policies(self, policies: PolicySet | Mapping[str, Any] | str | Path) -> None:
         new = _as_policies(policies)
-        self._audit.append(
+        entry = self._audit.prepare(
             actor=current_actor(),
             action="policy_changed",
             details={"policy_sha256": sha256_hex(canonical_json(new.to_dict()))},
         )
+        self._w.call(lambda: self._audit.write(entry))
         self._policies = new
 
     def approval_url(self, item_id: str) -> str | None:
         return f"{self._base_url}/ui/approvals/{item_id}" if self._base_url else None
 
+    async def record(self, event: Mapping[str, Any]) -> None:
+        """The ``AuditSink`` face (consolidation): one entry, written by the worker."""
+        await self._append(
+            actor=str(event.get("actor") or "system"),
+            action=str(event.get("action") or ""),
+            agent_id=event.get("agent_id"),
+            memory_ids=[str(i) for i in event.get("memory_ids") or ()],
+            details=event.get("details") or {},
+        )
+
     # --- helpers ---------------------------------------------------------------------------
 
-    def _decide(self, operation: str, agent_id: str, user_id: str | None, req: Any) -> str:
+    async def _append(self, **entry: Any) -> None:
+        await self._w.append(self._audit.prepare(**entry))
+
+    async def _decide(self, operation: str, agent_id: str, user_id: str | None, req: Any) -> str:
         d: PolicyDecision = self._policies.decide(operation, agent_id, user_id, req)
         if d.decision == "reject":
-            self._audit.append(
+            await self._append(
                 actor=current_actor(),
                 action="rejected",
                 agent_id=agent_id,
@@ -181,9 +225,9 @@ class GovernedStore:
                 return await self.merge(req)
             return await self.expire(req)
 
-    def _stage_expire(self, req: ExpireRequest) -> ExpireResponse:
-        self._decide("expire", req.agent_id, req.user_id, req)
-        item = self._stage(
+    async def _stage_expire(self, req: ExpireRequest) -> ExpireResponse:
+        await self._decide("expire", req.agent_id, req.user_id, req)
+        item = await self._stage(
             "expire",
             new_id(self._clock.now_ms()),
             req.agent_id,
@@ -203,7 +247,7 @@ class GovernedStore:
             approval_url=self.approval_url(item.id),
         )
 
-    def _stage(
+    async def _stage(
         self,
         operation: str,
         item_id: str,
@@ -213,6 +257,7 @@ class GovernedStore:
         reasoning: str | None,
         details: Mapping[str, Any],
     ) -> QueueItem:
+        check_committable(request)
         now = self._clock.now_ms()
         item = QueueItem(
             id=item_id,
@@ -227,51 +272,57 @@ class GovernedStore:
             created_at=now,
             updated_at=now,
         )
-        return self._queue.stage(item, details)
+        return await self._w.run(lambda: self._queue.stage(item, details))
 
-    def _refuse_if_staged(self, ids: Sequence[str]) -> None:
+    async def _refuse_if_staged(self, ids: Sequence[str]) -> None:
         for i in ids:
-            item = self._queue.get(i)
+            item = await self._w.run(lambda i=i: self._queue.get(i))  # type: ignore[misc]
             if item is not None and item.status in ("pending", "committing"):
                 raise PendingApproval(f"{i} is awaiting approval ({self.approval_url(i) or i})")
 
-    def _intent(
+    async def _bracket(
         self, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
     ) -> None:
-        self._audit.append(
+        await self._append(
             actor=current_actor(),
             action=action,
             agent_id=agent_id,
             memory_ids=ids,
-            details={"phase": "intent", **details},
+            details=details,
         )
 
-    def _done(
+    async def _intent(
         self, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
     ) -> None:
-        self._audit.append(
-            actor=current_actor(),
-            action=action,
-            agent_id=agent_id,
-            memory_ids=ids,
-            details={"phase": "done", **details},
-        )
+        await self._bracket(action, agent_id, ids, {"phase": "intent", **details})
 
-    def _failed(self, action: str, agent_id: str, ids: Sequence[str], exc: MemorywireError) -> None:
-        self._audit.append(
-            actor=current_actor(),
-            action=action,
-            agent_id=agent_id,
-            memory_ids=ids,
-            details={"phase": "failed", "error": exc.code},
-        )
+    async def _done(
+        self, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
+    ) -> None:
+        await self._bracket(action, agent_id, ids, {"phase": "done", **details})
+
+    async def _failed(
+        self, action: str, agent_id: str, ids: Sequence[str], exc: MemorywireError
+    ) -> None:
+        await self._bracket(action, agent_id, ids, {"phase": "failed", "error": exc.code})
+
+    async def _check_remember(self, req: RememberRequest) -> None:
+        """Refuse at staging what the commit would refuse: another memory under this id."""
+        assert req.id is not None
+        existing = await self._inner.get(req.agent_id, req.id, req.user_id)
+        if existing is not None and canonical_json(existing.content) != canonical_json(
+            req.model_dump(mode="json")["content"]
+        ):
+            raise Conflict(f"id {req.id} already holds other content")
 
     # --- writes ----------------------------------------------------------------------------
 
     async def remember(self, req: RememberRequest) -> RememberResponse:
         await self._ensure_recovered()
         asked = req.approval_required
-        decision = "review" if asked else self._decide("remember", req.agent_id, req.user_id, req)
+        decision = (
+            "review" if asked else await self._decide("remember", req.agent_id, req.user_id, req)
+        )
         rule = None if asked else self._policies.decide_remember(req).rule
         item_id = req.id or new_id(self._clock.now_ms())
         req = req.model_copy(update={"id": item_id, "approval_required": False})
@@ -280,7 +331,8 @@ class GovernedStore:
             reasoning = (
                 f"governance policy rule '{rule}'" if rule else "the writer asked for approval"
             )
-            item = self._stage(
+            await self._check_remember(req)
+            item = await self._stage(
                 "remember",
                 item_id,
                 req.agent_id,
@@ -296,15 +348,15 @@ class GovernedStore:
                 pending_approval=True,
                 approval_url=self.approval_url(item.id),
             )
-        self._refuse_if_staged([item_id])
+        await self._refuse_if_staged([item_id])
         meta = {"content_sha256": content_sha, "type": req.type.value, "source": req.source}
-        self._intent("remember", req.agent_id, [item_id], meta)
+        await self._intent("remember", req.agent_id, [item_id], meta)
         try:
             resp = await self._inner.remember(req)
         except MemorywireError as exc:
-            self._failed("remember", req.agent_id, [item_id], exc)
+            await self._failed("remember", req.agent_id, [item_id], exc)
             raise
-        self._done("remember", req.agent_id, [resp.id], {**meta, "stores": resp.stores})
+        await self._done("remember", req.agent_id, [resp.id], {**meta, "stores": resp.stores})
         return resp
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
@@ -313,8 +365,8 @@ class GovernedStore:
             # refuse up front: staging a hard delete the store can never honour helps no one
             raise CapabilityMissing(f"store {self._inner.name!r} does not declare erase: "
                                     "hard_delete is unsupported, use a soft delete")
-        if self._decide("forget", req.agent_id, req.user_id, req) == "review":
-            item = self._stage(
+        if await self._decide("forget", req.agent_id, req.user_id, req) == "review":
+            item = await self._stage(
                 "forget",
                 new_id(self._clock.now_ms()),
                 req.agent_id,
@@ -331,19 +383,30 @@ class GovernedStore:
                 approval_url=self.approval_url(item.id),
             )
         details = _forget_details(req)
-        self._intent("forget", req.agent_id, req.ids or [], details)
+        await self._intent("forget", req.agent_id, req.ids or [], details)
         try:
             resp = await self._inner.forget(req)
         except MemorywireError as exc:
-            self._failed("forget", req.agent_id, req.ids or [], exc)
+            await self._failed("forget", req.agent_id, req.ids or [], exc)
             raise
-        self._done("forget", req.agent_id, resp.forgotten_ids, details)
-        return resp
+        withdrawn = await self._withdraw_pending(req)
+        forgotten = [*resp.forgotten_ids, *(i for i in withdrawn if i not in resp.forgotten_ids)]
+        await self._done("forget", req.agent_id, forgotten, details)
+        return resp.model_copy(update={"forgotten_ids": forgotten}) if withdrawn else resp
+
+    async def _withdraw_pending(self, req: ForgetRequest) -> builtins.list[str]:
+        """Close pending remembers a forget names, so no later approval brings them back."""
+        if not req.ids:
+            return []
+        ids, actor, now = list(req.ids), current_actor(), self._clock.now_ms()
+        return await self._w.run(
+            lambda: self._queue.withdraw(req.agent_id, req.user_id, ids, actor, now)
+        )
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
         await self._ensure_recovered()
-        if self._decide("merge", req.agent_id, req.user_id, req) == "review":
-            item = self._stage(
+        if await self._decide("merge", req.agent_id, req.user_id, req) == "review":
+            item = await self._stage(
                 "merge",
                 new_id(self._clock.now_ms()),
                 req.agent_id,
@@ -362,30 +425,32 @@ class GovernedStore:
             )
         ids = [req.canonical, *req.duplicates]
         details = {"strategy": req.strategy.value}
-        self._intent("merge", req.agent_id, ids, details)
+        await self._intent("merge", req.agent_id, ids, details)
         try:
             resp = await self._inner.merge(req)
         except MemorywireError as exc:
-            self._failed("merge", req.agent_id, ids, exc)
+            await self._failed("merge", req.agent_id, ids, exc)
             raise
-        self._done("merge", req.agent_id, ids, {**details, "merged_count": resp.merged_count})
+        await self._done(
+            "merge", req.agent_id, ids, {**details, "merged_count": resp.merged_count}
+        )
         return resp
 
     async def expire(self, req: ExpireRequest) -> ExpireResponse:
         await self._ensure_recovered()
         if self._staging_now():
-            return self._stage_expire(req)
+            return await self._stage_expire(req)
         details = {
             "policy": req.policy.model_dump(mode="json", exclude_none=True),
             "action_requested": req.action.value,
         }
-        self._intent("expire", req.agent_id, [], details)
+        await self._intent("expire", req.agent_id, [], details)
         try:
             resp = await self._inner.expire(req)
         except MemorywireError as exc:
-            self._failed("expire", req.agent_id, [], exc)
+            await self._failed("expire", req.agent_id, [], exc)
             raise
-        self._done(
+        await self._done(
             "expire",
             req.agent_id,
             resp.matched_ids or [],
@@ -402,13 +467,13 @@ class GovernedStore:
             "metadata_keys": sorted(req.metadata_patch or {}),
             "confidence": req.confidence,
         }
-        self._intent("update", req.agent_id, [req.id], details)
+        await self._intent("update", req.agent_id, [req.id], details)
         try:
             rec = await self._inner.update(req)
         except MemorywireError as exc:
-            self._failed("update", req.agent_id, [req.id], exc)
+            await self._failed("update", req.agent_id, [req.id], exc)
             raise
-        self._done("update", req.agent_id, [req.id], details)
+        await self._done("update", req.agent_id, [req.id], details)
         return rec
 
     # --- reads -----------------------------------------------------------------------------
@@ -416,14 +481,26 @@ class GovernedStore:
     async def recall(self, req: RecallRequest) -> RecallResponse:
         await self._ensure_recovered()
         resp = await self._inner.recall(req)
-        if self._audit_recall:
-            self._audit.append(
-                actor=current_actor(),
-                action="recall",
-                agent_id=req.agent_id,
-                memory_ids=[h.id for h in resp.results],
-                details={"query_sha256": sha256_hex(req.query), "k": req.k, "user_id": req.user_id},
-            )
+        if not self._audit_recall:
+            return resp
+        entry = self._audit.prepare(
+            actor=current_actor(),
+            action="recall",
+            agent_id=req.agent_id,
+            memory_ids=[h.id for h in resp.results],
+            details={"query_sha256": sha256_hex(req.query), "k": req.k, "user_id": req.user_id},
+        )
+        if self._w.post_error is None or self._serve_reads:
+            # A read changes nothing, so its record need not be durable before the answer.
+            self._w.post(entry)
+            return resp
+        try:  # the last record could not be written: this one must be, or no answer
+            await self._w.append(entry)
+        except MemorywireError as exc:
+            raise BackendUnavailable(
+                f"recall refused: its audit entry cannot be written ({exc.message}); this"
+                " server fails closed (audit_failure='serve_reads' keeps reads working)"
+            ) from exc
         return resp
 
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
@@ -433,24 +510,41 @@ class GovernedStore:
         return await self._inner.list(query)
 
     async def health(self) -> Health:
+        """Liveness in O(1): the inner store's health, one index probe, cached verification.
+
+        The chain is never verified here (that is an authenticated admin operation).
+        """
         inner = await self._inner.health()
-        report = self._audit.verify()
+        failed = await self._w.run(lambda: self._queue.has_status("failed"))
+        state = self._audit.verification_state()
+        reasons: builtins.list[str] = []
+        if failed:
+            reasons.append("an approved operation could not be committed (status failed)")
+        if state["audit_chain_ok"] is False:
+            reasons.append(f"audit chain verification failed: {state['problem']}")
+        if self._w.post_error is not None:
+            reasons.append(f"audit entries cannot be written: {self._w.post_error.message}")
+        if self._driver.last_recovery.failed:
+            reasons.append(
+                f"recovery could not commit {sorted(self._driver.last_recovery.failed)}"
+            )
         details = {
             **inner.details,
             "governance": {
-                "pending": self._queue.count("pending"),
-                "committing": self._queue.count("committing"),
-                "audit_entries": report.entries,
-                "audit_chain_ok": report.ok,
+                "failed_approvals": failed,
+                "audit_verified_seq": state["verified_seq"],
+                "audit_chain_ok": state["audit_chain_ok"],
+                "reasons": reasons,
             },
         }
-        status = inner.status if report.ok else "degraded"
+        status = inner.status if not reasons else ("down" if inner.status == "down" else "degraded")
         return Health(status=status, details=details)
 
     async def aclose(self) -> None:
         try:
             await self._inner.aclose()
         finally:
+            self._w.close()
             self._audit.close()
 
     # --- approvals -------------------------------------------------------------------------
@@ -460,49 +554,18 @@ class GovernedStore:
             await self.recover()
 
     async def recover(self) -> builtins.list[str]:
-        """Finish every approval a crash left in ``committing``; returns their ids."""
-        done: list[str] = []
-        for item in self._queue.items(status="committing", limit=10_000):
-            await self._drive(item)
-            done.append(item.id)
-        self._recovered = True
-        return done
+        """Finish every approval a crash left in ``committing``; returns the ids committed.
 
-    async def _drive(self, item: QueueItem) -> None:
-        async with self._drive_lock:
-            fresh = self._queue.get(item.id)
-            if fresh is None or fresh.status != "committing":
-                return
-            self._queue.note_attempt(item.id)
-            req = fresh.request
-            try:
-                if fresh.operation == "remember":
-                    rr = await self._inner.remember(RememberRequest.model_validate(req))
-                    result: dict[str, Any] = {"stores": rr.stores}
-                    ids = [rr.id]
-                elif fresh.operation == "forget":
-                    fr = await self._inner.forget(ForgetRequest.model_validate(req))
-                    result = {"forgotten": len(fr.forgotten_ids), "hard_delete": fr.hard_delete}
-                    ids = fr.forgotten_ids
-                elif fresh.operation == "expire":
-                    # Evaluated at commit time: the reviewer approved the policy, not a list.
-                    er = await self._inner.expire(ExpireRequest.model_validate(req))
-                    result = {"matched_count": er.matched_count, "action": er.action_taken.value}
-                    ids = er.matched_ids or []
-                else:
-                    mr = await self._inner.merge(MergeRequest.model_validate(req))
-                    result = {"merged_count": mr.merged_count, "canonical": mr.canonical}
-                    ids = [mr.canonical, *MergeRequest.model_validate(req).duplicates]
-            except MemorywireError as exc:
-                self._audit.append(
-                    actor=fresh.reviewer or "system",
-                    action=fresh.operation,
-                    agent_id=fresh.agent_id,
-                    memory_ids=[fresh.id],
-                    details={"phase": "failed", "approval_id": fresh.id, "error": exc.code},
-                )
-                raise
-            self._queue.finish_commit(fresh, result, ids, self._clock.now_ms())
+        Each item is driven on its own: one the inner store refuses is marked ``failed`` and
+        listed in :attr:`recovery_report`, and never stops the others or later operations.
+        """
+        report = await self._driver.recover()
+        self._recovered = True
+        return report.committed
+
+    @property
+    def recovery_report(self) -> RecoveryReport:
+        return self._driver.last_recovery
 
     async def approve(
         self, item_id: str, reviewer: str, content_hash: str | None, reason: str | None = None
@@ -510,13 +573,15 @@ class GovernedStore:
         """Approve and commit with the staged id. ``reviewer`` comes from authentication,
         never from a request body; ``content_hash`` is the hash the reviewer was shown (a
         different one means the item changed: ``Conflict``). ``None`` skips that check, for
-        callers that approve by id only. Safe to retry: the commit happens once."""
+        callers that approve by id only. Safe to retry: the commit happens once. A commit the
+        inner store refuses leaves the item ``failed`` and raises ``Conflict``."""
         await self._ensure_recovered()
-        item = self._queue.begin_commit(
-            item_id, reviewer, content_hash, reason, self._clock.now_ms()
+        now = self._clock.now_ms()
+        item = await self._w.run(
+            lambda: self._queue.begin_commit(item_id, reviewer, content_hash, reason, now)
         )
         if item.status == "committing":
-            await self._drive(item)
+            await self._driver.drive(item)
         return await self.get_review(item_id, with_diff=False)
 
     async def reject(
@@ -526,7 +591,10 @@ class GovernedStore:
         reason: str | None = None,
         content_hash: str | None = None,
     ) -> dict[str, Any]:
-        self._queue.reject(item_id, reviewer, reason, content_hash, self._clock.now_ms())
+        now = self._clock.now_ms()
+        await self._w.run(
+            lambda: self._queue.reject(item_id, reviewer, reason, content_hash, now)
+        )
         return await self.get_review(item_id, with_diff=False)
 
     async def decide(
@@ -542,7 +610,7 @@ class GovernedStore:
             return await self.approve(item_id, reviewer, content_hash, reason)
         return await self.reject(item_id, reviewer, reason, content_hash)
 
-    # --- queries ---------------------------------------------------------------------------
+    # --- queries (sync for scripts and tools, ``a``-prefixed for the event loop) -------------
 
     def list_pending(
         self,
@@ -553,16 +621,31 @@ class GovernedStore:
         limit: int = 100,
     ) -> builtins.list[dict[str, Any]]:
         """Review summaries (``diff`` left empty; :meth:`get_review` computes it)."""
-        return [
-            self._reviews.summary(i, self.approval_url(i.id))
-            for i in self._queue.items(
+        items = self._w.call(
+            lambda: self._queue.items(
                 agent_id=agent_id, operation=operation, status=status, limit=limit
             )
-        ]
+        )
+        return [self._reviews.summary(i, self.approval_url(i.id)) for i in items]
+
+    async def alist_pending(
+        self,
+        *,
+        agent_id: str | None = None,
+        operation: str | None = None,
+        status: str | None = "pending",
+        limit: int = 100,
+    ) -> builtins.list[dict[str, Any]]:
+        items = await self._w.run(
+            lambda: self._queue.items(
+                agent_id=agent_id, operation=operation, status=status, limit=limit
+            )
+        )
+        return [self._reviews.summary(i, self.approval_url(i.id)) for i in items]
 
     async def get_review(self, item_id: str, *, with_diff: bool = True) -> dict[str, Any]:
         """A ``ReviewRequest`` dict, the diff computed against the inner store's state now."""
-        item = self._queue.get(item_id)
+        item = await self._w.run(lambda: self._queue.get(item_id))
         if item is None:
             raise NotFound(f"no staged operation {item_id}")
         return await self._reviews.review(item, self.approval_url(item.id), with_diff)
@@ -570,16 +653,56 @@ class GovernedStore:
     def audit_entries(
         self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 500
     ) -> builtins.list[dict[str, Any]]:
+        return self._w.call(lambda: self._entries(agent_id, memory_id, limit))
+
+    async def aaudit_entries(
+        self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 500
+    ) -> builtins.list[dict[str, Any]]:
+        return await self._w.run(lambda: self._entries(agent_id, memory_id, limit))
+
+    def _entries(
+        self, agent_id: str | None, memory_id: str | None, limit: int
+    ) -> builtins.list[dict[str, Any]]:
         return [
             e.to_dict()
             for e in self._audit.entries(agent_id=agent_id, memory_id=memory_id, limit=limit)
         ]
 
     def verify(self, checkpoints: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
-        return self._audit.verify(checkpoints=checkpoints).to_dict()
+        """Full verification from genesis (slow on a long log; see :meth:`averify_incremental`)."""
+        return self._w.call(lambda: self._audit.verify(checkpoints=checkpoints).to_dict())
+
+    async def averify(
+        self, checkpoints: Sequence[Mapping[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        return await self._w.run(lambda: self._audit.verify(checkpoints=checkpoints).to_dict())
+
+    async def averify_incremental(self) -> dict[str, Any]:
+        """Verify the entries appended since the last verification (O(new entries))."""
+        return await self._w.run(self._audit.verify_incremental)
 
     def checkpoint(self, private_key: Ed25519PrivateKey) -> dict[str, Any]:
-        return self._audit.checkpoint(private_key)
+        return self._w.call(lambda: self._audit.checkpoint(private_key))
+
+
+def check_committable(request: Mapping[str, Any]) -> None:
+    """Refuse at staging a request no store could commit: text that cannot be encoded (lone
+    surrogates) and integers outside the signed 64-bit range every database stores."""
+    try:
+        canonical_json(dict(request)).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequest(
+            "request holds text that cannot be encoded as UTF-8 (a lone surrogate)"
+        ) from None
+    stack: builtins.list[Any] = [request]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            stack.extend(v.values())
+        elif isinstance(v, builtins.list | tuple):
+            stack.extend(v)
+        elif isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]:
+            raise InvalidRequest(f"number {v} is outside the signed 64-bit range")
 
 
 def _as_policies(p: PolicySet | Mapping[str, Any] | str | Path | None) -> PolicySet:

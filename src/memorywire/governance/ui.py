@@ -206,7 +206,7 @@ def review_app(
         status = q.get("status") or "pending"
         operation = q.get("operation") or None
         agent_id = q.get("agent_id") or None
-        items = governed.list_pending(
+        items = await governed.alist_pending(
             agent_id=agent_id,
             operation=operation if operation in _OPERATIONS else None,
             status=status if status in _STATUSES else None,
@@ -257,12 +257,12 @@ def review_app(
         q = request.query_params
         agent_id = q.get("agent_id") or None
         memory_id = q.get("memory_id") or None
-        entries = governed.audit_entries(agent_id=agent_id, memory_id=memory_id, limit=500)
+        entries = await governed.aaudit_entries(agent_id=agent_id, memory_id=memory_id, limit=500)
         return page(
             request,
             "audit.html",
             entries=entries,
-            verify=governed.verify(),
+            verify=await governed.averify_incremental(),
             agent_id=agent_id or "",
             memory_id=memory_id or "",
         )

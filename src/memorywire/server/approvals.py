@@ -71,7 +71,7 @@ class GovernanceApprovals:
     ) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
         for agent in self._agents(p, agent_id):
-            items = self.governed.list_pending(agent_id=agent, status=status, limit=limit)
+            items = await self.governed.alist_pending(agent_id=agent, status=status, limit=limit)
             found.extend(i for i in items if self._visible(p, i))
         found.sort(key=lambda i: (i.get("created_at") or 0, str(i.get("id"))))
         return found[:limit]
@@ -96,9 +96,9 @@ class GovernanceApprovals:
     ) -> list[dict[str, Any]]:
         entries: list[dict[str, Any]] = []
         for agent in self._agents(p, agent_id):
-            entries.extend(self.governed.audit_entries(agent_id=agent, limit=limit))
+            entries.extend(await self.governed.aaudit_entries(agent_id=agent, limit=limit))
         entries.sort(key=lambda e: e.get("seq") or 0)
         return entries[-limit:]
 
     async def verify(self) -> dict[str, Any]:
-        return self.governed.verify()
+        return await self.governed.averify()

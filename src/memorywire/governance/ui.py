@@ -2,9 +2,11 @@
 
 Mount it at ``/ui`` so the ``approval_url`` a staged write returns
 (``{approval_base_url}/ui/approvals/{id}``) opens the item. Reviewers sign in with a token
-that ``auth`` maps to a reviewer name; the name lives in a signed session cookie and is the
-only source of the ``reviewer`` passed to governance (never a form field). Every state-changing
-form carries a per-session CSRF token; the page sends no third-party resource (strict CSP).
+that ``auth`` maps to a reviewer name; the session lives on the server
+(:mod:`~memorywire.governance.sessions`), is re-checked against ``auth`` on every request, and
+is the only source of the ``reviewer`` passed to governance (never a form field). Every
+state-changing form carries a per-session CSRF token; the page sends no third-party
+resource (strict CSP).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memorywire.errors import MemorywireError
+from memorywire.governance.sessions import ReviewSessions
 from memorywire.governance.store import GovernedStore
 
 __all__ = ["review_app"]
@@ -137,10 +140,11 @@ def review_app(
         undefined=jinja2.StrictUndefined,
     )
     templates = Jinja2Templates(env=env)
+    sessions = ReviewSessions(auth, max_age_s=session_max_age)
     css = env.loader.get_source(env, "ui.css")[0] if env.loader else ""
 
     def page(request: Request, name: str, http_status: int = 200, **ctx: Any) -> Response:
-        ctx.setdefault("reviewer", request.session.get("reviewer"))
+        ctx.setdefault("reviewer", getattr(request.state, "reviewer", None))
         ctx.setdefault("csrf", request.session.get("csrf", ""))
         ctx["base"] = request.scope.get("root_path", "")
         return templates.TemplateResponse(request, name, ctx, status_code=http_status)
@@ -158,7 +162,8 @@ def review_app(
         handler: Callable[[Request, str], Awaitable[Response]],
     ) -> Callable[[Request], Awaitable[Response]]:
         async def wrapped(request: Request) -> Response:
-            reviewer = request.session.get("reviewer")
+            reviewer = sessions.reviewer(request.session.get("sid"))
+            request.state.reviewer = reviewer
             if not reviewer:
                 base = request.scope.get("root_path", "")
                 return RedirectResponse(f"{base}/login", status_code=303)
@@ -179,11 +184,12 @@ def review_app(
         if not csrf_ok(request, form.get("csrf")):
             return error(request, 403, "The form expired or did not come from this site.")
         token = form.get("token")
-        reviewer = auth(token) if isinstance(token, str) and token else None
-        if not reviewer:
+        opened = sessions.open(token) if isinstance(token, str) else None
+        if opened is None:
             return page(request, "login.html", 401, failed=True)
+        sessions.close(request.session.get("sid"))
         request.session.clear()
-        request.session["reviewer"] = reviewer
+        request.session["sid"] = opened[0]
         request.session["csrf"] = secrets.token_urlsafe(32)  # rotate on privilege change
         base = request.scope.get("root_path", "")
         return RedirectResponse(f"{base}/approvals", status_code=303)
@@ -192,6 +198,7 @@ def review_app(
         form = await request.form()
         if not csrf_ok(request, form.get("csrf")):
             return error(request, 403, "The form expired or did not come from this site.")
+        sessions.close(request.session.get("sid"))
         request.session.clear()
         base = request.scope.get("root_path", "")
         return RedirectResponse(f"{base}/login", status_code=303)
@@ -267,7 +274,8 @@ def review_app(
             memory_id=memory_id or "",
         )
 
-    async def health(request: Request) -> Response:
+    @login_required
+    async def health(request: Request, reviewer: str) -> Response:
         h = await governed.health()
         code = 200 if h.status != "down" else 503
         return page(request, "health.html", code, health=h.to_dict())

@@ -50,9 +50,16 @@ CREATE TABLE IF NOT EXISTS approvals(
 CREATE INDEX IF NOT EXISTS approvals_status ON approvals(status, agent_id, created_at);
 """
 
+#: Columns added after the first release: (name, SQL type); added in place on open.
+ADDED_COLUMNS = (("memory_id", "TEXT"), ("requester_id", "TEXT"))
+_MEMORY_INDEX = (
+    "CREATE INDEX IF NOT EXISTS approvals_memory ON approvals(agent_id, memory_id, status)"
+)
+
 _COLS = (
     "id, operation, agent_id, user_id, request, content_hash, requested_by, reasoning, status,"
-    " created_at, updated_at, reviewer, reviewed_at, reason, reviewed_hash, attempts, result"
+    " created_at, updated_at, reviewer, reviewed_at, reason, reviewed_hash, attempts, result,"
+    " memory_id, requester_id"
 )
 
 
@@ -93,6 +100,10 @@ class QueueItem:
     reviewed_hash: str | None = None
     attempts: int = 0
     result: dict[str, Any] | None = None
+    #: The memory a staged remember will create (the approval id may differ, see ``stage``).
+    memory_id: str | None = None
+    #: The writer's token id: who may amend the item (a name is not unique; an id is).
+    requester_id: str | None = None
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> QueueItem:
@@ -111,6 +122,11 @@ class ApprovalQueue:
         if self._db.dialect == "sqlite":  # PostgreSQL sets its schema up on connect
             with self._db.transaction():
                 self._db.execute(_SCHEMA)
+                have = {str(r[1]) for r in self._db.query("PRAGMA table_info(approvals)")}
+                for col, kind in ADDED_COLUMNS:
+                    if col not in have:
+                        self._db.execute(f"ALTER TABLE approvals ADD COLUMN {col} {kind}")
+                self._db.execute(_MEMORY_INDEX)
 
     def _get(self, item_id: str) -> QueueItem | None:
         rows = self._db.query(f"SELECT {_COLS} FROM approvals WHERE id = ?", (item_id,))
@@ -137,6 +153,16 @@ class ApprovalQueue:
         args.append(limit)
         return [QueueItem.from_row(r) for r in self._db.query(sql, args)]
 
+    def open_for_memory(self, agent_id: str, memory_id: str) -> QueueItem | None:
+        """The pending or committing remember that will create ``memory_id`` in ``agent_id``."""
+        rows = self._db.query(
+            f"SELECT {_COLS} FROM approvals WHERE agent_id = ?"
+            " AND (memory_id = ? OR (memory_id IS NULL AND id = ? AND operation = 'remember'))"
+            " AND status IN ('pending', 'committing') ORDER BY created_at LIMIT 1",
+            (agent_id, memory_id, memory_id),
+        )
+        return QueueItem.from_row(rows[0]) if rows else None
+
     def count(self, status: str = "pending") -> int:
         rows = self._db.query("SELECT count(*) FROM approvals WHERE status = ?", (status,))
         return int(rows[0][0]) if rows else 0
@@ -144,66 +170,86 @@ class ApprovalQueue:
     def _write(self, sql: str, args: tuple[Any, ...]) -> None:
         self._db.execute(sql, args)
 
-    def stage(self, item: QueueItem, details: Mapping[str, Any]) -> QueueItem:
+    def stage(
+        self, item: QueueItem, details: Mapping[str, Any], fresh_id: str | None = None
+    ) -> QueueItem:
         """Add (or amend, while still pending and by the same writer) one staged operation.
 
         A retry with the same id and the same request returns the stored item unchanged.
+        The same writer means the same token (``requester_id``) for the same agent. When the
+        id is held by another writer or agent and ``fresh_id`` is given (a remember, whose id
+        names the memory and not the approval), the item is staged under ``fresh_id``: the
+        caller learns nothing of the other item and cannot take its place.
         """
         with self._db.transaction():
             old = self._get(item.id)
             if old is not None:
-                if old.content_hash == item.content_hash:
+                same_writer = (
+                    old.agent_id == item.agent_id
+                    and old.requester_id == item.requester_id
+                    and old.requested_by == item.requested_by
+                )
+                if same_writer and old.content_hash == item.content_hash:
                     return old
-                if old.status != "pending" or old.requested_by != item.requested_by:
+                if same_writer and old.status == "pending":
+                    self._write(
+                        "UPDATE approvals SET request = ?, content_hash = ?, reasoning = ?,"
+                        " updated_at = ? WHERE id = ?",
+                        (
+                            canonical_json(item.request),
+                            item.content_hash,
+                            item.reasoning,
+                            item.updated_at,
+                            item.id,
+                        ),
+                    )
+                    self._audit_staged(item, details, amended=True)
+                    return replace(old, request=item.request, content_hash=item.content_hash)
+                if same_writer or fresh_id is None:
                     raise Conflict(f"id {item.id} is already used by another staged operation")
-                self._write(
-                    "UPDATE approvals SET request = ?, content_hash = ?, reasoning = ?,"
-                    " updated_at = ? WHERE id = ?",
-                    (
-                        canonical_json(item.request),
-                        item.content_hash,
-                        item.reasoning,
-                        item.updated_at,
-                        item.id,
-                    ),
-                )
-                item = replace(old, request=item.request, content_hash=item.content_hash)
-            else:
-                self._write(
-                    f"INSERT INTO approvals({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        item.id,
-                        item.operation,
-                        item.agent_id,
-                        item.user_id,
-                        canonical_json(item.request),
-                        item.content_hash,
-                        item.requested_by,
-                        item.reasoning,
-                        "pending",
-                        item.created_at,
-                        item.updated_at,
-                        None,
-                        None,
-                        None,
-                        None,
-                        0,
-                        None,
-                    ),
-                )
-            self._audit.append(
-                actor=item.requested_by,
-                action="staged",
-                agent_id=item.agent_id,
-                memory_ids=[item.id],
-                details={
-                    "operation": item.operation,
-                    "content_hash": item.content_hash,
-                    "amended": old is not None,
-                    **details,
-                },
+                item = replace(item, id=fresh_id)
+            self._write(
+                f"INSERT INTO approvals({_COLS})"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    item.id,
+                    item.operation,
+                    item.agent_id,
+                    item.user_id,
+                    canonical_json(item.request),
+                    item.content_hash,
+                    item.requested_by,
+                    item.reasoning,
+                    "pending",
+                    item.created_at,
+                    item.updated_at,
+                    None,
+                    None,
+                    None,
+                    None,
+                    0,
+                    None,
+                    item.memory_id,
+                    item.requester_id,
+                ),
             )
+            self._audit_staged(item, details, amended=False)
         return item
+
+    def _audit_staged(self, item: QueueItem, details: Mapping[str, Any], amended: bool) -> None:
+        self._audit.append(
+            actor=item.requested_by,
+            action="staged",
+            agent_id=item.agent_id,
+            memory_ids=[item.id] if item.memory_id in (None, item.id) else [item.id,
+                                                                          item.memory_id],
+            details={
+                "operation": item.operation,
+                "content_hash": item.content_hash,
+                "amended": amended,
+                **details,
+            },
+        )
 
     def begin_commit(
         self, item_id: str, reviewer: str, content_hash: str | None, reason: str | None, now: int
@@ -326,11 +372,9 @@ class ApprovalQueue:
         closed: list[str] = []
         with self._db.transaction():
             for memory_id in ids:
-                item = self._get(memory_id)
+                item = self.open_for_memory(agent_id, memory_id)
                 if (
                     item is None
-                    or item.operation != "remember"
-                    or item.agent_id != agent_id
                     or item.status != "pending"
                     or (user_id is not None and item.user_id != user_id)
                 ):
@@ -351,7 +395,7 @@ class ApprovalQueue:
                     actor=actor,
                     action="rejected",
                     agent_id=agent_id,
-                    memory_ids=[item.id],
+                    memory_ids=sorted({item.id, memory_id}),
                     details={
                         "operation": item.operation,
                         "content_hash": item.content_hash,
@@ -359,7 +403,7 @@ class ApprovalQueue:
                         "reason": "forgotten before approval",
                     },
                 )
-                closed.append(item.id)
+                closed.append(memory_id)
         return closed
 
     def has_status(self, status: str) -> bool:

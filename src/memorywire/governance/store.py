@@ -48,7 +48,7 @@ from memorywire.errors import (
     NotFound,
     PendingApproval,
 )
-from memorywire.governance.actor import current_actor
+from memorywire.governance.actor import current_actor, current_actor_id
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.chain import canonical_json, sha256_hex
 from memorywire.governance.commit import CommitDriver, RecoveryReport
@@ -259,6 +259,9 @@ class GovernedStore:
     ) -> QueueItem:
         check_committable(request)
         now = self._clock.now_ms()
+        # A remember's id names the memory (per agent), so another writer's item holding it
+        # as an approval id must neither be revealed nor block this one: see queue.stage.
+        is_remember = operation == "remember"
         item = QueueItem(
             id=item_id,
             operation=operation,
@@ -271,14 +274,17 @@ class GovernedStore:
             status="pending",
             created_at=now,
             updated_at=now,
+            memory_id=item_id if is_remember else None,
+            requester_id=current_actor_id(),
         )
-        return await self._w.run(lambda: self._queue.stage(item, details))
+        fresh = new_id(now) if is_remember else None
+        return await self._w.run(lambda: self._queue.stage(item, details, fresh))
 
-    async def _refuse_if_staged(self, ids: Sequence[str]) -> None:
-        for i in ids:
-            item = await self._w.run(lambda i=i: self._queue.get(i))  # type: ignore[misc]
-            if item is not None and item.status in ("pending", "committing"):
-                raise PendingApproval(f"{i} is awaiting approval ({self.approval_url(i) or i})")
+    async def _refuse_if_staged(self, agent_id: str, memory_id: str) -> None:
+        item = await self._w.run(lambda: self._queue.open_for_memory(agent_id, memory_id))
+        if item is not None:
+            where = self.approval_url(item.id) or item.id
+            raise PendingApproval(f"{memory_id} is awaiting approval ({where})")
 
     async def _bracket(
         self, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
@@ -342,13 +348,13 @@ class GovernedStore:
                 {"content_sha256": content_sha, "rule": rule},
             )
             return RememberResponse(
-                id=item.id,
+                id=item_id,
                 stored_at=item.created_at,
                 stores=[],
                 pending_approval=True,
                 approval_url=self.approval_url(item.id),
             )
-        await self._refuse_if_staged([item_id])
+        await self._refuse_if_staged(req.agent_id, item_id)
         meta = {"content_sha256": content_sha, "type": req.type.value, "source": req.source}
         await self._intent("remember", req.agent_id, [item_id], meta)
         try:

@@ -88,7 +88,7 @@ class GovernanceApprovals:
     async def decide(
         self, p: Principal, approval_id: str, approve: bool, reason: str | None
     ) -> dict[str, Any]:
-        with acting_as(p.name):
+        with acting_as(p.name, p.token_id):
             return await self.governed.decide(approval_id, p.name, approve, reason)
 
     async def audit(

@@ -132,7 +132,7 @@ class Dispatcher:
         handler = self._ops.get(op)
         if handler is None:
             raise NotFound(f"unknown operation {op!r}")
-        with acting_as(principal.name):
+        with acting_as(principal.name, principal.token_id):
             return await handler({} if doc is None else doc, principal)
 
     # --- typed entry points (the in-process client uses these) --------------------------------
@@ -143,32 +143,32 @@ class Dispatcher:
         check_content_size(req.content, self.limits)
         if p.provenance is not None:
             req = req.model_copy(update={"source": p.provenance})
-        with acting_as(p.name):
+        with acting_as(p.name, p.token_id):
             return await self.store.remember(req)
 
     async def recall(self, req: RecallRequest, p: Principal) -> RecallResponse:
         p.check_scope(req.agent_id, req.user_id)
         if self.rate_limiter is not None:
             self.rate_limiter.acquire(p.name)
-        with acting_as(p.name):
+        with acting_as(p.name, p.token_id):
             return await self.store.recall(req)
 
     async def forget(self, req: ForgetRequest, p: Principal) -> ForgetResponse:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
-        with acting_as(p.name):
+        with acting_as(p.name, p.token_id):
             return await self.store.forget(req)
 
     async def merge(self, req: MergeRequest, p: Principal) -> MergeResponse:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
-        with acting_as(p.name):
+        with acting_as(p.name, p.token_id):
             return await self.store.merge(req)
 
     async def expire(self, req: ExpireRequest, p: Principal) -> ExpireResponse:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
-        with acting_as(p.name):
+        with acting_as(p.name, p.token_id):
             return await self.store.expire(req)
 
     # --- JSON handlers -------------------------------------------------------------------------

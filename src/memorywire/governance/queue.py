@@ -23,7 +23,8 @@ from typing import Any
 
 from memorywire.errors import Conflict, Forbidden, NotFound
 from memorywire.governance.audit import AuditLog
-from memorywire.governance.chain import canonical_json, sha256_hex
+from memorywire.governance.chain import canonical_json
+from memorywire.governance.keys import AuditKey
 
 __all__ = ["ApprovalQueue", "QueueItem", "content_hash_of", "scrub_request"]
 
@@ -63,20 +64,22 @@ _COLS = (
 )
 
 
-def content_hash_of(operation: str, request: Mapping[str, Any]) -> str:
-    """What a reviewer approves: the operation and its full request, hashed canonically."""
-    return sha256_hex(canonical_json({"operation": operation, "request": dict(request)}))
+def content_hash_of(operation: str, request: Mapping[str, Any], key: AuditKey) -> str:
+    """What a reviewer approves: the operation and its full request, keyed-hashed canonically
+    (a plain hash of a short content could be brute-forced by whoever reads the log)."""
+    return key.digest({"operation": operation, "request": dict(request)})
 
 
-def scrub_request(request: Mapping[str, Any]) -> dict[str, Any]:
-    """The request minus anything that is memory content."""
+def scrub_request(request: Mapping[str, Any], key: AuditKey) -> dict[str, Any]:
+    """The request minus anything that is memory content (keyed hashes kept instead)."""
     out = dict(request)
     if "content" in out:
-        out["content_sha256"] = sha256_hex(canonical_json(out.pop("content")))
+        out["content_hmac"] = key.digest(out.pop("content"))
     if isinstance(out.get("metadata"), dict):
         out["metadata_keys"] = sorted(out.pop("metadata"))
     if isinstance(out.get("filter"), dict):
-        out["filter_sha256"] = sha256_hex(canonical_json(out.pop("filter")))
+        out["filter_hmac"] = key.digest(out.pop("filter"))
+    out["hmac_key"] = key.key_id
     out["scrubbed"] = True
     return out
 
@@ -116,8 +119,9 @@ class QueueItem:
 class ApprovalQueue:
     """Synchronous, transactional queue operations; callers never await inside one."""
 
-    def __init__(self, audit: AuditLog) -> None:
+    def __init__(self, audit: AuditLog, key: AuditKey) -> None:
         self._audit = audit
+        self._key = key
         self._db = audit.db
         if self._db.dialect == "sqlite":  # PostgreSQL sets its schema up on connect
             with self._db.transaction():
@@ -247,6 +251,7 @@ class ApprovalQueue:
                 "operation": item.operation,
                 "content_hash": item.content_hash,
                 "amended": amended,
+                "user_id": item.user_id,
                 **details,
             },
         )
@@ -289,6 +294,7 @@ class ApprovalQueue:
                     "operation": item.operation,
                     "content_hash": item.content_hash,
                     "requested_by": item.requested_by,
+                    "user_id": item.user_id,
                     "reason": reason,
                 },
             )
@@ -316,7 +322,7 @@ class ApprovalQueue:
                 "UPDATE approvals SET status = 'approved', request = ?, result = ?,"
                 " updated_at = ? WHERE id = ?",
                 (
-                    canonical_json(scrub_request(item.request)),
+                    canonical_json(scrub_request(item.request, self._key)),
                     canonical_json(dict(result)),
                     now,
                     item.id,
@@ -332,6 +338,7 @@ class ApprovalQueue:
                     "approval_id": item.id,
                     "content_hash": item.content_hash,
                     "requested_by": item.requested_by,
+                    "user_id": item.user_id,
                     **dict(result),
                 },
             )
@@ -361,7 +368,8 @@ class ApprovalQueue:
                 action=item.operation,
                 agent_id=item.agent_id,
                 memory_ids=[item.id],
-                details={"phase": "failed", "approval_id": item.id, "error": code},
+                details={"phase": "failed", "approval_id": item.id, "error": code,
+                         "user_id": item.user_id},
             )
 
     def withdraw(
@@ -386,7 +394,7 @@ class ApprovalQueue:
                         actor,
                         now,
                         "forgotten before approval",
-                        canonical_json(scrub_request(item.request)),
+                        canonical_json(scrub_request(item.request, self._key)),
                         now,
                         item.id,
                     ),
@@ -400,6 +408,7 @@ class ApprovalQueue:
                         "operation": item.operation,
                         "content_hash": item.content_hash,
                         "requested_by": item.requested_by,
+                        "user_id": item.user_id,
                         "reason": "forgotten before approval",
                     },
                 )
@@ -432,7 +441,7 @@ class ApprovalQueue:
                     now,
                     reason,
                     item.content_hash,
-                    canonical_json(scrub_request(item.request)),
+                    canonical_json(scrub_request(item.request, self._key)),
                     now,
                     item_id,
                 ),
@@ -446,6 +455,7 @@ class ApprovalQueue:
                     "operation": item.operation,
                     "content_hash": item.content_hash,
                     "requested_by": item.requested_by,
+                    "user_id": item.user_id,
                     "reason": reason,
                 },
             )

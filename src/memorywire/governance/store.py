@@ -52,6 +52,8 @@ from memorywire.governance.actor import current_actor, current_actor_id
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.chain import canonical_json, sha256_hex
 from memorywire.governance.commit import CommitDriver, RecoveryReport
+from memorywire.governance.db import is_postgres_url
+from memorywire.governance.keys import AuditKey, default_key_path
 from memorywire.governance.policies import PolicyDecision, PolicySet
 from memorywire.governance.queue import ApprovalQueue, QueueItem, content_hash_of
 from memorywire.governance.review import ReviewBuilder
@@ -89,6 +91,7 @@ class GovernedStore:
     ``audit_failure`` says what a recall does when its audit entry cannot be written:
     ``"fail_closed"`` (the default) refuses it with a clear error, ``"serve_reads"`` answers
     anyway. Writes always fail closed: nothing reaches the inner store unrecorded.
+    ``audit_key``: the HMAC key for content hashes (see :mod:`.keys` for the default place).
     """
 
     def __init__(
@@ -102,13 +105,21 @@ class GovernedStore:
         require_approval_for: Iterable[str] = (),
         audit_recall: bool = True,
         audit_failure: str = "fail_closed",
+        audit_key: AuditKey | str | Path | None = None,
     ) -> None:
         if audit_failure not in _AUDIT_FAILURE:
             raise ValueError(f"audit_failure accepts {list(_AUDIT_FAILURE)}")
         self._inner = inner
         self._clock: Clock = clock or SystemClock()
+        self._key = (
+            audit_key
+            if isinstance(audit_key, AuditKey)
+            else AuditKey.load_or_create(
+                audit_key or default_key_path(db_path, postgres=is_postgres_url(db_path))
+            )
+        )
         self._audit = AuditLog.open(db_path, self._clock)
-        self._queue = ApprovalQueue(self._audit)
+        self._queue = ApprovalQueue(self._audit, self._key)
         self._w = GovWorker(self._audit)
         self._policies = _as_policies(policies)
         self._base_url = approval_base_url.rstrip("/") if approval_base_url else None
@@ -176,6 +187,10 @@ class GovernedStore:
         )
 
     # --- helpers ---------------------------------------------------------------------------
+
+    def _keyed(self, name: str, value: Any) -> dict[str, str]:
+        """``{name: keyed hash, "hmac_key": key id}`` for an audit entry's details."""
+        return {name: self._key.digest(value), "hmac_key": self._key.key_id}
 
     async def _append(self, **entry: Any) -> None:
         await self._w.append(self._audit.prepare(**entry))
@@ -268,7 +283,7 @@ class GovernedStore:
             agent_id=agent_id,
             user_id=user_id,
             request=request,
-            content_hash=content_hash_of(operation, request),
+            content_hash=content_hash_of(operation, request, self._key),
             requested_by=current_actor(),
             reasoning=reasoning,
             status="pending",
@@ -332,7 +347,7 @@ class GovernedStore:
         rule = None if asked else self._policies.decide_remember(req).rule
         item_id = req.id or new_id(self._clock.now_ms())
         req = req.model_copy(update={"id": item_id, "approval_required": False})
-        content_sha = sha256_hex(canonical_json(req.content))
+        content_h = self._keyed("content_hmac", req.content)
         if decision == "review":
             reasoning = (
                 f"governance policy rule '{rule}'" if rule else "the writer asked for approval"
@@ -345,7 +360,7 @@ class GovernedStore:
                 req.user_id,
                 req.model_dump(mode="json", exclude_none=True),
                 reasoning,
-                {"content_sha256": content_sha, "rule": rule},
+                {**content_h, "rule": rule},
             )
             return RememberResponse(
                 id=item_id,
@@ -355,7 +370,8 @@ class GovernedStore:
                 approval_url=self.approval_url(item.id),
             )
         await self._refuse_if_staged(req.agent_id, item_id)
-        meta = {"content_sha256": content_sha, "type": req.type.value, "source": req.source}
+        meta = {**content_h, "type": req.type.value, "source": req.source,
+                "user_id": req.user_id}
         await self._intent("remember", req.agent_id, [item_id], meta)
         try:
             resp = await self._inner.remember(req)
@@ -388,7 +404,12 @@ class GovernedStore:
                 pending_approval=True,
                 approval_url=self.approval_url(item.id),
             )
-        details = _forget_details(req)
+        details = {
+            "hard_delete": req.hard_delete,
+            "reason": req.reason,
+            "user_id": req.user_id,
+            **(self._keyed("filter_hmac", req.filter) if req.filter is not None else {}),
+        }
         await self._intent("forget", req.agent_id, req.ids or [], details)
         try:
             resp = await self._inner.forget(req)
@@ -430,7 +451,7 @@ class GovernedStore:
                 approval_url=self.approval_url(item.id),
             )
         ids = [req.canonical, *req.duplicates]
-        details = {"strategy": req.strategy.value}
+        details = {"strategy": req.strategy.value, "user_id": req.user_id}
         await self._intent("merge", req.agent_id, ids, details)
         try:
             resp = await self._inner.merge(req)
@@ -449,6 +470,7 @@ class GovernedStore:
         details = {
             "policy": req.policy.model_dump(mode="json", exclude_none=True),
             "action_requested": req.action.value,
+            "user_id": req.user_id,
         }
         await self._intent("expire", req.agent_id, [], details)
         try:
@@ -467,11 +489,10 @@ class GovernedStore:
     async def update(self, req: UpdateRequest) -> MemoryRecord:
         await self._ensure_recovered()
         details: dict[str, Any] = {
-            "content_sha256": None
-            if req.content is None
-            else sha256_hex(canonical_json(req.content)),
+            **(self._keyed("content_hmac", req.content) if req.content is not None else {}),
             "metadata_keys": sorted(req.metadata_patch or {}),
             "confidence": req.confidence,
+            "user_id": req.user_id,
         }
         await self._intent("update", req.agent_id, [req.id], details)
         try:
@@ -494,7 +515,7 @@ class GovernedStore:
             action="recall",
             agent_id=req.agent_id,
             memory_ids=[h.id for h in resp.results],
-            details={"query_sha256": sha256_hex(req.query), "k": req.k, "user_id": req.user_id},
+            details={**self._keyed("query_hmac", req.query), "k": req.k, "user_id": req.user_id},
         )
         if self._w.post_error is None or self._serve_reads:
             # A read changes nothing, so its record need not be durable before the answer.
@@ -719,11 +740,3 @@ def _as_policies(p: PolicySet | Mapping[str, Any] | str | Path | None) -> Policy
     if isinstance(p, str | Path):
         return PolicySet.from_file(p)
     return PolicySet.from_dict(p)
-
-
-def _forget_details(req: ForgetRequest) -> dict[str, Any]:
-    return {
-        "hard_delete": req.hard_delete,
-        "reason": req.reason,
-        "filter_sha256": None if req.filter is None else sha256_hex(canonical_json(req.filter)),
-    }

@@ -96,7 +96,12 @@ class GovernanceApprovals:
     ) -> list[dict[str, Any]]:
         entries: list[dict[str, Any]] = []
         for agent in self._agents(p, agent_id):
-            entries.extend(await self.governed.aaudit_entries(agent_id=agent, limit=limit))
+            found = await self.governed.aaudit_entries(agent_id=agent, limit=limit)
+            if p.user_ids is not None:
+                # A user-scoped token sees entries about its users only; an entry that names
+                # no user (an agent-wide operation) is not about them alone, so it is hidden.
+                found = [e for e in found if e["details"].get("user_id") in p.user_ids]
+            entries.extend(found)
         entries.sort(key=lambda e: e.get("seq") or 0)
         return entries[-limit:]
 

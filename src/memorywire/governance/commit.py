@@ -113,10 +113,16 @@ class CommitDriver:
             rr = await self._inner.remember(RememberRequest.model_validate(req))
             return {"stores": rr.stores}, [rr.id]
         if fresh.operation == "forget":
-            fr = await self._inner.forget(ForgetRequest.model_validate(req))
-            return {"forgotten": len(fr.forgotten_ids), "hard_delete": fr.hard_delete}, list(
-                fr.forgotten_ids
-            )
+            freq = ForgetRequest.model_validate(req)
+            fr = await self._inner.forget(freq)
+            ids = list(fr.forgotten_ids)
+            if freq.ids:  # pending remembers it names must not come back by a later approval
+                who, now, names = fresh.reviewer or "system", self._clock.now_ms(), list(freq.ids)
+                closed = await self._w.run(
+                    lambda: self._queue.withdraw(freq.agent_id, freq.user_id, names, who, now)
+                )
+                ids += [i for i in closed if i not in ids]
+            return {"forgotten": len(ids), "hard_delete": fr.hard_delete}, ids
         if fresh.operation == "expire":
             # Evaluated at commit time: the reviewer approved the policy, not a list.
             er = await self._inner.expire(ExpireRequest.model_validate(req))

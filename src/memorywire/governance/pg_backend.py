@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from memorywire.errors import BackendUnavailable, MemorywireError
+from memorywire.errors import BackendUnavailable, MemorywireError, StorageFull
 
 __all__ = ["LOCK_KEY", "SCHEMA", "PgGovDb"]
 
@@ -97,6 +97,11 @@ _ADDED = [
 
 
 def _translate(exc: psycopg.Error) -> MemorywireError:
+    if isinstance(exc, psycopg.errors.DiskFull):
+        return StorageFull(
+            "the governance database's disk is full: nothing was written or changed;"
+            " free space and retry"
+        )
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         return BackendUnavailable(f"governance PostgreSQL is unreachable: {exc}")
     return BackendUnavailable(f"governance PostgreSQL failed: {type(exc).__name__}: {exc}")

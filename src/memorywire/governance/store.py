@@ -524,7 +524,8 @@ class GovernedStore:
         try:  # the last record could not be written: this one must be, or no answer
             await self._w.append(entry)
         except MemorywireError as exc:
-            raise BackendUnavailable(
+            kind = exc if isinstance(exc, BackendUnavailable) else BackendUnavailable("")
+            raise type(kind)(
                 f"recall refused: its audit entry cannot be written ({exc.message}); this"
                 " server fails closed (audit_failure='serve_reads' keeps reads working)"
             ) from exc

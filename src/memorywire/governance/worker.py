@@ -58,7 +58,7 @@ class GovWorker:
     def __init__(self, audit: AuditLog) -> None:
         self._audit = audit
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        #: The error of the newest posted entry that could not be written, until one is.
+        #: The error of the newest group that could not be written, until one is.
         self.post_error: MemorywireError | None = None
         self.groups = 0
         self.grouped_entries = 0
@@ -157,16 +157,16 @@ class GovWorker:
         except BaseException as exc:
             err = exc if isinstance(exc, MemorywireError) else MemorywireError(
                 f"audit write failed: {type(exc).__name__}: {exc}")
+            # Remembered for reads either way: after a failed write, the next read's record
+            # is awaited (fail closed) instead of queued, until a write succeeds again.
+            self.post_error = err
             for j in live:
-                if j.future is None:
-                    self.post_error = err
-                else:
+                if j.future is not None:
                     j.future.set_exception(err)
             return
         self.groups += 1
         self.grouped_entries += len(live)
-        if any(j.future is None for j in live):
-            self.post_error = None
+        self.post_error = None
         for j, e in zip(live, written, strict=True):
             if j.future is not None:
                 j.future.set_result(e)

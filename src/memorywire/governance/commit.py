@@ -66,6 +66,8 @@ class CommitDriver:
         self._url = url
         self._lock = anyio.Lock()
         self.last_recovery = RecoveryReport()
+        #: Called after an item is marked failed (the store refreshes what health reports).
+        self.on_failed: Callable[[], None] = lambda: None
 
     async def recover(self) -> RecoveryReport:
         """Re-drive every item a crash left ``committing``; each on its own (see module)."""
@@ -100,6 +102,7 @@ class CommitDriver:
                 code, message = _error_text(exc)
                 now = self._clock.now_ms()
                 await self._w.run(lambda: self._queue.fail_commit(fresh, code, message, now))
+                self.on_failed()
                 raise Conflict(
                     f"approved operation {fresh.id} could not be committed ({code}: {message});"
                     " it is marked failed and can be rejected"

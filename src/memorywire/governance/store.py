@@ -28,6 +28,7 @@ loop; audit entries waiting together are written in one transaction.
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -82,6 +83,9 @@ _STAGING: ContextVar[tuple[GovernedStore, ...]] = ContextVar("memorywire_staging
 
 
 _AUDIT_FAILURE = ("fail_closed", "serve_reads")
+#: How long health reuses what it asked the inner store and the queue: a flood of health
+#: checks then costs nothing, and a change still shows within this time.
+_HEALTH_TTL_S = 1.0
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -130,10 +134,13 @@ class GovernedStore:
         self._audit_recall = audit_recall
         self._serve_reads = audit_failure == "serve_reads"
         self._recovered = False
+        self._failed_probe: tuple[float, bool] = (float("-inf"), False)
+        self._inner_health: tuple[float, Health] = (float("-inf"), Health(status="ok"))
         self._reviews = ReviewBuilder(inner, self._clock)
         self._driver = CommitDriver(
             inner, self._queue, self._audit, self._w, self._clock, self.approval_url
         )
+        self._driver.on_failed = self._forget_failed_probe
 
     # --- identity --------------------------------------------------------------------------
 
@@ -538,12 +545,16 @@ class GovernedStore:
         return await self._inner.list(query)
 
     async def health(self) -> Health:
-        """Liveness in O(1): the inner store's health, one index probe, cached verification.
+        """Liveness in O(1): the inner store's health and one index probe (each reused for up
+        to a second) and the cached verification state.
 
         The chain is never verified here (that is an authenticated admin operation).
         """
-        inner = await self._inner.health()
-        failed = await self._w.run(lambda: self._queue.has_status("failed"))
+        now = time.monotonic()
+        if now - self._inner_health[0] > _HEALTH_TTL_S:
+            self._inner_health = (now, await self._inner.health())
+        inner = self._inner_health[1]
+        failed = await self._failed_items()
         state = self._audit.verification_state()
         reasons: builtins.list[str] = []
         if failed:
@@ -567,6 +578,19 @@ class GovernedStore:
         }
         status = inner.status if not reasons else ("down" if inner.status == "down" else "degraded")
         return Health(status=status, details=details)
+
+    def _forget_failed_probe(self) -> None:
+        self._failed_probe = (float("-inf"), False)
+
+    async def _failed_items(self) -> bool:
+        """Whether any approval is ``failed``: probed at most once a second (another server
+        on the same database may fail one), otherwise answered from memory, so a flood of
+        health checks never queues behind governance writes."""
+        now = time.monotonic()
+        if now - self._failed_probe[0] > _HEALTH_TTL_S:
+            found = await self._w.run(lambda: self._queue.has_status("failed"))
+            self._failed_probe = (now, found)
+        return self._failed_probe[1]
 
     async def aclose(self) -> None:
         try:
@@ -623,6 +647,7 @@ class GovernedStore:
         await self._w.run(
             lambda: self._queue.reject(item_id, reviewer, reason, content_hash, now)
         )
+        self._forget_failed_probe()
         return await self.get_review(item_id, with_diff=False)
 
     async def decide(

@@ -28,32 +28,27 @@ loop; audit entries waiting together are written in one transaction.
 from __future__ import annotations
 
 import builtins
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.ids import new_id
 from memorywire.errors import (
-    BackendUnavailable,
     CapabilityMissing,
-    Conflict,
     Forbidden,
-    InvalidRequest,
     MemorywireError,
-    NotFound,
     PendingApproval,
 )
 from memorywire.governance.actor import current_actor, current_actor_id
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.chain import canonical_json, sha256_hex
-from memorywire.governance.commit import CommitDriver, RecoveryReport
+from memorywire.governance.checks import check_committable, check_remember
+from memorywire.governance.commit import CommitDriver
 from memorywire.governance.db import is_postgres_url
+from memorywire.governance.desk import ReviewDesk
 from memorywire.governance.keys import AuditKey, default_key_path
 from memorywire.governance.policies import PolicyDecision, PolicySet
 from memorywire.governance.queue import ApprovalQueue, QueueItem, content_hash_of
@@ -74,7 +69,7 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["GovernedStore", "check_committable"]
+__all__ = ["GovernedStore"]
 
 _GATEABLE = frozenset({"forget", "merge"})
 
@@ -83,13 +78,9 @@ _STAGING: ContextVar[tuple[GovernedStore, ...]] = ContextVar("memorywire_staging
 
 
 _AUDIT_FAILURE = ("fail_closed", "serve_reads")
-#: How long health reuses what it asked the inner store and the queue: a flood of health
-#: checks then costs nothing, and a change still shows within this time.
-_HEALTH_TTL_S = 1.0
-_INT64 = (-(2**63), 2**63 - 1)
 
 
-class GovernedStore:
+class GovernedStore(ReviewDesk):
     """A ``MemoryStore`` that stages, audits and gates the writes of ``inner``.
 
     ``audit_failure`` says what a recall does when its audit entry cannot be written:
@@ -179,9 +170,6 @@ class GovernedStore:
         )
         self._w.call(lambda: self._audit.write(entry))
         self._policies = new
-
-    def approval_url(self, item_id: str) -> str | None:
-        return f"{self._base_url}/ui/approvals/{item_id}" if self._base_url else None
 
     async def record(self, event: Mapping[str, Any]) -> None:
         """The ``AuditSink`` face (consolidation): one entry, written by the worker."""
@@ -308,40 +296,12 @@ class GovernedStore:
             where = self.approval_url(item.id) or item.id
             raise PendingApproval(f"{memory_id} is awaiting approval ({where})")
 
-    async def _bracket(
-        self, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
+    async def _phase(
+        self, phase: str, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
     ) -> None:
-        await self._append(
-            actor=current_actor(),
-            action=action,
-            agent_id=agent_id,
-            memory_ids=ids,
-            details=details,
-        )
-
-    async def _intent(
-        self, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
-    ) -> None:
-        await self._bracket(action, agent_id, ids, {"phase": "intent", **details})
-
-    async def _done(
-        self, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
-    ) -> None:
-        await self._bracket(action, agent_id, ids, {"phase": "done", **details})
-
-    async def _failed(
-        self, action: str, agent_id: str, ids: Sequence[str], exc: MemorywireError
-    ) -> None:
-        await self._bracket(action, agent_id, ids, {"phase": "failed", "error": exc.code})
-
-    async def _check_remember(self, req: RememberRequest) -> None:
-        """Refuse at staging what the commit would refuse: another memory under this id."""
-        assert req.id is not None
-        existing = await self._inner.get(req.agent_id, req.id, req.user_id)
-        if existing is not None and canonical_json(existing.content) != canonical_json(
-            req.model_dump(mode="json")["content"]
-        ):
-            raise Conflict(f"id {req.id} already holds other content")
+        """One bracket entry (``intent`` before the inner call, ``done``/``failed`` after)."""
+        await self._append(actor=current_actor(), action=action, agent_id=agent_id,
+                           memory_ids=ids, details={"phase": phase, **details})
 
     # --- writes ----------------------------------------------------------------------------
 
@@ -359,7 +319,7 @@ class GovernedStore:
             reasoning = (
                 f"governance policy rule '{rule}'" if rule else "the writer asked for approval"
             )
-            await self._check_remember(req)
+            await check_remember(self._inner, req)
             item = await self._stage(
                 "remember",
                 item_id,
@@ -379,13 +339,14 @@ class GovernedStore:
         await self._refuse_if_staged(req.agent_id, item_id)
         meta = {**content_h, "type": req.type.value, "source": req.source,
                 "user_id": req.user_id}
-        await self._intent("remember", req.agent_id, [item_id], meta)
+        await self._phase("intent", "remember", req.agent_id, [item_id], meta)
         try:
             resp = await self._inner.remember(req)
         except MemorywireError as exc:
-            await self._failed("remember", req.agent_id, [item_id], exc)
+            await self._phase("failed", "remember", req.agent_id, [item_id], {"error": exc.code})
             raise
-        await self._done("remember", req.agent_id, [resp.id], {**meta, "stores": resp.stores})
+        done = {**meta, "stores": resp.stores}
+        await self._phase("done", "remember", req.agent_id, [resp.id], done)
         return resp
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
@@ -417,15 +378,15 @@ class GovernedStore:
             "user_id": req.user_id,
             **(self._keyed("filter_hmac", req.filter) if req.filter is not None else {}),
         }
-        await self._intent("forget", req.agent_id, req.ids or [], details)
+        await self._phase("intent", "forget", req.agent_id, req.ids or [], details)
         try:
             resp = await self._inner.forget(req)
         except MemorywireError as exc:
-            await self._failed("forget", req.agent_id, req.ids or [], exc)
+            await self._phase("failed", "forget", req.agent_id, req.ids or [], {"error": exc.code})
             raise
         withdrawn = await self._withdraw_pending(req)
         forgotten = [*resp.forgotten_ids, *(i for i in withdrawn if i not in resp.forgotten_ids)]
-        await self._done("forget", req.agent_id, forgotten, details)
+        await self._phase("done", "forget", req.agent_id, forgotten, details)
         return resp.model_copy(update={"forgotten_ids": forgotten}) if withdrawn else resp
 
     async def _withdraw_pending(self, req: ForgetRequest) -> builtins.list[str]:
@@ -459,15 +420,14 @@ class GovernedStore:
             )
         ids = [req.canonical, *req.duplicates]
         details = {"strategy": req.strategy.value, "user_id": req.user_id}
-        await self._intent("merge", req.agent_id, ids, details)
+        await self._phase("intent", "merge", req.agent_id, ids, details)
         try:
             resp = await self._inner.merge(req)
         except MemorywireError as exc:
-            await self._failed("merge", req.agent_id, ids, exc)
+            await self._phase("failed", "merge", req.agent_id, ids, {"error": exc.code})
             raise
-        await self._done(
-            "merge", req.agent_id, ids, {**details, "merged_count": resp.merged_count}
-        )
+        done = {**details, "merged_count": resp.merged_count}
+        await self._phase("done", "merge", req.agent_id, ids, done)
         return resp
 
     async def expire(self, req: ExpireRequest) -> ExpireResponse:
@@ -479,18 +439,14 @@ class GovernedStore:
             "action_requested": req.action.value,
             "user_id": req.user_id,
         }
-        await self._intent("expire", req.agent_id, [], details)
+        await self._phase("intent", "expire", req.agent_id, [], details)
         try:
             resp = await self._inner.expire(req)
         except MemorywireError as exc:
-            await self._failed("expire", req.agent_id, [], exc)
+            await self._phase("failed", "expire", req.agent_id, [], {"error": exc.code})
             raise
-        await self._done(
-            "expire",
-            req.agent_id,
-            resp.matched_ids or [],
-            {**details, "matched_count": resp.matched_count},
-        )
+        done = {**details, "matched_count": resp.matched_count}
+        await self._phase("done", "expire", req.agent_id, resp.matched_ids or [], done)
         return resp
 
     async def update(self, req: UpdateRequest) -> MemoryRecord:
@@ -501,13 +457,13 @@ class GovernedStore:
             "confidence": req.confidence,
             "user_id": req.user_id,
         }
-        await self._intent("update", req.agent_id, [req.id], details)
+        await self._phase("intent", "update", req.agent_id, [req.id], details)
         try:
             rec = await self._inner.update(req)
         except MemorywireError as exc:
-            await self._failed("update", req.agent_id, [req.id], exc)
+            await self._phase("failed", "update", req.agent_id, [req.id], {"error": exc.code})
             raise
-        await self._done("update", req.agent_id, [req.id], details)
+        await self._phase("done", "update", req.agent_id, [req.id], details)
         return rec
 
     # --- reads -----------------------------------------------------------------------------
@@ -524,18 +480,7 @@ class GovernedStore:
             memory_ids=[h.id for h in resp.results],
             details={**self._keyed("query_hmac", req.query), "k": req.k, "user_id": req.user_id},
         )
-        if self._w.post_error is None or self._serve_reads:
-            # A read changes nothing, so its record need not be durable before the answer.
-            self._w.post(entry)
-            return resp
-        try:  # the last record could not be written: this one must be, or no answer
-            await self._w.append(entry)
-        except MemorywireError as exc:
-            kind = exc if isinstance(exc, BackendUnavailable) else BackendUnavailable("")
-            raise type(kind)(
-                f"recall refused: its audit entry cannot be written ({exc.message}); this"
-                " server fails closed (audit_failure='serve_reads' keeps reads working)"
-            ) from exc
+        await self._w.record_read(entry, fail_closed=not self._serve_reads)
         return resp
 
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
@@ -544,219 +489,12 @@ class GovernedStore:
     async def list(self, query: ListQuery) -> list[MemoryRecord]:
         return await self._inner.list(query)
 
-    async def health(self) -> Health:
-        """Liveness in O(1): the inner store's health and one index probe (each reused for up
-        to a second) and the cached verification state.
-
-        The chain is never verified here (that is an authenticated admin operation).
-        """
-        now = time.monotonic()
-        if now - self._inner_health[0] > _HEALTH_TTL_S:
-            self._inner_health = (now, await self._inner.health())
-        inner = self._inner_health[1]
-        failed = await self._failed_items()
-        state = self._audit.verification_state()
-        reasons: builtins.list[str] = []
-        if failed:
-            reasons.append("an approved operation could not be committed (status failed)")
-        if state["audit_chain_ok"] is False:
-            reasons.append(f"audit chain verification failed: {state['problem']}")
-        if self._w.post_error is not None:
-            reasons.append(f"audit entries cannot be written: {self._w.post_error.message}")
-        if self._driver.last_recovery.failed:
-            reasons.append(
-                f"recovery could not commit {sorted(self._driver.last_recovery.failed)}"
-            )
-        details = {
-            **inner.details,
-            "governance": {
-                "failed_approvals": failed,
-                "audit_verified_seq": state["verified_seq"],
-                "audit_chain_ok": state["audit_chain_ok"],
-                "reasons": reasons,
-            },
-        }
-        status = inner.status if not reasons else ("down" if inner.status == "down" else "degraded")
-        return Health(status=status, details=details)
-
-    def _forget_failed_probe(self) -> None:
-        self._failed_probe = (float("-inf"), False)
-
-    async def _failed_items(self) -> bool:
-        """Whether any approval is ``failed``: probed at most once a second (another server
-        on the same database may fail one), otherwise answered from memory, so a flood of
-        health checks never queues behind governance writes."""
-        now = time.monotonic()
-        if now - self._failed_probe[0] > _HEALTH_TTL_S:
-            found = await self._w.run(lambda: self._queue.has_status("failed"))
-            self._failed_probe = (now, found)
-        return self._failed_probe[1]
-
     async def aclose(self) -> None:
         try:
             await self._inner.aclose()
         finally:
             self._w.close()
             self._audit.close()
-
-    # --- approvals -------------------------------------------------------------------------
-
-    async def _ensure_recovered(self) -> None:
-        if not self._recovered:
-            await self.recover()
-
-    async def recover(self) -> builtins.list[str]:
-        """Finish every approval a crash left in ``committing``; returns the ids committed.
-
-        Each item is driven on its own: one the inner store refuses is marked ``failed`` and
-        listed in :attr:`recovery_report`, and never stops the others or later operations.
-        """
-        report = await self._driver.recover()
-        self._recovered = True
-        return report.committed
-
-    @property
-    def recovery_report(self) -> RecoveryReport:
-        return self._driver.last_recovery
-
-    async def approve(
-        self, item_id: str, reviewer: str, content_hash: str | None, reason: str | None = None
-    ) -> dict[str, Any]:
-        """Approve and commit with the staged id. ``reviewer`` comes from authentication,
-        never from a request body; ``content_hash`` is the hash the reviewer was shown (a
-        different one means the item changed: ``Conflict``). ``None`` skips that check, for
-        callers that approve by id only. Safe to retry: the commit happens once. A commit the
-        inner store refuses leaves the item ``failed`` and raises ``Conflict``."""
-        await self._ensure_recovered()
-        now = self._clock.now_ms()
-        item = await self._w.run(
-            lambda: self._queue.begin_commit(item_id, reviewer, content_hash, reason, now)
-        )
-        if item.status == "committing":
-            await self._driver.drive(item)
-        return await self.get_review(item_id, with_diff=False)
-
-    async def reject(
-        self,
-        item_id: str,
-        reviewer: str,
-        reason: str | None = None,
-        content_hash: str | None = None,
-    ) -> dict[str, Any]:
-        now = self._clock.now_ms()
-        await self._w.run(
-            lambda: self._queue.reject(item_id, reviewer, reason, content_hash, now)
-        )
-        self._forget_failed_probe()
-        return await self.get_review(item_id, with_diff=False)
-
-    async def decide(
-        self,
-        item_id: str,
-        reviewer: str,
-        approved: bool,
-        reason: str | None = None,
-        content_hash: str | None = None,
-    ) -> dict[str, Any]:
-        """One entry point for a ``DecisionRequest`` (``approved``, ``reason``, hash)."""
-        if approved:
-            return await self.approve(item_id, reviewer, content_hash, reason)
-        return await self.reject(item_id, reviewer, reason, content_hash)
-
-    # --- queries (sync for scripts and tools, ``a``-prefixed for the event loop) -------------
-
-    def list_pending(
-        self,
-        *,
-        agent_id: str | None = None,
-        operation: str | None = None,
-        status: str | None = "pending",
-        limit: int = 100,
-    ) -> builtins.list[dict[str, Any]]:
-        """Review summaries (``diff`` left empty; :meth:`get_review` computes it)."""
-        items = self._w.call(
-            lambda: self._queue.items(
-                agent_id=agent_id, operation=operation, status=status, limit=limit
-            )
-        )
-        return [self._reviews.summary(i, self.approval_url(i.id)) for i in items]
-
-    async def alist_pending(
-        self,
-        *,
-        agent_id: str | None = None,
-        operation: str | None = None,
-        status: str | None = "pending",
-        limit: int = 100,
-    ) -> builtins.list[dict[str, Any]]:
-        items = await self._w.run(
-            lambda: self._queue.items(
-                agent_id=agent_id, operation=operation, status=status, limit=limit
-            )
-        )
-        return [self._reviews.summary(i, self.approval_url(i.id)) for i in items]
-
-    async def get_review(self, item_id: str, *, with_diff: bool = True) -> dict[str, Any]:
-        """A ``ReviewRequest`` dict, the diff computed against the inner store's state now."""
-        item = await self._w.run(lambda: self._queue.get(item_id))
-        if item is None:
-            raise NotFound(f"no staged operation {item_id}")
-        return await self._reviews.review(item, self.approval_url(item.id), with_diff)
-
-    def audit_entries(
-        self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 500
-    ) -> builtins.list[dict[str, Any]]:
-        return self._w.call(lambda: self._entries(agent_id, memory_id, limit))
-
-    async def aaudit_entries(
-        self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 500
-    ) -> builtins.list[dict[str, Any]]:
-        return await self._w.run(lambda: self._entries(agent_id, memory_id, limit))
-
-    def _entries(
-        self, agent_id: str | None, memory_id: str | None, limit: int
-    ) -> builtins.list[dict[str, Any]]:
-        return [
-            e.to_dict()
-            for e in self._audit.entries(agent_id=agent_id, memory_id=memory_id, limit=limit)
-        ]
-
-    def verify(self, checkpoints: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
-        """Full verification from genesis (slow on a long log; see :meth:`averify_incremental`)."""
-        return self._w.call(lambda: self._audit.verify(checkpoints=checkpoints).to_dict())
-
-    async def averify(
-        self, checkpoints: Sequence[Mapping[str, Any]] | None = None
-    ) -> dict[str, Any]:
-        return await self._w.run(lambda: self._audit.verify(checkpoints=checkpoints).to_dict())
-
-    async def averify_incremental(self) -> dict[str, Any]:
-        """Verify the entries appended since the last verification (O(new entries))."""
-        return await self._w.run(self._audit.verify_incremental)
-
-    def checkpoint(self, private_key: Ed25519PrivateKey) -> dict[str, Any]:
-        return self._w.call(lambda: self._audit.checkpoint(private_key))
-
-
-def check_committable(request: Mapping[str, Any]) -> None:
-    """Refuse at staging a request no store could commit: text that cannot be encoded (lone
-    surrogates) and integers outside the signed 64-bit range every database stores."""
-    try:
-        canonical_json(dict(request)).encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidRequest(
-            "request holds text that cannot be encoded as UTF-8 (a lone surrogate)"
-        ) from None
-    stack: builtins.list[Any] = [request]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, Mapping):
-            stack.extend(v.values())
-        elif isinstance(v, builtins.list | tuple):
-            stack.extend(v)
-        elif isinstance(v, int) and not isinstance(v, bool) and not _INT64[0] <= v <= _INT64[1]:
-            raise InvalidRequest(f"number {v} is outside the signed 64-bit range")
-
 
 def _as_policies(p: PolicySet | Mapping[str, Any] | str | Path | None) -> PolicySet:
     if p is None:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from memorywire.errors import MemorywireError
+from memorywire.errors import BackendUnavailable, MemorywireError
 from memorywire.governance.audit import AuditLog, PendingEntry
 from memorywire.governance.chain import AuditEntry
 
@@ -93,6 +93,21 @@ class GovWorker:
         fut: concurrent.futures.Future[AuditEntry] = concurrent.futures.Future()
         self._submit(_Append(entry, fut))
         return await asyncio.wrap_future(fut)
+
+    async def record_read(self, entry: PendingEntry, *, fail_closed: bool) -> None:
+        """The record of a read: queued (:meth:`post`) while writes succeed. After a failed
+        write it is awaited instead, and with ``fail_closed`` its failure refuses the read."""
+        if self.post_error is None or not fail_closed:
+            self.post(entry)
+            return
+        try:
+            await self.append(entry)
+        except MemorywireError as exc:
+            kind = exc if isinstance(exc, BackendUnavailable) else BackendUnavailable("")
+            raise type(kind)(
+                f"read refused: its audit entry cannot be written ({exc.message}); this"
+                " server fails closed (audit_failure='serve_reads' keeps reads working)"
+            ) from exc
 
     def post(self, entry: PendingEntry) -> None:
         """Queue one entry without waiting for its commit (see the module docstring)."""

@@ -489,12 +489,16 @@ class GovernedStore(ReviewDesk):
     async def list(self, query: ListQuery) -> list[MemoryRecord]:
         return await self._inner.list(query)
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, inner: bool = True) -> None:
+        """Write what is queued, close the governance database and (unless ``inner=False``,
+        for a caller that owns the inner store) the inner store."""
         try:
-            await self._inner.aclose()
+            if inner:
+                await self._inner.aclose()
         finally:
             self._w.close()
             self._audit.close()
+
 
 def _as_policies(p: PolicySet | Mapping[str, Any] | str | Path | None) -> PolicySet:
     if p is None:

@@ -45,7 +45,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import apsw
@@ -64,6 +64,7 @@ CORPUS = HERE / "corpus"
 RESULTS = HERE / "results" / "microbench.json"
 AGENT = "assistant"
 MARGIN = 0.02
+T = TypeVar("T")
 
 
 def _load(name: str) -> list[dict[str, Any]]:
@@ -202,13 +203,19 @@ async def _store_only(store: SqliteStore, embedder: Embedder, facts: list[dict[s
             "store_recall_p95_ms": round(_pct(read_ms, 95), 3)}
 
 
+def _alternate(n: int, first: T, second: T) -> tuple[T, T]:
+    """Which side goes first alternates, so neither gains from running warm after the other."""
+    return (first, second) if n % 2 == 0 else (second, first)
+
+
 async def _governed(embedder: Embedder, facts: list[dict[str, Any]],
                     queries: list[dict[str, Any]], folder: Path, floor: float,
                     lexical_floor: float) -> dict[str, Any]:
     """Governance's cost, paired: each fact and query goes through a bare SqliteStore and a
     GovernedStore around another one, alternately, the embedder cache cleared before each
     call, so load swings hit both sides alike. The governed side audits every write (intent
-    before effect, awaited) and every recall (queued, group-committed by the worker)."""
+    before effect, awaited) and every recall (queued, group-committed by the worker). Which
+    side runs first alternates call by call."""
     bare = SqliteStore(folder / "pair-bare.db", embedder=embedder, relevance_floor=floor,
                        lexical_floor=lexical_floor)
     inner = SqliteStore(folder / "pair-governed.db", embedder=embedder, relevance_floor=floor,
@@ -220,22 +227,21 @@ async def _governed(embedder: Embedder, facts: list[dict[str, Any]],
     gov_r: list[float] = []
     try:
         with acting_as("microbench"):
-            for f in facts:
+            for n, f in enumerate(facts):
                 req = RememberRequest(agent_id=AGENT, user_id=f["user"], type=f["type"],
                                       content=f["content"], id=f["id"])
-                for store, out in ((bare, bare_w), (gov, gov_w)):
+                for store, out in _alternate(n, (bare, bare_w), (gov, gov_w)):
                     _forget_cached_embeddings(embedder)
                     t0 = time.perf_counter()
                     await store.remember(req)
                     out.append((time.perf_counter() - t0) * 1000)
-            for _ in range(2):
-                for q in queries:
-                    req_q = RecallRequest(agent_id=AGENT, query=q["query"], k=5)
-                    for rstore, out in ((bare, bare_r), (gov, gov_r)):
-                        _forget_cached_embeddings(embedder)
-                        t0 = time.perf_counter()
-                        await rstore.recall(req_q)
-                        out.append((time.perf_counter() - t0) * 1000)
+            for n, q in enumerate(queries * 2):
+                req_q = RecallRequest(agent_id=AGENT, query=q["query"], k=5)
+                for rstore, out in _alternate(n, (bare, bare_r), (gov, gov_r)):
+                    _forget_cached_embeddings(embedder)
+                    t0 = time.perf_counter()
+                    await rstore.recall(req_q)
+                    out.append((time.perf_counter() - t0) * 1000)
         entries = gov.verify()["entries"]
     finally:
         await gov.aclose()

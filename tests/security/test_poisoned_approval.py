@@ -10,11 +10,18 @@ recovery handles each item alone and health says ``degraded`` with the reason.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.testclient import TestClient
 
+from memorywire.errors import Conflict
 from memorywire.governance.actor import acting_as
+from memorywire.governance.ui import review_app
 from memorywire.wire.models import RememberRequest
 
 from .conftest import TRANSPORTS, Gov, open_governed
@@ -121,3 +128,39 @@ async def test_recovery_after_restart_handles_each_item_alone(gov: Gov) -> None:
     finally:
         await restarted.aclose()
     gov.store = open_governed(gov.path)  # the fixture closes what it holds
+
+
+def test_a_failed_item_is_shown_and_rejectable_in_the_reviewer_ui(tmp_path: Path) -> None:
+    g = open_governed(tmp_path)
+    app = Starlette(routes=[Mount("/ui", app=review_app(g, {"tok": "rv"}.get,
+                                                        secret_key="k" * 32))])
+    with TestClient(app, follow_redirects=False) as c:
+        async def poison() -> str:
+            with acting_as("a"):
+                r = await g.remember(RememberRequest(agent_id="A", type="semantic",
+                                                     content="staged", id="p1",
+                                                     approval_required=True))
+            await g.inner.remember(RememberRequest(agent_id="A", type="semantic",
+                                                   content="other", id="p1"))
+            with pytest.raises(Conflict):
+                await g.approve(r.id, "rv", None)
+            return r.id
+
+        item = c.portal.call(poison)
+        csrf = re.search(r'name="csrf" value="([^"]+)"', c.get("/ui/login").text)
+        assert csrf
+        c.post("/ui/login", data={"token": "tok", "csrf": csrf.group(1)})
+        listed = c.get("/ui/approvals?status=failed").text
+        assert item in listed
+        page = c.get(f"/ui/approvals/{item}").text
+        assert "refused to commit" in page and 'value="reject"' in page
+        assert 'value="approve"' not in page
+        token = re.search(r'name="csrf" value="([^"]+)"', page)
+        h = re.search(r'name="content_hash" value="([^"]+)"', page)
+        assert token and h
+        r = c.post(f"/ui/approvals/{item}/decide",
+                   data={"action": "reject", "content_hash": h.group(1),
+                         "csrf": token.group(1), "reason": "clash"})
+        assert r.status_code == 303
+        assert g.list_pending(status="rejected")[0]["id"] == item
+        c.portal.call(g.aclose)

@@ -35,7 +35,7 @@ __all__ = ["review_app"]
 
 Auth = Callable[[str], str | None]
 _OPERATIONS = ("remember", "forget", "merge")
-_STATUSES = ("pending", "committing", "approved", "rejected")
+_STATUSES = ("pending", "committing", "failed", "approved", "rejected")
 _CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"

@@ -128,3 +128,34 @@ def test_an_edit_behind_the_verified_point_needs_a_full_verify(tmp_path: Path) -
     assert not log.verify().ok
     assert log.verification_state()["audit_chain_ok"] is False
     log.close()
+
+
+async def test_concurrent_governed_writes_keep_intent_before_done(tmp_path: Path) -> None:
+    from memorywire.embed.hashing import HashingEmbedder
+    from memorywire.governance import GovernedStore, acting_as
+    from memorywire.store.sqlite import SqliteStore
+    from memorywire.wire.models import RecallRequest, RememberRequest
+
+    g = GovernedStore(SqliteStore(tmp_path / "mem.db", embedder=HashingEmbedder()),
+                      tmp_path / "gov.db")
+
+    async def one(i: int) -> None:
+        with acting_as("w"):
+            await g.remember(RememberRequest(agent_id="A", type="semantic",
+                                             content=f"fact {i}", id=f"m{i}"))
+            await g.recall(RecallRequest(agent_id="A", query=f"fact {i}"))
+
+    async with anyio.create_task_group() as tg:
+        for i in range(40):
+            tg.start_soon(one, i)
+    w = g.worker
+    await g.aclose()
+    log = AuditLog.open(tmp_path / "gov.db")
+    entries = log.entries()
+    assert len(entries) == 40 * 3 and log.verify().ok
+    for i in range(40):
+        phases = [e.details.get("phase") for e in entries
+                  if e.action == "remember" and f"m{i}" in e.memory_ids]
+        assert phases == ["intent", "done"]
+    assert w.groups < w.grouped_entries  # entries of concurrent requests shared commits
+    log.close()

@@ -24,11 +24,13 @@ from memorywire.governance.review import ReviewBuilder
 from memorywire.governance.worker import GovWorker
 from memorywire.store.base import Health, MemoryStore
 
-__all__ = ["HEALTH_TTL_S", "ReviewDesk"]
+__all__ = ["HEALTH_TTL_S", "VERIFY_SLICE", "ReviewDesk"]
 
 #: How long health reuses what it asked the inner store and the queue: a flood of health
 #: checks then costs nothing, and a change still shows within this time.
 HEALTH_TTL_S = 1.0
+#: Entries verified per worker job by :meth:`ReviewDesk.averify_incremental`.
+VERIFY_SLICE = 5_000
 
 
 class ReviewDesk:
@@ -229,8 +231,19 @@ class ReviewDesk:
         return await self._w.run(lambda: self._audit.verify(checkpoints=checkpoints).to_dict())
 
     async def averify_incremental(self) -> dict[str, Any]:
-        """Verify the entries appended since the last verification (O(new entries))."""
-        return await self._w.run(self._audit.verify_incremental)
+        """Verify the entries appended since the last verification (O(new entries)).
+
+        In slices of :data:`VERIFY_SLICE` entries, each its own job on the worker, so a long
+        first verification never holds governance writes back for more than one slice.
+        """
+        checked = 0
+        while True:
+            report = await self._w.run(
+                lambda: self._audit.verify_incremental(max_entries=VERIFY_SLICE)
+            )
+            checked += report["checked"]
+            if not report["ok"] or report["checked"] < VERIFY_SLICE:
+                return {**report, "checked": checked}
 
     def checkpoint(self, private_key: Ed25519PrivateKey) -> dict[str, Any]:
         return self._w.call(lambda: self._audit.checkpoint(private_key))

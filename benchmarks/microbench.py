@@ -19,6 +19,10 @@ that admits no calibration question the cosine floor alone rejects is the best c
 question reaches on a fact it matches in full text, + 0.02. ``--floor`` and
 ``--lexical-floor`` override the defaults. The test no-match probes only measure the result.
 
+Governance: ``governed_recall_p50_ms`` / ``governed_ingest_p50_ms`` time the same calls
+through a ``GovernedStore`` (audit on), paired call by call with a bare store in the same run
+(``paired_bare_*``; ``governed_*_ratio`` is governed over bare).
+
 Metrics: Recall@5 averages, over the 42 answerable queries, the share of relevant facts in the
 top 5; Precision@5 averages the share of returned hits (at most 5) that are relevant; a
 no-match probe passes when it returns nothing. Latency is end to end through the async API
@@ -41,7 +45,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import apsw
@@ -49,6 +53,7 @@ import numpy as np
 
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
+from memorywire.governance import GovernedStore, acting_as
 from memorywire.store._common import DEFAULT_RELEVANCE_FLOOR, content_to_storage, embed_text
 from memorywire.store.sqlite import SqliteStore
 from memorywire.store.sqlite_search import SQLITE_LEXICAL_FLOOR, lexical_rids
@@ -59,6 +64,7 @@ CORPUS = HERE / "corpus"
 RESULTS = HERE / "results" / "microbench.json"
 AGENT = "assistant"
 MARGIN = 0.02
+T = TypeVar("T")
 
 
 def _load(name: str) -> list[dict[str, Any]]:
@@ -197,6 +203,62 @@ async def _store_only(store: SqliteStore, embedder: Embedder, facts: list[dict[s
             "store_recall_p95_ms": round(_pct(read_ms, 95), 3)}
 
 
+def _alternate(n: int, first: T, second: T) -> tuple[T, T]:
+    """Which side goes first alternates, so neither gains from running warm after the other."""
+    return (first, second) if n % 2 == 0 else (second, first)
+
+
+async def _governed(embedder: Embedder, facts: list[dict[str, Any]],
+                    queries: list[dict[str, Any]], folder: Path, floor: float,
+                    lexical_floor: float) -> dict[str, Any]:
+    """Governance's cost, paired: each fact and query goes through a bare SqliteStore and a
+    GovernedStore around another one, alternately, the embedder cache cleared before each
+    call, so load swings hit both sides alike. The governed side audits every write (intent
+    before effect, awaited) and every recall (queued, group-committed by the worker). Which
+    side runs first alternates call by call."""
+    bare = SqliteStore(folder / "pair-bare.db", embedder=embedder, relevance_floor=floor,
+                       lexical_floor=lexical_floor)
+    inner = SqliteStore(folder / "pair-governed.db", embedder=embedder, relevance_floor=floor,
+                        lexical_floor=lexical_floor)
+    gov = GovernedStore(inner, folder / "governance.db")
+    bare_w: list[float] = []
+    gov_w: list[float] = []
+    bare_r: list[float] = []
+    gov_r: list[float] = []
+    try:
+        with acting_as("microbench"):
+            for n, f in enumerate(facts):
+                req = RememberRequest(agent_id=AGENT, user_id=f["user"], type=f["type"],
+                                      content=f["content"], id=f["id"])
+                for store, out in _alternate(n, (bare, bare_w), (gov, gov_w)):
+                    _forget_cached_embeddings(embedder)
+                    t0 = time.perf_counter()
+                    await store.remember(req)
+                    out.append((time.perf_counter() - t0) * 1000)
+            for n, q in enumerate(queries * 2):
+                req_q = RecallRequest(agent_id=AGENT, query=q["query"], k=5)
+                for rstore, out in _alternate(n, (bare, bare_r), (gov, gov_r)):
+                    _forget_cached_embeddings(embedder)
+                    t0 = time.perf_counter()
+                    await rstore.recall(req_q)
+                    out.append((time.perf_counter() - t0) * 1000)
+        entries = gov.verify()["entries"]
+    finally:
+        await gov.aclose()
+        await bare.aclose()
+    b_r, g_r = _pct(bare_r, 50), _pct(gov_r, 50)
+    b_w, g_w = _pct(bare_w, 50), _pct(gov_w, 50)
+    return {
+        "paired_bare_recall_p50_ms": round(b_r, 3),
+        "governed_recall_p50_ms": round(g_r, 3),
+        "governed_recall_ratio": round(g_r / b_r, 3) if b_r else None,
+        "paired_bare_ingest_p50_ms": round(b_w, 3),
+        "governed_ingest_p50_ms": round(g_w, 3),
+        "governed_ingest_ratio": round(g_w / b_w, 3) if b_w else None,
+        "governed_audit_entries": entries,
+    }
+
+
 _COLD = """
 import anyio
 from memorywire.store.sqlite import SqliteStore
@@ -247,6 +309,7 @@ async def run(floor: float | None, lexical_floor: float | None) -> dict[str, Any
             store_only = await _store_only(store, embedder, facts, queries)
         finally:
             await store.aclose()
+        governed = await _governed(embedder, facts, queries, Path(tmp), used, used_lexical)
         cold_start_ms = _cold_start_ms(Path(tmp) / "bench.db", queries[0]["query"])
         strict = cal.strict_floor()
         strict_store = SqliteStore(Path(tmp) / "strict.db", embedder=embedder,
@@ -277,6 +340,7 @@ async def run(floor: float | None, lexical_floor: float | None) -> dict[str, Any
         "ingest_p99_ms": round(_pct(ingest_ms, 99), 3),
         "batch_ingest_per_s": round(batch_rate, 1),
         **store_only,
+        **governed,
         "cold_start_to_first_recall_ms": cold_start_ms,
         "misses": quality["misses"],
         "strict": {
@@ -307,6 +371,12 @@ def _table(r: dict[str, Any]) -> str:
          f"{r['cold_start_to_first_recall_ms']:.0f}"),
         ("recall p50/p95/p99 ms",
          f"{r['recall_p50_ms']:.2f} / {r['recall_p95_ms']:.2f} / {r['recall_p99_ms']:.2f}"),
+        ("governed vs bare recall p50 ms (paired)",
+         f"{r['governed_recall_p50_ms']:.2f} / {r['paired_bare_recall_p50_ms']:.2f}"
+         f" = {r['governed_recall_ratio']:.3f}x"),
+        ("governed vs bare remember p50 ms (paired)",
+         f"{r['governed_ingest_p50_ms']:.2f} / {r['paired_bare_ingest_p50_ms']:.2f}"
+         f" = {r['governed_ingest_ratio']:.3f}x"),
     ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]

@@ -20,6 +20,7 @@ Tree::
     ├── CapabilityMissing           capability_missing    422
     ├── RateLimited                 rate_limited          429
     ├── BackendUnavailable          backend_unavailable   503
+    │   └── StorageFull             storage_full          507
     └── StoreCorrupt                store_corrupt         500
 """
 
@@ -43,6 +44,7 @@ __all__ = [
     "PayloadTooLarge",
     "PendingApproval",
     "RateLimited",
+    "StorageFull",
     "StoreCorrupt",
     "Unauthorized",
     "error_from_envelope",
@@ -150,6 +152,13 @@ class RateLimited(MemorywireError):
 class BackendUnavailable(MemorywireError):
     code = "backend_unavailable"
     http_status = 503
+
+
+class StorageFull(BackendUnavailable):
+    """The disk (or quota) under a database is full: nothing was written; free space, retry."""
+
+    code = "storage_full"
+    http_status = 507
 
 
 class StoreCorrupt(MemorywireError):

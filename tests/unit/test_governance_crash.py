@@ -118,4 +118,5 @@ async def test_hard_forget_leaves_no_content_in_governance_db(tmp_path: Path) ->
     await g.aclose()
     assert _files_containing(gov_dir, b"SECRET") == []
     assert _files_containing(gov_dir, secret.encode("utf-8")) == []
-    assert os.listdir(gov_dir) == ["gov.db"]
+    # the database and its HMAC key (hex digits, never content): no journal, no stray copy
+    assert sorted(os.listdir(gov_dir)) == ["gov.db", "gov.db.audit-key"]

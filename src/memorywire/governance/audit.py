@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +32,11 @@ from memorywire.governance.chain import (
     entry_hash,
     sign_checkpoint,
     verify_entries,
+    verify_tail,
 )
 from memorywire.governance.db import GovDb, SqliteGovDb, open_governance_db, write_transaction
 
-__all__ = ["ACTIONS", "AuditLog", "open_connection", "write_transaction"]
+__all__ = ["ACTIONS", "AuditLog", "PendingEntry", "open_connection", "write_transaction"]
 
 #: The actions memorywire writes; ``append`` accepts others so extensions can add their own.
 ACTIONS = frozenset(
@@ -109,6 +110,17 @@ def _row_to_entry(row: Sequence[Any]) -> AuditEntry:
     )
 
 
+@dataclass(frozen=True)
+class PendingEntry:
+    """An entry validated by :meth:`AuditLog.prepare`, not yet chained or written."""
+
+    actor: str
+    action: str
+    agent_id: str | None
+    memory_ids: tuple[str, ...]
+    details: dict[str, Any]
+
+
 _COLUMNS = "seq, ts, actor, action, agent_id, memory_ids, details, prev_hash, hash"
 
 
@@ -118,6 +130,11 @@ class AuditLog:
     def __init__(self, db: GovDb | apsw.Connection, clock: Clock | None = None) -> None:
         self._db: GovDb = SqliteGovDb(db) if isinstance(db, apsw.Connection) else db
         self._clock: Clock = clock or SystemClock()
+        #: (seq, hash) of the newest entry known to extend a verified chain from genesis.
+        self._verified: tuple[int, str] = (0, GENESIS_HASH)
+        #: ``None`` until something was verified, then whether the chain held.
+        self._verified_ok: bool | None = None
+        self._problem: str | None = None
         if self._db.dialect == "sqlite":  # PostgreSQL sets its schema up on connect
             with self._db.transaction():
                 self._db.execute(_SCHEMA)
@@ -153,26 +170,50 @@ class AuditLog:
         details: Mapping[str, Any] | None = None,
     ) -> AuditEntry:
         """Add one entry inside the caller's transaction (or a new one)."""
+        return self.write(self.prepare(actor=actor, action=action, agent_id=agent_id,
+                                       memory_ids=memory_ids, details=details))
+
+    def prepare(
+        self,
+        *,
+        actor: str,
+        action: str,
+        agent_id: str | None = None,
+        memory_ids: Sequence[str] = (),
+        details: Mapping[str, Any] | None = None,
+    ) -> PendingEntry:
+        """Validate an entry without touching the database.
+
+        Split from :meth:`write` so a batch of entries written in one transaction can only
+        fail for database reasons, never because one caller passed bad details.
+        """
         if not action:
             raise InvalidRequest("audit action must be a non-empty string")
         try:
             det = json.loads(canonical_json(dict(details or {})))
+            canonical_json(det).encode("utf-8")
+            ids = tuple(str(i) for i in memory_ids)
+            canonical_json([actor, agent_id, list(ids)]).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise InvalidRequest(f"audit details must be plain JSON: {exc}") from exc
         leaked = _FORBIDDEN_DETAIL_KEYS & det.keys()
         if leaked:
             raise InvalidRequest(f"audit details must not carry {sorted(leaked)}; store a hash")
+        return PendingEntry(actor, action, agent_id, ids, det)
+
+    def write(self, p: PendingEntry) -> AuditEntry:
+        """Chain and insert a prepared entry, inside the caller's transaction (or a new one)."""
         with self._db.transaction():
             seq, prev = self.head()
             seq += 1
             entry = AuditEntry(
                 seq=seq,
                 ts=self._clock.now_ms(),
-                actor=actor,
-                action=action,
-                agent_id=agent_id,
-                memory_ids=tuple(memory_ids),
-                details=det,
+                actor=p.actor,
+                action=p.action,
+                agent_id=p.agent_id,
+                memory_ids=p.memory_ids,
+                details=p.details,
                 prev_hash=prev,
                 hash="",
             )
@@ -182,11 +223,11 @@ class AuditLog:
                 (
                     seq,
                     entry.ts,
-                    actor,
-                    action,
-                    agent_id,
-                    canonical_json(list(memory_ids)),
-                    canonical_json(det),
+                    p.actor,
+                    p.action,
+                    p.agent_id,
+                    canonical_json(list(p.memory_ids)),
+                    canonical_json(p.details),
                     prev,
                     h,
                 ),
@@ -268,4 +309,51 @@ class AuditLog:
             if checkpoints is None
             else [c if isinstance(c, Checkpoint) else Checkpoint.from_dict(c) for c in checkpoints]
         )
-        return verify_entries(self.entries(), cps, trusted_keys)
+        report = verify_entries(self.entries(), cps, trusted_keys)
+        if report.ok and trusted_keys is None:
+            row = self._db.query("SELECT hash FROM audit_log WHERE seq = ?", (report.last_seq,))
+            self._verified = (report.last_seq, str(row[0][0]) if row else GENESIS_HASH)
+            self._verified_ok, self._problem = True, None
+        elif not report.ok:
+            self._verified_ok = False
+            self._problem = report.problems[0].message if report.problems else "chain broken"
+        return report
+
+    def verify_incremental(self, max_entries: int = 200_000) -> dict[str, Any]:
+        """Verify only what was appended since the last verification (at most ``max_entries``).
+
+        Where verification got to is kept on this object, so a caller that runs this
+        periodically pays for new entries only. Entries already verified are not re-read: an
+        edit behind that point needs :meth:`verify` with a signed checkpoint to be seen.
+        """
+        seq, hash_ = self._verified
+        rows = self.entries(after_seq=seq, limit=max_entries)
+        tail = verify_tail(rows, seq, hash_)
+        if tail.ok:
+            self._verified = (tail.last_seq, tail.last_hash)
+            if self._verified_ok is None:
+                self._verified_ok = True
+        else:
+            self._verified_ok = False
+            self._problem = tail.problem.message if tail.problem else "chain broken"
+        head_seq, _ = self.head()
+        return {
+            "ok": bool(self._verified_ok),
+            "verified_seq": self._verified[0],
+            "head_seq": head_seq,
+            "checked": tail.checked,
+            "complete": tail.ok and self._verified[0] >= head_seq,
+            "problem": None if tail.problem is None else tail.problem.to_dict(),
+            # the names a full VerifyReport uses, so one page can show either
+            "entries": self._verified[0],
+            "first_bad_seq": None if tail.problem is None else tail.problem.seq,
+            "kinds": [] if tail.problem is None else [tail.problem.kind],
+        }
+
+    def verification_state(self) -> dict[str, Any]:
+        """What the last verification found; reads nothing, so any health probe may ask."""
+        return {
+            "verified_seq": self._verified[0],
+            "audit_chain_ok": self._verified_ok,
+            "problem": self._problem,
+        }

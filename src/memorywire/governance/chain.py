@@ -38,6 +38,7 @@ __all__ = [
     "sha256_hex",
     "sign_checkpoint",
     "verify_entries",
+    "verify_tail",
 ]
 
 GENESIS_HASH = "0" * 64
@@ -343,3 +344,37 @@ def verify_entries(
         last_checkpoint_seq=max((c.seq for c in checkpoints), default=None),
         kinds=kinds,
     )
+
+
+@dataclass(frozen=True)
+class TailReport:
+    """How far a tail of the chain links from a point already verified."""
+
+    ok: bool
+    last_seq: int
+    last_hash: str
+    checked: int
+    problem: Problem | None = None
+
+
+def verify_tail(rows: Iterable[AuditEntry], seq: int, hash_: str) -> TailReport:
+    """Check that ``rows`` (ordered by seq) extend the chain whose entry ``seq`` has ``hash_``.
+
+    Each row must sit at the next seq, name the previous hash and recompute to its own hash.
+    This is what makes incremental verification O(new entries): everything up to ``seq`` was
+    verified before, so only the link from it onwards needs checking. It cannot see an edit
+    made *behind* the verified point after it was verified; a full :func:`verify_entries`
+    (or a signed checkpoint) is what catches that.
+    """
+    checked = 0
+    for r in rows:
+        checked += 1
+        if r.seq != seq + 1:
+            kind = "deleted" if r.seq > seq + 1 else "inserted"
+            return TailReport(False, seq, hash_, checked,
+                              Problem(kind, seq + 1, f"entry {seq + 1} is not where expected"))
+        if r.prev_hash != hash_ or entry_hash(r.prev_hash, r.body()) != r.hash:
+            return TailReport(False, seq, hash_, checked,
+                              Problem("edited", r.seq, f"entry {r.seq} does not link or match"))
+        seq, hash_ = r.seq, r.hash
+    return TailReport(True, seq, hash_, checked)

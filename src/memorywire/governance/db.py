@@ -14,6 +14,7 @@ what keeps ``seq``/``prev_hash`` consistent and each approval single across proc
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 
 import apsw
 
-from memorywire.errors import BackendUnavailable, StoreCorrupt
+from memorywire.errors import BackendUnavailable, MemorywireError, StorageFull, StoreCorrupt
 
 __all__ = ["GovDb", "SqliteGovDb", "is_postgres_url", "open_governance_db", "write_transaction"]
 
@@ -72,21 +73,49 @@ def open_governance_db(target: str | Path) -> GovDb:
     return SqliteGovDb.open(target)
 
 
+_savepoints = itertools.count()
+
+
 @contextmanager
 def write_transaction(conn: apsw.Connection) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` at the outermost level (so read-then-write never deadlocks across
     processes), a savepoint when nested; rolled back on any exception."""
     if not conn.getautocommit():
-        with conn:
+        sp = f"mw_sp_{next(_savepoints)}"
+        conn.execute(f"SAVEPOINT {sp}")
+        try:
             yield
+        except BaseException:
+            if not conn.getautocommit():  # else SQLite already undid the whole transaction
+                conn.execute(f"ROLLBACK TO {sp}")
+                conn.execute(f"RELEASE {sp}")
+            raise
+        conn.execute(f"RELEASE {sp}")
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
     except BaseException:
-        conn.execute("ROLLBACK")
+        # SQLite rolls back by itself on some errors (a full disk); rolling back again would
+        # replace the real error with "cannot rollback - no transaction is active".
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
+    try:
+        conn.execute("COMMIT")
+    except BaseException:
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _write_error(exc: apsw.Error) -> MemorywireError:
+    if isinstance(exc, apsw.FullError):
+        return StorageFull(
+            "the governance database's disk is full: nothing was written or changed;"
+            " free space and retry"
+        )
+    return BackendUnavailable(f"governance database write failed: {exc}")
 
 
 class SqliteGovDb:
@@ -117,7 +146,7 @@ class SqliteGovDb:
             with write_transaction(self.connection):
                 yield
         except apsw.Error as exc:
-            raise BackendUnavailable(f"governance database write failed: {exc}") from exc
+            raise _write_error(exc) from exc
 
     def query(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
         try:
@@ -129,7 +158,7 @@ class SqliteGovDb:
         try:
             self.connection.execute(sql, tuple(args))
         except apsw.Error as exc:
-            raise BackendUnavailable(f"governance database write failed: {exc}") from exc
+            raise _write_error(exc) from exc
 
     def json_array_contains(self, column: str) -> str:
         return f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?)"

@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-from memorywire.errors import BackendUnavailable, MemorywireError
+from memorywire.errors import BackendUnavailable, MemorywireError, StorageFull
 
 __all__ = ["LOCK_KEY", "SCHEMA", "PgGovDb"]
 
@@ -80,12 +80,28 @@ _DDL = [
         reason text,
         reviewed_hash text,
         attempts integer NOT NULL DEFAULT 0,
-        result text)""",
+        result text,
+        memory_id text,
+        requester_id text)""",
     f"CREATE INDEX approvals_status ON {SCHEMA}.approvals(status, agent_id, created_at)",
+    f"CREATE INDEX approvals_memory ON {SCHEMA}.approvals(agent_id, memory_id, status)",
+]
+
+# Columns added after the first release, for databases created before them.
+_ADDED = [
+    f"ALTER TABLE {SCHEMA}.approvals ADD COLUMN IF NOT EXISTS memory_id text",
+    f"ALTER TABLE {SCHEMA}.approvals ADD COLUMN IF NOT EXISTS requester_id text",
+    f"CREATE INDEX IF NOT EXISTS approvals_memory ON {SCHEMA}.approvals"
+    "(agent_id, memory_id, status)",
 ]
 
 
 def _translate(exc: psycopg.Error) -> MemorywireError:
+    if isinstance(exc, psycopg.errors.DiskFull):
+        return StorageFull(
+            "the governance database's disk is full: nothing was written or changed;"
+            " free space and retry"
+        )
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         return BackendUnavailable(f"governance PostgreSQL is unreachable: {exc}")
     return BackendUnavailable(f"governance PostgreSQL failed: {type(exc).__name__}: {exc}")
@@ -184,16 +200,27 @@ def _setup(conn: psycopg.Connection[Any]) -> None:
     The lock is a session lock taken *before* the transaction: a transaction that begins after
     it reads the catalog afresh, so it sees tables another server created meanwhile.
     """
-    if not _has_schema(conn):
+    if not _has_schema(conn) or not _has_added_columns(conn):
         conn.execute("SELECT pg_advisory_lock(%s)", (_SETUP_KEY,))
         try:
             with conn.transaction():
                 if not _has_schema(conn):
                     for stmt in _DDL:
                         conn.execute(stmt)
+                for stmt in _ADDED:
+                    conn.execute(stmt)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_KEY,))
     conn.execute(f"SET search_path TO {SCHEMA}")
+
+
+def _has_added_columns(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute(
+        "SELECT count(*) FROM information_schema.columns WHERE table_schema = %s"
+        " AND table_name = 'approvals' AND column_name IN ('memory_id', 'requester_id')",
+        (SCHEMA,),
+    ).fetchone()
+    return row is not None and int(row[0]) == 2
 
 
 def _has_schema(conn: psycopg.Connection[Any]) -> bool:

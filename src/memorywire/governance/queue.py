@@ -1,12 +1,13 @@
 """The approval queue: staged operations and their state machine, in the governance db.
 
-States: ``pending -> committing -> approved`` or ``pending -> rejected``. Every transition is
-one exclusive transaction of the governance database (SQLite or PostgreSQL) that also appends
-the audit entry recording it, so the queue and the log can never disagree. ``committing``
-means "a reviewer approved; the inner store may or may not have the change yet":
-:class:`~memorywire.governance.store.GovernedStore` re-drives such items with the same id
-after a crash, which the inner store's idempotent ``remember`` (same id, same content) turns
-into exactly one memory.
+States: ``pending -> committing -> approved``, ``pending -> rejected``, and
+``committing -> failed -> rejected`` when the inner store refuses an approved operation.
+Every transition is one exclusive transaction of the governance database (SQLite or
+PostgreSQL) that also appends the audit entry recording it, so the queue and the log can
+never disagree. ``committing`` means "a reviewer approved; the inner store may or may not
+have the change yet": :class:`~memorywire.governance.store.GovernedStore` re-drives such
+items with the same id after a crash, which the inner store's idempotent ``remember`` (same
+id, same content) turns into exactly one memory.
 
 Staged content lives here only while undecided. Once decided the request is replaced by a
 scrubbed copy (content and metadata values gone, a content hash kept); on SQLite under
@@ -22,7 +23,8 @@ from typing import Any
 
 from memorywire.errors import Conflict, Forbidden, NotFound
 from memorywire.governance.audit import AuditLog
-from memorywire.governance.chain import canonical_json, sha256_hex
+from memorywire.governance.chain import canonical_json
+from memorywire.governance.keys import AuditKey
 
 __all__ = ["ApprovalQueue", "QueueItem", "content_hash_of", "scrub_request"]
 
@@ -49,26 +51,35 @@ CREATE TABLE IF NOT EXISTS approvals(
 CREATE INDEX IF NOT EXISTS approvals_status ON approvals(status, agent_id, created_at);
 """
 
+#: Columns added after the first release: (name, SQL type); added in place on open.
+ADDED_COLUMNS = (("memory_id", "TEXT"), ("requester_id", "TEXT"))
+_MEMORY_INDEX = (
+    "CREATE INDEX IF NOT EXISTS approvals_memory ON approvals(agent_id, memory_id, status)"
+)
+
 _COLS = (
     "id, operation, agent_id, user_id, request, content_hash, requested_by, reasoning, status,"
-    " created_at, updated_at, reviewer, reviewed_at, reason, reviewed_hash, attempts, result"
+    " created_at, updated_at, reviewer, reviewed_at, reason, reviewed_hash, attempts, result,"
+    " memory_id, requester_id"
 )
 
 
-def content_hash_of(operation: str, request: Mapping[str, Any]) -> str:
-    """What a reviewer approves: the operation and its full request, hashed canonically."""
-    return sha256_hex(canonical_json({"operation": operation, "request": dict(request)}))
+def content_hash_of(operation: str, request: Mapping[str, Any], key: AuditKey) -> str:
+    """What a reviewer approves: the operation and its full request, keyed-hashed canonically
+    (a plain hash of a short content could be brute-forced by whoever reads the log)."""
+    return key.digest({"operation": operation, "request": dict(request)})
 
 
-def scrub_request(request: Mapping[str, Any]) -> dict[str, Any]:
-    """The request minus anything that is memory content."""
+def scrub_request(request: Mapping[str, Any], key: AuditKey) -> dict[str, Any]:
+    """The request minus anything that is memory content (keyed hashes kept instead)."""
     out = dict(request)
     if "content" in out:
-        out["content_sha256"] = sha256_hex(canonical_json(out.pop("content")))
+        out["content_hmac"] = key.digest(out.pop("content"))
     if isinstance(out.get("metadata"), dict):
         out["metadata_keys"] = sorted(out.pop("metadata"))
     if isinstance(out.get("filter"), dict):
-        out["filter_sha256"] = sha256_hex(canonical_json(out.pop("filter")))
+        out["filter_hmac"] = key.digest(out.pop("filter"))
+    out["hmac_key"] = key.key_id
     out["scrubbed"] = True
     return out
 
@@ -92,6 +103,10 @@ class QueueItem:
     reviewed_hash: str | None = None
     attempts: int = 0
     result: dict[str, Any] | None = None
+    #: The memory a staged remember will create (the approval id may differ, see ``stage``).
+    memory_id: str | None = None
+    #: The writer's token id: who may amend the item (a name is not unique; an id is).
+    requester_id: str | None = None
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> QueueItem:
@@ -104,12 +119,18 @@ class QueueItem:
 class ApprovalQueue:
     """Synchronous, transactional queue operations; callers never await inside one."""
 
-    def __init__(self, audit: AuditLog) -> None:
+    def __init__(self, audit: AuditLog, key: AuditKey) -> None:
         self._audit = audit
+        self._key = key
         self._db = audit.db
         if self._db.dialect == "sqlite":  # PostgreSQL sets its schema up on connect
             with self._db.transaction():
                 self._db.execute(_SCHEMA)
+                have = {str(r[1]) for r in self._db.query("PRAGMA table_info(approvals)")}
+                for col, kind in ADDED_COLUMNS:
+                    if col not in have:
+                        self._db.execute(f"ALTER TABLE approvals ADD COLUMN {col} {kind}")
+                self._db.execute(_MEMORY_INDEX)
 
     def _get(self, item_id: str) -> QueueItem | None:
         rows = self._db.query(f"SELECT {_COLS} FROM approvals WHERE id = ?", (item_id,))
@@ -136,6 +157,16 @@ class ApprovalQueue:
         args.append(limit)
         return [QueueItem.from_row(r) for r in self._db.query(sql, args)]
 
+    def open_for_memory(self, agent_id: str, memory_id: str) -> QueueItem | None:
+        """The pending or committing remember that will create ``memory_id`` in ``agent_id``."""
+        rows = self._db.query(
+            f"SELECT {_COLS} FROM approvals WHERE agent_id = ?"
+            " AND (memory_id = ? OR (memory_id IS NULL AND id = ? AND operation = 'remember'))"
+            " AND status IN ('pending', 'committing') ORDER BY created_at LIMIT 1",
+            (agent_id, memory_id, memory_id),
+        )
+        return QueueItem.from_row(rows[0]) if rows else None
+
     def count(self, status: str = "pending") -> int:
         rows = self._db.query("SELECT count(*) FROM approvals WHERE status = ?", (status,))
         return int(rows[0][0]) if rows else 0
@@ -143,66 +174,87 @@ class ApprovalQueue:
     def _write(self, sql: str, args: tuple[Any, ...]) -> None:
         self._db.execute(sql, args)
 
-    def stage(self, item: QueueItem, details: Mapping[str, Any]) -> QueueItem:
+    def stage(
+        self, item: QueueItem, details: Mapping[str, Any], fresh_id: str | None = None
+    ) -> QueueItem:
         """Add (or amend, while still pending and by the same writer) one staged operation.
 
         A retry with the same id and the same request returns the stored item unchanged.
+        The same writer means the same token (``requester_id``) for the same agent. When the
+        id is held by another writer or agent and ``fresh_id`` is given (a remember, whose id
+        names the memory and not the approval), the item is staged under ``fresh_id``: the
+        caller learns nothing of the other item and cannot take its place.
         """
         with self._db.transaction():
             old = self._get(item.id)
             if old is not None:
-                if old.content_hash == item.content_hash:
+                same_writer = (
+                    old.agent_id == item.agent_id
+                    and old.requester_id == item.requester_id
+                    and old.requested_by == item.requested_by
+                )
+                if same_writer and old.content_hash == item.content_hash:
                     return old
-                if old.status != "pending" or old.requested_by != item.requested_by:
+                if same_writer and old.status == "pending":
+                    self._write(
+                        "UPDATE approvals SET request = ?, content_hash = ?, reasoning = ?,"
+                        " updated_at = ? WHERE id = ?",
+                        (
+                            canonical_json(item.request),
+                            item.content_hash,
+                            item.reasoning,
+                            item.updated_at,
+                            item.id,
+                        ),
+                    )
+                    self._audit_staged(item, details, amended=True)
+                    return replace(old, request=item.request, content_hash=item.content_hash)
+                if same_writer or fresh_id is None:
                     raise Conflict(f"id {item.id} is already used by another staged operation")
-                self._write(
-                    "UPDATE approvals SET request = ?, content_hash = ?, reasoning = ?,"
-                    " updated_at = ? WHERE id = ?",
-                    (
-                        canonical_json(item.request),
-                        item.content_hash,
-                        item.reasoning,
-                        item.updated_at,
-                        item.id,
-                    ),
-                )
-                item = replace(old, request=item.request, content_hash=item.content_hash)
-            else:
-                self._write(
-                    f"INSERT INTO approvals({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        item.id,
-                        item.operation,
-                        item.agent_id,
-                        item.user_id,
-                        canonical_json(item.request),
-                        item.content_hash,
-                        item.requested_by,
-                        item.reasoning,
-                        "pending",
-                        item.created_at,
-                        item.updated_at,
-                        None,
-                        None,
-                        None,
-                        None,
-                        0,
-                        None,
-                    ),
-                )
-            self._audit.append(
-                actor=item.requested_by,
-                action="staged",
-                agent_id=item.agent_id,
-                memory_ids=[item.id],
-                details={
-                    "operation": item.operation,
-                    "content_hash": item.content_hash,
-                    "amended": old is not None,
-                    **details,
-                },
+                item = replace(item, id=fresh_id)
+            self._write(
+                f"INSERT INTO approvals({_COLS})"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    item.id,
+                    item.operation,
+                    item.agent_id,
+                    item.user_id,
+                    canonical_json(item.request),
+                    item.content_hash,
+                    item.requested_by,
+                    item.reasoning,
+                    "pending",
+                    item.created_at,
+                    item.updated_at,
+                    None,
+                    None,
+                    None,
+                    None,
+                    0,
+                    None,
+                    item.memory_id,
+                    item.requester_id,
+                ),
             )
+            self._audit_staged(item, details, amended=False)
         return item
+
+    def _audit_staged(self, item: QueueItem, details: Mapping[str, Any], amended: bool) -> None:
+        self._audit.append(
+            actor=item.requested_by,
+            action="staged",
+            agent_id=item.agent_id,
+            memory_ids=[item.id] if item.memory_id in (None, item.id) else [item.id,
+                                                                          item.memory_id],
+            details={
+                "operation": item.operation,
+                "content_hash": item.content_hash,
+                "amended": amended,
+                "user_id": item.user_id,
+                **details,
+            },
+        )
 
     def begin_commit(
         self, item_id: str, reviewer: str, content_hash: str | None, reason: str | None, now: int
@@ -217,6 +269,10 @@ class ApprovalQueue:
                 return item
             if item.status == "rejected":
                 raise Conflict(f"operation {item_id} was already rejected")
+            if item.status == "failed":
+                raise Conflict(
+                    f"operation {item_id} was approved but could not be committed; reject it"
+                )
             if item.requested_by == reviewer:
                 raise Forbidden("a writer cannot approve its own write; ask another reviewer")
             if content_hash is not None and content_hash != item.content_hash:
@@ -238,6 +294,7 @@ class ApprovalQueue:
                     "operation": item.operation,
                     "content_hash": item.content_hash,
                     "requested_by": item.requested_by,
+                    "user_id": item.user_id,
                     "reason": reason,
                 },
             )
@@ -265,7 +322,7 @@ class ApprovalQueue:
                 "UPDATE approvals SET status = 'approved', request = ?, result = ?,"
                 " updated_at = ? WHERE id = ?",
                 (
-                    canonical_json(scrub_request(item.request)),
+                    canonical_json(scrub_request(item.request, self._key)),
                     canonical_json(dict(result)),
                     now,
                     item.id,
@@ -281,9 +338,87 @@ class ApprovalQueue:
                     "approval_id": item.id,
                     "content_hash": item.content_hash,
                     "requested_by": item.requested_by,
+                    "user_id": item.user_id,
                     **dict(result),
                 },
             )
+
+    def note_transient(self, item: QueueItem, code: str) -> None:
+        """A commit attempt failed for a reason outside the operation; it stays committing."""
+        self._audit.append(
+            actor=item.reviewer or "system",
+            action=item.operation,
+            agent_id=item.agent_id,
+            memory_ids=[item.id],
+            details={"phase": "failed", "approval_id": item.id, "error": code},
+        )
+
+    def fail_commit(self, item: QueueItem, code: str, message: str, now: int) -> None:
+        """``committing -> failed``: the inner store refused; keep the error for reviewers."""
+        with self._db.transaction():
+            current = self._get(item.id)
+            if current is None or current.status != "committing":
+                return
+            self._write(
+                "UPDATE approvals SET status = 'failed', result = ?, updated_at = ? WHERE id = ?",
+                (canonical_json({"error": code, "message": message}), now, item.id),
+            )
+            self._audit.append(
+                actor=item.reviewer or "system",
+                action=item.operation,
+                agent_id=item.agent_id,
+                memory_ids=[item.id],
+                details={"phase": "failed", "approval_id": item.id, "error": code,
+                         "user_id": item.user_id},
+            )
+
+    def withdraw(
+        self, agent_id: str, user_id: str | None, ids: list[str], actor: str, now: int
+    ) -> list[str]:
+        """Close the pending remembers of ``agent_id`` that a forget names (content scrubbed),
+        so a later approval cannot bring a forgotten memory back. Returns their ids."""
+        closed: list[str] = []
+        with self._db.transaction():
+            for memory_id in ids:
+                item = self.open_for_memory(agent_id, memory_id)
+                if (
+                    item is None
+                    or item.status != "pending"
+                    or (user_id is not None and item.user_id != user_id)
+                ):
+                    continue
+                self._write(
+                    "UPDATE approvals SET status = 'rejected', reviewer = ?, reviewed_at = ?,"
+                    " reason = ?, request = ?, updated_at = ? WHERE id = ?",
+                    (
+                        actor,
+                        now,
+                        "forgotten before approval",
+                        canonical_json(scrub_request(item.request, self._key)),
+                        now,
+                        item.id,
+                    ),
+                )
+                self._audit.append(
+                    actor=actor,
+                    action="rejected",
+                    agent_id=agent_id,
+                    memory_ids=sorted({item.id, memory_id}),
+                    details={
+                        "operation": item.operation,
+                        "content_hash": item.content_hash,
+                        "requested_by": item.requested_by,
+                        "user_id": item.user_id,
+                        "reason": "forgotten before approval",
+                    },
+                )
+                closed.append(memory_id)
+        return closed
+
+    def has_status(self, status: str) -> bool:
+        """One index probe: whether any item is in ``status`` (cheap enough for health)."""
+        rows = self._db.query("SELECT 1 FROM approvals WHERE status = ? LIMIT 1", (status,))
+        return bool(rows)
 
     def reject(
         self, item_id: str, reviewer: str, reason: str | None, content_hash: str | None, now: int
@@ -294,7 +429,7 @@ class ApprovalQueue:
                 raise NotFound(f"no staged operation {item_id}")
             if item.status == "rejected":
                 return item
-            if item.status != "pending":
+            if item.status not in ("pending", "failed"):
                 raise Conflict(f"operation {item_id} was already approved")
             if content_hash is not None and content_hash != item.content_hash:
                 raise Conflict(f"operation {item_id} changed since it was reviewed")
@@ -306,7 +441,7 @@ class ApprovalQueue:
                     now,
                     reason,
                     item.content_hash,
-                    canonical_json(scrub_request(item.request)),
+                    canonical_json(scrub_request(item.request, self._key)),
                     now,
                     item_id,
                 ),
@@ -320,6 +455,7 @@ class ApprovalQueue:
                     "operation": item.operation,
                     "content_hash": item.content_hash,
                     "requested_by": item.requested_by,
+                    "user_id": item.user_id,
                     "reason": reason,
                 },
             )

@@ -43,7 +43,7 @@ class ReviewBuilder:
         self._clock: Clock = clock or SystemClock()
 
     def summary(self, item: QueueItem, url: str | None, diff: Diff | None = None) -> dict[str, Any]:
-        status = "approved" if item.status == "committing" else item.status
+        status = "approved" if item.status in ("committing", "failed") else item.status
         review = ReviewRequest(
             operation=item.operation,  # type: ignore[arg-type]
             agent_id=item.agent_id,

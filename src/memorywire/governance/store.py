@@ -18,7 +18,11 @@ Crash safety, and why the audit trail can be trusted to tell what happened:
   scrubbed from the queue) after it. :meth:`GovernedStore.recover`, run lazily before the first
   operation, re-drives every ``committing`` item with the same id; inner ``remember`` is
   idempotent per id, forget of a forgotten id is a no-op, and a merge whose duplicates are gone
-  merges nothing, so a re-drive yields the change exactly once.
+  merges nothing, so a re-drive yields the change exactly once. An item the inner store
+  refuses becomes ``failed`` (see :mod:`.commit`) instead of blocking everything after it.
+
+Every database call runs on the governance worker thread (:mod:`.worker`), never on the event
+loop; audit entries waiting together are written in one transaction.
 """
 
 from __future__ import annotations
@@ -30,24 +34,26 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-import anyio
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.ids import new_id
 from memorywire.errors import (
     CapabilityMissing,
     Forbidden,
     MemorywireError,
-    NotFound,
     PendingApproval,
 )
-from memorywire.governance.actor import current_actor
+from memorywire.governance.actor import current_actor, current_actor_id
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.chain import canonical_json, sha256_hex
+from memorywire.governance.checks import check_committable, check_remember
+from memorywire.governance.commit import CommitDriver
+from memorywire.governance.db import is_postgres_url
+from memorywire.governance.desk import ReviewDesk
+from memorywire.governance.keys import AuditKey, default_key_path
 from memorywire.governance.policies import PolicyDecision, PolicySet
 from memorywire.governance.queue import ApprovalQueue, QueueItem, content_hash_of
 from memorywire.governance.review import ReviewBuilder
+from memorywire.governance.worker import GovWorker
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
 from memorywire.wire.models import (
     ExpireRequest,
@@ -71,8 +77,17 @@ _GATEABLE = frozenset({"forget", "merge"})
 _STAGING: ContextVar[tuple[GovernedStore, ...]] = ContextVar("memorywire_staging", default=())
 
 
-class GovernedStore:
-    """A ``MemoryStore`` that stages, audits and gates the writes of ``inner``."""
+_AUDIT_FAILURE = ("fail_closed", "serve_reads")
+
+
+class GovernedStore(ReviewDesk):
+    """A ``MemoryStore`` that stages, audits and gates the writes of ``inner``.
+
+    ``audit_failure`` says what a recall does when its audit entry cannot be written:
+    ``"fail_closed"`` (the default) refuses it with a clear error, ``"serve_reads"`` answers
+    anyway. Writes always fail closed: nothing reaches the inner store unrecorded.
+    ``audit_key``: the HMAC key for content hashes (see :mod:`.keys` for the default place).
+    """
 
     def __init__(
         self,
@@ -84,11 +99,23 @@ class GovernedStore:
         approval_base_url: str | None = None,
         require_approval_for: Iterable[str] = (),
         audit_recall: bool = True,
+        audit_failure: str = "fail_closed",
+        audit_key: AuditKey | str | Path | None = None,
     ) -> None:
+        if audit_failure not in _AUDIT_FAILURE:
+            raise ValueError(f"audit_failure accepts {list(_AUDIT_FAILURE)}")
         self._inner = inner
         self._clock: Clock = clock or SystemClock()
+        self._key = (
+            audit_key
+            if isinstance(audit_key, AuditKey)
+            else AuditKey.load_or_create(
+                audit_key or default_key_path(db_path, postgres=is_postgres_url(db_path))
+            )
+        )
         self._audit = AuditLog.open(db_path, self._clock)
-        self._queue = ApprovalQueue(self._audit)
+        self._queue = ApprovalQueue(self._audit, self._key)
+        self._w = GovWorker(self._audit)
         self._policies = _as_policies(policies)
         self._base_url = approval_base_url.rstrip("/") if approval_base_url else None
         gated = set(require_approval_for)
@@ -96,9 +123,15 @@ class GovernedStore:
             raise ValueError(f"require_approval_for accepts {sorted(_GATEABLE)}")
         self._gated = frozenset(gated)
         self._audit_recall = audit_recall
+        self._serve_reads = audit_failure == "serve_reads"
         self._recovered = False
-        self._drive_lock = anyio.Lock()
+        self._failed_probe: tuple[float, bool] = (float("-inf"), False)
+        self._inner_health: tuple[float, Health] = (float("-inf"), Health(status="ok"))
         self._reviews = ReviewBuilder(inner, self._clock)
+        self._driver = CommitDriver(
+            inner, self._queue, self._audit, self._w, self._clock, self.approval_url
+        )
+        self._driver.on_failed = self._forget_failed_probe
 
     # --- identity --------------------------------------------------------------------------
 
@@ -116,7 +149,13 @@ class GovernedStore:
 
     @property
     def audit_log(self) -> AuditLog:
+        """The log itself, for tools; use it only while no operation is in flight."""
+        self._w.flush()
         return self._audit
+
+    @property
+    def worker(self) -> GovWorker:
+        return self._w
 
     @property
     def policies(self) -> PolicySet:
@@ -124,22 +163,37 @@ class GovernedStore:
 
     def set_policies(self, policies: PolicySet | Mapping[str, Any] | str | Path) -> None:
         new = _as_policies(policies)
-        self._audit.append(
+        entry = self._audit.prepare(
             actor=current_actor(),
             action="policy_changed",
             details={"policy_sha256": sha256_hex(canonical_json(new.to_dict()))},
         )
+        self._w.call(lambda: self._audit.write(entry))
         self._policies = new
 
-    def approval_url(self, item_id: str) -> str | None:
-        return f"{self._base_url}/ui/approvals/{item_id}" if self._base_url else None
+    async def record(self, event: Mapping[str, Any]) -> None:
+        """The ``AuditSink`` face (consolidation): one entry, written by the worker."""
+        await self._append(
+            actor=str(event.get("actor") or "system"),
+            action=str(event.get("action") or ""),
+            agent_id=event.get("agent_id"),
+            memory_ids=[str(i) for i in event.get("memory_ids") or ()],
+            details=event.get("details") or {},
+        )
 
     # --- helpers ---------------------------------------------------------------------------
 
-    def _decide(self, operation: str, agent_id: str, user_id: str | None, req: Any) -> str:
+    def _keyed(self, name: str, value: Any) -> dict[str, str]:
+        """``{name: keyed hash, "hmac_key": key id}`` for an audit entry's details."""
+        return {name: self._key.digest(value), "hmac_key": self._key.key_id}
+
+    async def _append(self, **entry: Any) -> None:
+        await self._w.append(self._audit.prepare(**entry))
+
+    async def _decide(self, operation: str, agent_id: str, user_id: str | None, req: Any) -> str:
         d: PolicyDecision = self._policies.decide(operation, agent_id, user_id, req)
         if d.decision == "reject":
-            self._audit.append(
+            await self._append(
                 actor=current_actor(),
                 action="rejected",
                 agent_id=agent_id,
@@ -181,9 +235,9 @@ class GovernedStore:
                 return await self.merge(req)
             return await self.expire(req)
 
-    def _stage_expire(self, req: ExpireRequest) -> ExpireResponse:
-        self._decide("expire", req.agent_id, req.user_id, req)
-        item = self._stage(
+    async def _stage_expire(self, req: ExpireRequest) -> ExpireResponse:
+        await self._decide("expire", req.agent_id, req.user_id, req)
+        item = await self._stage(
             "expire",
             new_id(self._clock.now_ms()),
             req.agent_id,
@@ -203,7 +257,7 @@ class GovernedStore:
             approval_url=self.approval_url(item.id),
         )
 
-    def _stage(
+    async def _stage(
         self,
         operation: str,
         item_id: str,
@@ -213,98 +267,86 @@ class GovernedStore:
         reasoning: str | None,
         details: Mapping[str, Any],
     ) -> QueueItem:
+        check_committable(request)
         now = self._clock.now_ms()
+        # A remember's id names the memory (per agent), so another writer's item holding it
+        # as an approval id must neither be revealed nor block this one: see queue.stage.
+        is_remember = operation == "remember"
         item = QueueItem(
             id=item_id,
             operation=operation,
             agent_id=agent_id,
             user_id=user_id,
             request=request,
-            content_hash=content_hash_of(operation, request),
+            content_hash=content_hash_of(operation, request, self._key),
             requested_by=current_actor(),
             reasoning=reasoning,
             status="pending",
             created_at=now,
             updated_at=now,
+            memory_id=item_id if is_remember else None,
+            requester_id=current_actor_id(),
         )
-        return self._queue.stage(item, details)
+        fresh = new_id(now) if is_remember else None
+        return await self._w.run(lambda: self._queue.stage(item, details, fresh))
 
-    def _refuse_if_staged(self, ids: Sequence[str]) -> None:
-        for i in ids:
-            item = self._queue.get(i)
-            if item is not None and item.status in ("pending", "committing"):
-                raise PendingApproval(f"{i} is awaiting approval ({self.approval_url(i) or i})")
+    async def _refuse_if_staged(self, agent_id: str, memory_id: str) -> None:
+        item = await self._w.run(lambda: self._queue.open_for_memory(agent_id, memory_id))
+        if item is not None:
+            where = self.approval_url(item.id) or item.id
+            raise PendingApproval(f"{memory_id} is awaiting approval ({where})")
 
-    def _intent(
-        self, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
+    async def _phase(
+        self, phase: str, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
     ) -> None:
-        self._audit.append(
-            actor=current_actor(),
-            action=action,
-            agent_id=agent_id,
-            memory_ids=ids,
-            details={"phase": "intent", **details},
-        )
-
-    def _done(
-        self, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
-    ) -> None:
-        self._audit.append(
-            actor=current_actor(),
-            action=action,
-            agent_id=agent_id,
-            memory_ids=ids,
-            details={"phase": "done", **details},
-        )
-
-    def _failed(self, action: str, agent_id: str, ids: Sequence[str], exc: MemorywireError) -> None:
-        self._audit.append(
-            actor=current_actor(),
-            action=action,
-            agent_id=agent_id,
-            memory_ids=ids,
-            details={"phase": "failed", "error": exc.code},
-        )
+        """One bracket entry (``intent`` before the inner call, ``done``/``failed`` after)."""
+        await self._append(actor=current_actor(), action=action, agent_id=agent_id,
+                           memory_ids=ids, details={"phase": phase, **details})
 
     # --- writes ----------------------------------------------------------------------------
 
     async def remember(self, req: RememberRequest) -> RememberResponse:
         await self._ensure_recovered()
         asked = req.approval_required
-        decision = "review" if asked else self._decide("remember", req.agent_id, req.user_id, req)
+        decision = (
+            "review" if asked else await self._decide("remember", req.agent_id, req.user_id, req)
+        )
         rule = None if asked else self._policies.decide_remember(req).rule
         item_id = req.id or new_id(self._clock.now_ms())
         req = req.model_copy(update={"id": item_id, "approval_required": False})
-        content_sha = sha256_hex(canonical_json(req.content))
+        content_h = self._keyed("content_hmac", req.content)
         if decision == "review":
             reasoning = (
                 f"governance policy rule '{rule}'" if rule else "the writer asked for approval"
             )
-            item = self._stage(
+            await check_remember(self._inner, req)
+            item = await self._stage(
                 "remember",
                 item_id,
                 req.agent_id,
                 req.user_id,
                 req.model_dump(mode="json", exclude_none=True),
                 reasoning,
-                {"content_sha256": content_sha, "rule": rule},
+                {**content_h, "rule": rule},
             )
             return RememberResponse(
-                id=item.id,
+                id=item_id,
                 stored_at=item.created_at,
                 stores=[],
                 pending_approval=True,
                 approval_url=self.approval_url(item.id),
             )
-        self._refuse_if_staged([item_id])
-        meta = {"content_sha256": content_sha, "type": req.type.value, "source": req.source}
-        self._intent("remember", req.agent_id, [item_id], meta)
+        await self._refuse_if_staged(req.agent_id, item_id)
+        meta = {**content_h, "type": req.type.value, "source": req.source,
+                "user_id": req.user_id}
+        await self._phase("intent", "remember", req.agent_id, [item_id], meta)
         try:
             resp = await self._inner.remember(req)
         except MemorywireError as exc:
-            self._failed("remember", req.agent_id, [item_id], exc)
+            await self._phase("failed", "remember", req.agent_id, [item_id], {"error": exc.code})
             raise
-        self._done("remember", req.agent_id, [resp.id], {**meta, "stores": resp.stores})
+        done = {**meta, "stores": resp.stores}
+        await self._phase("done", "remember", req.agent_id, [resp.id], done)
         return resp
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
@@ -313,8 +355,8 @@ class GovernedStore:
             # refuse up front: staging a hard delete the store can never honour helps no one
             raise CapabilityMissing(f"store {self._inner.name!r} does not declare erase: "
                                     "hard_delete is unsupported, use a soft delete")
-        if self._decide("forget", req.agent_id, req.user_id, req) == "review":
-            item = self._stage(
+        if await self._decide("forget", req.agent_id, req.user_id, req) == "review":
+            item = await self._stage(
                 "forget",
                 new_id(self._clock.now_ms()),
                 req.agent_id,
@@ -330,20 +372,36 @@ class GovernedStore:
                 pending_approval=True,
                 approval_url=self.approval_url(item.id),
             )
-        details = _forget_details(req)
-        self._intent("forget", req.agent_id, req.ids or [], details)
+        details = {
+            "hard_delete": req.hard_delete,
+            "reason": req.reason,
+            "user_id": req.user_id,
+            **(self._keyed("filter_hmac", req.filter) if req.filter is not None else {}),
+        }
+        await self._phase("intent", "forget", req.agent_id, req.ids or [], details)
         try:
             resp = await self._inner.forget(req)
         except MemorywireError as exc:
-            self._failed("forget", req.agent_id, req.ids or [], exc)
+            await self._phase("failed", "forget", req.agent_id, req.ids or [], {"error": exc.code})
             raise
-        self._done("forget", req.agent_id, resp.forgotten_ids, details)
-        return resp
+        withdrawn = await self._withdraw_pending(req)
+        forgotten = [*resp.forgotten_ids, *(i for i in withdrawn if i not in resp.forgotten_ids)]
+        await self._phase("done", "forget", req.agent_id, forgotten, details)
+        return resp.model_copy(update={"forgotten_ids": forgotten}) if withdrawn else resp
+
+    async def _withdraw_pending(self, req: ForgetRequest) -> builtins.list[str]:
+        """Close pending remembers a forget names, so no later approval brings them back."""
+        if not req.ids:
+            return []
+        ids, actor, now = list(req.ids), current_actor(), self._clock.now_ms()
+        return await self._w.run(
+            lambda: self._queue.withdraw(req.agent_id, req.user_id, ids, actor, now)
+        )
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
         await self._ensure_recovered()
-        if self._decide("merge", req.agent_id, req.user_id, req) == "review":
-            item = self._stage(
+        if await self._decide("merge", req.agent_id, req.user_id, req) == "review":
+            item = await self._stage(
                 "merge",
                 new_id(self._clock.now_ms()),
                 req.agent_id,
@@ -361,54 +419,51 @@ class GovernedStore:
                 approval_url=self.approval_url(item.id),
             )
         ids = [req.canonical, *req.duplicates]
-        details = {"strategy": req.strategy.value}
-        self._intent("merge", req.agent_id, ids, details)
+        details = {"strategy": req.strategy.value, "user_id": req.user_id}
+        await self._phase("intent", "merge", req.agent_id, ids, details)
         try:
             resp = await self._inner.merge(req)
         except MemorywireError as exc:
-            self._failed("merge", req.agent_id, ids, exc)
+            await self._phase("failed", "merge", req.agent_id, ids, {"error": exc.code})
             raise
-        self._done("merge", req.agent_id, ids, {**details, "merged_count": resp.merged_count})
+        done = {**details, "merged_count": resp.merged_count}
+        await self._phase("done", "merge", req.agent_id, ids, done)
         return resp
 
     async def expire(self, req: ExpireRequest) -> ExpireResponse:
         await self._ensure_recovered()
         if self._staging_now():
-            return self._stage_expire(req)
+            return await self._stage_expire(req)
         details = {
             "policy": req.policy.model_dump(mode="json", exclude_none=True),
             "action_requested": req.action.value,
+            "user_id": req.user_id,
         }
-        self._intent("expire", req.agent_id, [], details)
+        await self._phase("intent", "expire", req.agent_id, [], details)
         try:
             resp = await self._inner.expire(req)
         except MemorywireError as exc:
-            self._failed("expire", req.agent_id, [], exc)
+            await self._phase("failed", "expire", req.agent_id, [], {"error": exc.code})
             raise
-        self._done(
-            "expire",
-            req.agent_id,
-            resp.matched_ids or [],
-            {**details, "matched_count": resp.matched_count},
-        )
+        done = {**details, "matched_count": resp.matched_count}
+        await self._phase("done", "expire", req.agent_id, resp.matched_ids or [], done)
         return resp
 
     async def update(self, req: UpdateRequest) -> MemoryRecord:
         await self._ensure_recovered()
         details: dict[str, Any] = {
-            "content_sha256": None
-            if req.content is None
-            else sha256_hex(canonical_json(req.content)),
+            **(self._keyed("content_hmac", req.content) if req.content is not None else {}),
             "metadata_keys": sorted(req.metadata_patch or {}),
             "confidence": req.confidence,
+            "user_id": req.user_id,
         }
-        self._intent("update", req.agent_id, [req.id], details)
+        await self._phase("intent", "update", req.agent_id, [req.id], details)
         try:
             rec = await self._inner.update(req)
         except MemorywireError as exc:
-            self._failed("update", req.agent_id, [req.id], exc)
+            await self._phase("failed", "update", req.agent_id, [req.id], {"error": exc.code})
             raise
-        self._done("update", req.agent_id, [req.id], details)
+        await self._phase("done", "update", req.agent_id, [req.id], details)
         return rec
 
     # --- reads -----------------------------------------------------------------------------
@@ -416,14 +471,16 @@ class GovernedStore:
     async def recall(self, req: RecallRequest) -> RecallResponse:
         await self._ensure_recovered()
         resp = await self._inner.recall(req)
-        if self._audit_recall:
-            self._audit.append(
-                actor=current_actor(),
-                action="recall",
-                agent_id=req.agent_id,
-                memory_ids=[h.id for h in resp.results],
-                details={"query_sha256": sha256_hex(req.query), "k": req.k, "user_id": req.user_id},
-            )
+        if not self._audit_recall:
+            return resp
+        entry = self._audit.prepare(
+            actor=current_actor(),
+            action="recall",
+            agent_id=req.agent_id,
+            memory_ids=[h.id for h in resp.results],
+            details={**self._keyed("query_hmac", req.query), "k": req.k, "user_id": req.user_id},
+        )
+        await self._w.record_read(entry, fail_closed=not self._serve_reads)
         return resp
 
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
@@ -432,154 +489,15 @@ class GovernedStore:
     async def list(self, query: ListQuery) -> list[MemoryRecord]:
         return await self._inner.list(query)
 
-    async def health(self) -> Health:
-        inner = await self._inner.health()
-        report = self._audit.verify()
-        details = {
-            **inner.details,
-            "governance": {
-                "pending": self._queue.count("pending"),
-                "committing": self._queue.count("committing"),
-                "audit_entries": report.entries,
-                "audit_chain_ok": report.ok,
-            },
-        }
-        status = inner.status if report.ok else "degraded"
-        return Health(status=status, details=details)
-
-    async def aclose(self) -> None:
+    async def aclose(self, *, inner: bool = True) -> None:
+        """Write what is queued, close the governance database and (unless ``inner=False``,
+        for a caller that owns the inner store) the inner store."""
         try:
-            await self._inner.aclose()
+            if inner:
+                await self._inner.aclose()
         finally:
+            self._w.close()
             self._audit.close()
-
-    # --- approvals -------------------------------------------------------------------------
-
-    async def _ensure_recovered(self) -> None:
-        if not self._recovered:
-            await self.recover()
-
-    async def recover(self) -> builtins.list[str]:
-        """Finish every approval a crash left in ``committing``; returns their ids."""
-        done: list[str] = []
-        for item in self._queue.items(status="committing", limit=10_000):
-            await self._drive(item)
-            done.append(item.id)
-        self._recovered = True
-        return done
-
-    async def _drive(self, item: QueueItem) -> None:
-        async with self._drive_lock:
-            fresh = self._queue.get(item.id)
-            if fresh is None or fresh.status != "committing":
-                return
-            self._queue.note_attempt(item.id)
-            req = fresh.request
-            try:
-                if fresh.operation == "remember":
-                    rr = await self._inner.remember(RememberRequest.model_validate(req))
-                    result: dict[str, Any] = {"stores": rr.stores}
-                    ids = [rr.id]
-                elif fresh.operation == "forget":
-                    fr = await self._inner.forget(ForgetRequest.model_validate(req))
-                    result = {"forgotten": len(fr.forgotten_ids), "hard_delete": fr.hard_delete}
-                    ids = fr.forgotten_ids
-                elif fresh.operation == "expire":
-                    # Evaluated at commit time: the reviewer approved the policy, not a list.
-                    er = await self._inner.expire(ExpireRequest.model_validate(req))
-                    result = {"matched_count": er.matched_count, "action": er.action_taken.value}
-                    ids = er.matched_ids or []
-                else:
-                    mr = await self._inner.merge(MergeRequest.model_validate(req))
-                    result = {"merged_count": mr.merged_count, "canonical": mr.canonical}
-                    ids = [mr.canonical, *MergeRequest.model_validate(req).duplicates]
-            except MemorywireError as exc:
-                self._audit.append(
-                    actor=fresh.reviewer or "system",
-                    action=fresh.operation,
-                    agent_id=fresh.agent_id,
-                    memory_ids=[fresh.id],
-                    details={"phase": "failed", "approval_id": fresh.id, "error": exc.code},
-                )
-                raise
-            self._queue.finish_commit(fresh, result, ids, self._clock.now_ms())
-
-    async def approve(
-        self, item_id: str, reviewer: str, content_hash: str | None, reason: str | None = None
-    ) -> dict[str, Any]:
-        """Approve and commit with the staged id. ``reviewer`` comes from authentication,
-        never from a request body; ``content_hash`` is the hash the reviewer was shown (a
-        different one means the item changed: ``Conflict``). ``None`` skips that check, for
-        callers that approve by id only. Safe to retry: the commit happens once."""
-        await self._ensure_recovered()
-        item = self._queue.begin_commit(
-            item_id, reviewer, content_hash, reason, self._clock.now_ms()
-        )
-        if item.status == "committing":
-            await self._drive(item)
-        return await self.get_review(item_id, with_diff=False)
-
-    async def reject(
-        self,
-        item_id: str,
-        reviewer: str,
-        reason: str | None = None,
-        content_hash: str | None = None,
-    ) -> dict[str, Any]:
-        self._queue.reject(item_id, reviewer, reason, content_hash, self._clock.now_ms())
-        return await self.get_review(item_id, with_diff=False)
-
-    async def decide(
-        self,
-        item_id: str,
-        reviewer: str,
-        approved: bool,
-        reason: str | None = None,
-        content_hash: str | None = None,
-    ) -> dict[str, Any]:
-        """One entry point for a ``DecisionRequest`` (``approved``, ``reason``, hash)."""
-        if approved:
-            return await self.approve(item_id, reviewer, content_hash, reason)
-        return await self.reject(item_id, reviewer, reason, content_hash)
-
-    # --- queries ---------------------------------------------------------------------------
-
-    def list_pending(
-        self,
-        *,
-        agent_id: str | None = None,
-        operation: str | None = None,
-        status: str | None = "pending",
-        limit: int = 100,
-    ) -> builtins.list[dict[str, Any]]:
-        """Review summaries (``diff`` left empty; :meth:`get_review` computes it)."""
-        return [
-            self._reviews.summary(i, self.approval_url(i.id))
-            for i in self._queue.items(
-                agent_id=agent_id, operation=operation, status=status, limit=limit
-            )
-        ]
-
-    async def get_review(self, item_id: str, *, with_diff: bool = True) -> dict[str, Any]:
-        """A ``ReviewRequest`` dict, the diff computed against the inner store's state now."""
-        item = self._queue.get(item_id)
-        if item is None:
-            raise NotFound(f"no staged operation {item_id}")
-        return await self._reviews.review(item, self.approval_url(item.id), with_diff)
-
-    def audit_entries(
-        self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 500
-    ) -> builtins.list[dict[str, Any]]:
-        return [
-            e.to_dict()
-            for e in self._audit.entries(agent_id=agent_id, memory_id=memory_id, limit=limit)
-        ]
-
-    def verify(self, checkpoints: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
-        return self._audit.verify(checkpoints=checkpoints).to_dict()
-
-    def checkpoint(self, private_key: Ed25519PrivateKey) -> dict[str, Any]:
-        return self._audit.checkpoint(private_key)
 
 
 def _as_policies(p: PolicySet | Mapping[str, Any] | str | Path | None) -> PolicySet:
@@ -590,11 +508,3 @@ def _as_policies(p: PolicySet | Mapping[str, Any] | str | Path | None) -> Policy
     if isinstance(p, str | Path):
         return PolicySet.from_file(p)
     return PolicySet.from_dict(p)
-
-
-def _forget_details(req: ForgetRequest) -> dict[str, Any]:
-    return {
-        "hard_delete": req.hard_delete,
-        "reason": req.reason,
-        "filter_sha256": None if req.filter is None else sha256_hex(canonical_json(req.filter)),
-    }

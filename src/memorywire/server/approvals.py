@@ -71,7 +71,7 @@ class GovernanceApprovals:
     ) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
         for agent in self._agents(p, agent_id):
-            items = self.governed.list_pending(agent_id=agent, status=status, limit=limit)
+            items = await self.governed.alist_pending(agent_id=agent, status=status, limit=limit)
             found.extend(i for i in items if self._visible(p, i))
         found.sort(key=lambda i: (i.get("created_at") or 0, str(i.get("id"))))
         return found[:limit]
@@ -88,7 +88,7 @@ class GovernanceApprovals:
     async def decide(
         self, p: Principal, approval_id: str, approve: bool, reason: str | None
     ) -> dict[str, Any]:
-        with acting_as(p.name):
+        with acting_as(p.name, p.token_id):
             return await self.governed.decide(approval_id, p.name, approve, reason)
 
     async def audit(
@@ -96,9 +96,14 @@ class GovernanceApprovals:
     ) -> list[dict[str, Any]]:
         entries: list[dict[str, Any]] = []
         for agent in self._agents(p, agent_id):
-            entries.extend(self.governed.audit_entries(agent_id=agent, limit=limit))
+            found = await self.governed.aaudit_entries(agent_id=agent, limit=limit)
+            if p.user_ids is not None:
+                # A user-scoped token sees entries about its users only; an entry that names
+                # no user (an agent-wide operation) is not about them alone, so it is hidden.
+                found = [e for e in found if e["details"].get("user_id") in p.user_ids]
+            entries.extend(found)
         entries.sort(key=lambda e: e.get("seq") or 0)
         return entries[-limit:]
 
     async def verify(self) -> dict[str, Any]:
-        return self.governed.verify()
+        return await self.governed.averify()

@@ -14,7 +14,7 @@ import secrets
 import sqlite3
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
@@ -42,6 +42,8 @@ class Principal:
     agent_ids: frozenset[str] | None = None
     user_ids: frozenset[str] | None = None
     provenance: str | None = None
+    #: The API token's id: unique, unlike ``name`` (None for in-process and no-auth callers).
+    token_id: str | None = field(default=None, compare=False)
 
     @classmethod
     def local_admin(cls) -> Principal:
@@ -98,6 +100,7 @@ class TokenInfo:
             agent_ids=frozenset(self.agent_ids) if self.agent_ids is not None else None,
             user_ids=frozenset(self.user_ids) if self.user_ids is not None else None,
             provenance=self.provenance,
+            token_id=self.id,
         )
 
 
@@ -164,6 +167,13 @@ class TokenStore:
             revoked_at=None,
         )
         with self._lock:
+            taken = self._db.execute(
+                "SELECT 1 FROM tokens WHERE name = ? AND revoked_at IS NULL", (info.name,)
+            ).fetchone()
+            if taken is not None:
+                # Names show who acted in the audit log and the UI; two live tokens with
+                # one name would make that ambiguous.
+                raise InvalidRequest(f"a live token is already named {info.name!r}")
             self._db.execute(
                 "INSERT INTO tokens VALUES (?,?,?,?,?,?,?,?,NULL)",
                 (

@@ -142,7 +142,7 @@ class Dispatcher:
             raise NotFound(f"unknown operation {op!r}")
         doc = {} if doc is None else doc
         check_document(op, doc)  # before the schema: its messages may quote the value
-        with acting_as(principal.name):
+        with acting_as(principal.name, principal.token_id):
             return await handler(doc, principal)
 
     # --- typed entry points (the in-process client uses these) --------------------------------
@@ -156,7 +156,7 @@ class Dispatcher:
         self._limit_writes(p)
         if p.provenance is not None:
             req = req.model_copy(update={"source": p.provenance})
-        with acting_as(p.name):
+        with acting_as(p.name, p.token_id):
             await check_id_owner(self.store, req)
             return await self.store.remember(req)
 
@@ -165,7 +165,7 @@ class Dispatcher:
         check_document("recall", to_wire(req))
         if self.rate_limiter is not None:
             self.rate_limiter.acquire(p.name)
-        with acting_as(p.name):
+        with acting_as(p.name, p.token_id):
             return await self.store.recall(req)
 
     async def forget(self, req: ForgetRequest, p: Principal) -> ForgetResponse:
@@ -173,7 +173,7 @@ class Dispatcher:
         p.check_scope(req.agent_id, req.user_id)
         check_document("forget", to_wire(req))
         self._limit_writes(p)
-        with acting_as(p.name):
+        with acting_as(p.name, p.token_id):
             return await self.store.forget(req)
 
     async def merge(self, req: MergeRequest, p: Principal) -> MergeResponse:
@@ -181,7 +181,7 @@ class Dispatcher:
         p.check_scope(req.agent_id, req.user_id)
         check_document("merge", to_wire(req))
         self._limit_writes(p)
-        with acting_as(p.name):
+        with acting_as(p.name, p.token_id):
             await check_merge_size(self.store, req, self.limits)
             return await self.store.merge(req)
 
@@ -190,7 +190,7 @@ class Dispatcher:
         p.check_scope(req.agent_id, req.user_id)
         check_document("expire", to_wire(req))
         self._limit_writes(p)
-        with acting_as(p.name):
+        with acting_as(p.name, p.token_id):
             return await self.store.expire(req)
 
     def _limit_writes(self, p: Principal) -> None:

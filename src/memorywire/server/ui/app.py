@@ -5,9 +5,11 @@ What the reviewer compares (the side-by-side cards) is governance's pure logic
 
 Mount it at ``/ui`` so the ``approval_url`` a staged write returns
 (``{approval_base_url}/ui/approvals/{id}``) opens the item. Reviewers sign in with a token
-that ``auth`` maps to a reviewer name; the name lives in a signed session cookie and is the
-only source of the ``reviewer`` passed to governance (never a form field). Every state-changing
-form carries a per-session CSRF token; the page sends no third-party resource (strict CSP).
+that ``auth`` maps to a reviewer name; the session lives on the server
+(:mod:`~memorywire.governance.sessions`), is re-checked against ``auth`` on every request, and
+is the only source of the ``reviewer`` passed to governance (never a form field). Every
+state-changing form carries a per-session CSRF token; the page sends no third-party
+resource (strict CSP).
 """
 
 from __future__ import annotations
@@ -29,13 +31,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memorywire.errors import MemorywireError
 from memorywire.governance.compare import pretty, side_by_side
+from memorywire.governance.sessions import ReviewSessions
 from memorywire.governance.store import GovernedStore
 
 __all__ = ["review_app"]
 
 Auth = Callable[[str], str | None]
 _OPERATIONS = ("remember", "forget", "merge")
-_STATUSES = ("pending", "committing", "approved", "rejected")
+_STATUSES = ("pending", "committing", "failed", "approved", "rejected")
 _CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
@@ -82,10 +85,11 @@ def review_app(
         undefined=jinja2.StrictUndefined,
     )
     templates = Jinja2Templates(env=env)
+    sessions = ReviewSessions(auth, max_age_s=session_max_age)
     css = env.loader.get_source(env, "ui.css")[0] if env.loader else ""
 
     def page(request: Request, name: str, http_status: int = 200, **ctx: Any) -> Response:
-        ctx.setdefault("reviewer", request.session.get("reviewer"))
+        ctx.setdefault("reviewer", getattr(request.state, "reviewer", None))
         ctx.setdefault("csrf", request.session.get("csrf", ""))
         ctx["base"] = request.scope.get("root_path", "")
         return templates.TemplateResponse(request, name, ctx, status_code=http_status)
@@ -103,7 +107,8 @@ def review_app(
         handler: Callable[[Request, str], Awaitable[Response]],
     ) -> Callable[[Request], Awaitable[Response]]:
         async def wrapped(request: Request) -> Response:
-            reviewer = request.session.get("reviewer")
+            reviewer = sessions.reviewer(request.session.get("sid"))
+            request.state.reviewer = reviewer
             if not reviewer:
                 base = request.scope.get("root_path", "")
                 return RedirectResponse(f"{base}/login", status_code=303)
@@ -124,11 +129,12 @@ def review_app(
         if not csrf_ok(request, form.get("csrf")):
             return error(request, 403, "The form expired or did not come from this site.")
         token = form.get("token")
-        reviewer = auth(token) if isinstance(token, str) and token else None
-        if not reviewer:
+        opened = sessions.open(token) if isinstance(token, str) else None
+        if opened is None:
             return page(request, "login.html", 401, failed=True)
+        sessions.close(request.session.get("sid"))
         request.session.clear()
-        request.session["reviewer"] = reviewer
+        request.session["sid"] = opened[0]
         request.session["csrf"] = secrets.token_urlsafe(32)  # rotate on privilege change
         base = request.scope.get("root_path", "")
         return RedirectResponse(f"{base}/approvals", status_code=303)
@@ -137,6 +143,7 @@ def review_app(
         form = await request.form()
         if not csrf_ok(request, form.get("csrf")):
             return error(request, 403, "The form expired or did not come from this site.")
+        sessions.close(request.session.get("sid"))
         request.session.clear()
         base = request.scope.get("root_path", "")
         return RedirectResponse(f"{base}/login", status_code=303)
@@ -151,7 +158,7 @@ def review_app(
         status = q.get("status") or "pending"
         operation = q.get("operation") or None
         agent_id = q.get("agent_id") or None
-        items = governed.list_pending(
+        items = await governed.alist_pending(
             agent_id=agent_id,
             operation=operation if operation in _OPERATIONS else None,
             status=status if status in _STATUSES else None,
@@ -202,17 +209,18 @@ def review_app(
         q = request.query_params
         agent_id = q.get("agent_id") or None
         memory_id = q.get("memory_id") or None
-        entries = governed.audit_entries(agent_id=agent_id, memory_id=memory_id, limit=500)
+        entries = await governed.aaudit_entries(agent_id=agent_id, memory_id=memory_id, limit=500)
         return page(
             request,
             "audit.html",
             entries=entries,
-            verify=governed.verify(),
+            verify=await governed.averify_incremental(),
             agent_id=agent_id or "",
             memory_id=memory_id or "",
         )
 
-    async def health(request: Request) -> Response:
+    @login_required
+    async def health(request: Request, reviewer: str) -> Response:
         h = await governed.health()
         code = 200 if h.status != "down" else 503
         return page(request, "health.html", code, health=h.to_dict())

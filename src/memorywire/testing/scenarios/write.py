@@ -175,11 +175,16 @@ async def approval_pending_invisible(h: Harness, store: MemoryStore) -> None:
     except ImportError as exc:
         raise ScenarioSkip(f"memorywire.governance is not available ({exc})") from exc
     gov = GovernedStore(store, h.workdir / "governance.db", clock=h.clock)
-    resp = await gov.remember(rem("a", "Transfer the budget to account 99", approval_required=True))
-    assert resp.pending_approval and resp.stores == []
-    assert await store.get("a", resp.id) is None, "a pending write reached the store"
-    assert await _ids(gov, "budget transfer account") == []
-    assert await _ids(store, "budget transfer account") == []
+    try:
+        resp = await gov.remember(
+            rem("a", "Transfer the budget to account 99", approval_required=True)
+        )
+        assert resp.pending_approval and resp.stores == []
+        assert await store.get("a", resp.id) is None, "a pending write reached the store"
+        assert await _ids(gov, "budget transfer account") == []
+        assert await _ids(store, "budget transfer account") == []
+    finally:
+        await gov.aclose(inner=False)  # the harness owns the store
 
 
 async def procedural_round_trip(h: Harness, store: MemoryStore) -> None:

@@ -1,0 +1,249 @@
+"""The reviewer's side of :class:`~memorywire.governance.store.GovernedStore`.
+
+Approving, rejecting, recovering, listing, reading the audit log, verifying it and reporting
+health: everything that works on the approval queue and the log rather than on a memory
+write. :class:`ReviewDesk` is mixed into ``GovernedStore``, which owns the state declared
+below; it is kept apart so each module holds one concern.
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from memorywire.core.clock import Clock
+from memorywire.errors import NotFound
+from memorywire.governance.audit import AuditLog
+from memorywire.governance.commit import CommitDriver, RecoveryReport
+from memorywire.governance.queue import ApprovalQueue
+from memorywire.governance.review import ReviewBuilder
+from memorywire.governance.worker import GovWorker
+from memorywire.store.base import Health, MemoryStore
+
+__all__ = ["HEALTH_TTL_S", "VERIFY_SLICE", "ReviewDesk"]
+
+#: How long health reuses what it asked the inner store and the queue: a flood of health
+#: checks then costs nothing, and a change still shows within this time.
+HEALTH_TTL_S = 1.0
+#: Entries verified per worker job by :meth:`ReviewDesk.averify_incremental`.
+VERIFY_SLICE = 5_000
+
+
+class ReviewDesk:
+    """Queue and log operations over the state a ``GovernedStore`` sets up."""
+
+    _inner: MemoryStore
+    _clock: Clock
+    _audit: AuditLog
+    _queue: ApprovalQueue
+    _w: GovWorker
+    _reviews: ReviewBuilder
+    _driver: CommitDriver
+    _base_url: str | None
+    _recovered: bool
+    _failed_probe: tuple[float, bool]
+    _inner_health: tuple[float, Health]
+
+    def approval_url(self, item_id: str) -> str | None:
+        return f"{self._base_url}/ui/approvals/{item_id}" if self._base_url else None
+
+    async def health(self) -> Health:
+        """Liveness in O(1): the inner store's health and one index probe (each reused for up
+        to a second) and the cached verification state.
+
+        The chain is never verified here (that is an authenticated admin operation).
+        """
+        now = time.monotonic()
+        if now - self._inner_health[0] > HEALTH_TTL_S:
+            self._inner_health = (now, await self._inner.health())
+        inner = self._inner_health[1]
+        failed = await self._failed_items()
+        state = self._audit.verification_state()
+        reasons: builtins.list[str] = []
+        if failed:
+            reasons.append("an approved operation could not be committed (status failed)")
+        if state["audit_chain_ok"] is False:
+            reasons.append(f"audit chain verification failed: {state['problem']}")
+        if self._w.post_error is not None:
+            reasons.append(f"audit entries cannot be written: {self._w.post_error.message}")
+        if self._driver.last_recovery.failed:
+            reasons.append(
+                f"recovery could not commit {sorted(self._driver.last_recovery.failed)}"
+            )
+        details = {
+            **inner.details,
+            "governance": {
+                "failed_approvals": failed,
+                "audit_verified_seq": state["verified_seq"],
+                "audit_chain_ok": state["audit_chain_ok"],
+                "reasons": reasons,
+            },
+        }
+        status = inner.status if not reasons else ("down" if inner.status == "down" else "degraded")
+        return Health(status=status, details=details)
+
+    def _forget_failed_probe(self) -> None:
+        self._failed_probe = (float("-inf"), False)
+
+    async def _failed_items(self) -> bool:
+        """Whether any approval is ``failed``: probed at most once a second (another server
+        on the same database may fail one), otherwise answered from memory, so a flood of
+        health checks never queues behind governance writes."""
+        now = time.monotonic()
+        if now - self._failed_probe[0] > HEALTH_TTL_S:
+            found = await self._w.run(lambda: self._queue.has_status("failed"))
+            self._failed_probe = (now, found)
+        return self._failed_probe[1]
+
+    # --- approvals -------------------------------------------------------------------------
+
+    async def _ensure_recovered(self) -> None:
+        if not self._recovered:
+            await self.recover()
+
+    async def recover(self) -> builtins.list[str]:
+        """Finish every approval a crash left in ``committing``; returns the ids committed.
+
+        Each item is driven on its own: one the inner store refuses is marked ``failed`` and
+        listed in :attr:`recovery_report`, and never stops the others or later operations.
+        """
+        report = await self._driver.recover()
+        self._recovered = True
+        return report.committed
+
+    @property
+    def recovery_report(self) -> RecoveryReport:
+        return self._driver.last_recovery
+
+    async def approve(
+        self, item_id: str, reviewer: str, content_hash: str | None, reason: str | None = None
+    ) -> dict[str, Any]:
+        """Approve and commit with the staged id. ``reviewer`` comes from authentication,
+        never from a request body; ``content_hash`` is the hash the reviewer was shown (a
+        different one means the item changed: ``Conflict``). ``None`` skips that check, for
+        callers that approve by id only. Safe to retry: the commit happens once. A commit the
+        inner store refuses leaves the item ``failed`` and raises ``Conflict``."""
+        await self._ensure_recovered()
+        now = self._clock.now_ms()
+        item = await self._w.run(
+            lambda: self._queue.begin_commit(item_id, reviewer, content_hash, reason, now)
+        )
+        if item.status == "committing":
+            await self._driver.drive(item)
+        return await self.get_review(item_id, with_diff=False)
+
+    async def reject(
+        self,
+        item_id: str,
+        reviewer: str,
+        reason: str | None = None,
+        content_hash: str | None = None,
+    ) -> dict[str, Any]:
+        now = self._clock.now_ms()
+        await self._w.run(
+            lambda: self._queue.reject(item_id, reviewer, reason, content_hash, now)
+        )
+        self._forget_failed_probe()
+        return await self.get_review(item_id, with_diff=False)
+
+    async def decide(
+        self,
+        item_id: str,
+        reviewer: str,
+        approved: bool,
+        reason: str | None = None,
+        content_hash: str | None = None,
+    ) -> dict[str, Any]:
+        """One entry point for a ``DecisionRequest`` (``approved``, ``reason``, hash)."""
+        if approved:
+            return await self.approve(item_id, reviewer, content_hash, reason)
+        return await self.reject(item_id, reviewer, reason, content_hash)
+
+    # --- queries (sync for scripts and tools, ``a``-prefixed for the event loop) -------------
+
+    def list_pending(
+        self,
+        *,
+        agent_id: str | None = None,
+        operation: str | None = None,
+        status: str | None = "pending",
+        limit: int = 100,
+    ) -> builtins.list[dict[str, Any]]:
+        """Review summaries (``diff`` left empty; :meth:`get_review` computes it)."""
+        items = self._w.call(
+            lambda: self._queue.items(
+                agent_id=agent_id, operation=operation, status=status, limit=limit
+            )
+        )
+        return [self._reviews.summary(i, self.approval_url(i.id)) for i in items]
+
+    async def alist_pending(
+        self,
+        *,
+        agent_id: str | None = None,
+        operation: str | None = None,
+        status: str | None = "pending",
+        limit: int = 100,
+    ) -> builtins.list[dict[str, Any]]:
+        items = await self._w.run(
+            lambda: self._queue.items(
+                agent_id=agent_id, operation=operation, status=status, limit=limit
+            )
+        )
+        return [self._reviews.summary(i, self.approval_url(i.id)) for i in items]
+
+    async def get_review(self, item_id: str, *, with_diff: bool = True) -> dict[str, Any]:
+        """A ``ReviewRequest`` dict, the diff computed against the inner store's state now."""
+        item = await self._w.run(lambda: self._queue.get(item_id))
+        if item is None:
+            raise NotFound(f"no staged operation {item_id}")
+        return await self._reviews.review(item, self.approval_url(item.id), with_diff)
+
+    def audit_entries(
+        self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 500
+    ) -> builtins.list[dict[str, Any]]:
+        return self._w.call(lambda: self._entries(agent_id, memory_id, limit))
+
+    async def aaudit_entries(
+        self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 500
+    ) -> builtins.list[dict[str, Any]]:
+        return await self._w.run(lambda: self._entries(agent_id, memory_id, limit))
+
+    def _entries(
+        self, agent_id: str | None, memory_id: str | None, limit: int
+    ) -> builtins.list[dict[str, Any]]:
+        return [
+            e.to_dict()
+            for e in self._audit.entries(agent_id=agent_id, memory_id=memory_id, limit=limit)
+        ]
+
+    def verify(self, checkpoints: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+        """Full verification from genesis (slow on a long log; see :meth:`averify_incremental`)."""
+        return self._w.call(lambda: self._audit.verify(checkpoints=checkpoints).to_dict())
+
+    async def averify(
+        self, checkpoints: Sequence[Mapping[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        return await self._w.run(lambda: self._audit.verify(checkpoints=checkpoints).to_dict())
+
+    async def averify_incremental(self) -> dict[str, Any]:
+        """Verify the entries appended since the last verification (O(new entries)).
+
+        In slices of :data:`VERIFY_SLICE` entries, each its own job on the worker, so a long
+        first verification never holds governance writes back for more than one slice.
+        """
+        checked = 0
+        while True:
+            report = await self._w.run(
+                lambda: self._audit.verify_incremental(max_entries=VERIFY_SLICE)
+            )
+            checked += report["checked"]
+            if not report["ok"] or report["checked"] < VERIFY_SLICE:
+                return {**report, "checked": checked}
+
+    def checkpoint(self, private_key: Ed25519PrivateKey) -> dict[str, Any]:
+        return self._w.call(lambda: self._audit.checkpoint(private_key))

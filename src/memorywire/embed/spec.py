@@ -21,10 +21,18 @@ from memorywire.embed.minilm import MiniLMEmbedder
 from memorywire.embed.model_cache import Precision
 from memorywire.errors import InvalidRequest
 
-__all__ = ["API_KEY_ENV", "THREADS_ENV", "default_embedder", "embedder_from_spec"]
+__all__ = [
+    "API_KEY_ENV",
+    "BATCH_WAIT_ENV",
+    "THREADS_ENV",
+    "default_embedder",
+    "embedder_from_spec",
+]
 
 API_KEY_ENV = "MEMORYWIRE_EMBEDDING_API_KEY"
 THREADS_ENV = "MEMORYWIRE_EMBED_THREADS"
+#: Longest a model call waits for concurrent requests to join it (milliseconds, default 2).
+BATCH_WAIT_ENV = "MEMORYWIRE_EMBED_BATCH_WAIT_MS"
 
 _shared: dict[Precision, MiniLMEmbedder] = {}
 _shared_lock = threading.Lock()
@@ -33,7 +41,9 @@ _shared_lock = threading.Lock()
 def default_embedder() -> MiniLMEmbedder:
     """The process-wide fp32 MiniLM; loading it once saves ~90 MB per extra copy.
 
-    Its intra-op thread count comes from ``MEMORYWIRE_EMBED_THREADS`` (default 1).
+    Its intra-op thread count comes from ``MEMORYWIRE_EMBED_THREADS`` (default 1; 2 is the
+    single-user laptop profile: lower latency per call, but it takes a second core), and the
+    micro-batching wait from ``MEMORYWIRE_EMBED_BATCH_WAIT_MS`` (default 2, 0 turns it off).
     """
     return _shared_minilm("fp32")
 
@@ -42,7 +52,12 @@ def _shared_minilm(precision: Precision) -> MiniLMEmbedder:
     with _shared_lock:
         embedder = _shared.get(precision)
         if embedder is None:
-            embedder = MiniLMEmbedder(precision=precision, threads=_threads_from_env())
+            embedder = MiniLMEmbedder(
+                precision=precision,
+                threads=_threads_from_env(),
+                batch_wait_ms=_wait_from_env(),
+                lanes=int(os.environ.get("MEMORYWIRE_EMBED_LANES", "1")),
+            )
             _shared[precision] = embedder
         return embedder
 
@@ -53,6 +68,14 @@ def _threads_from_env() -> int:
         return int(raw)
     except ValueError:
         raise InvalidRequest(f"{THREADS_ENV} must be an integer, not {raw!r}") from None
+
+
+def _wait_from_env() -> float:
+    raw = os.environ.get(BATCH_WAIT_ENV, "2")
+    try:
+        return float(raw)
+    except ValueError:
+        raise InvalidRequest(f"{BATCH_WAIT_ENV} must be a number, not {raw!r}") from None
 
 
 def embedder_from_spec(spec: str) -> Embedder:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import TypeVar
 
 from memorywire.embed.base import Embedder
 from memorywire.embed.hashing import HashingEmbedder
@@ -24,6 +25,7 @@ from memorywire.errors import InvalidRequest
 __all__ = [
     "API_KEY_ENV",
     "BATCH_WAIT_ENV",
+    "LANES_ENV",
     "THREADS_ENV",
     "default_embedder",
     "embedder_from_spec",
@@ -31,8 +33,12 @@ __all__ = [
 
 API_KEY_ENV = "MEMORYWIRE_EMBEDDING_API_KEY"
 THREADS_ENV = "MEMORYWIRE_EMBED_THREADS"
+#: Model calls that may run at once (each with THREADS_ENV intra-op threads).
+LANES_ENV = "MEMORYWIRE_EMBED_LANES"
 #: Longest a model call waits for concurrent requests to join it (milliseconds, default 2).
 BATCH_WAIT_ENV = "MEMORYWIRE_EMBED_BATCH_WAIT_MS"
+
+N = TypeVar("N", int, float)
 
 _shared: dict[Precision, MiniLMEmbedder] = {}
 _shared_lock = threading.Lock()
@@ -54,28 +60,20 @@ def _shared_minilm(precision: Precision) -> MiniLMEmbedder:
         if embedder is None:
             embedder = MiniLMEmbedder(
                 precision=precision,
-                threads=_threads_from_env(),
-                batch_wait_ms=_wait_from_env(),
-                lanes=int(os.environ.get("MEMORYWIRE_EMBED_LANES", "1")),
+                threads=_number_from_env(THREADS_ENV, "1", int),
+                batch_wait_ms=_number_from_env(BATCH_WAIT_ENV, "2", float),
+                lanes=_number_from_env(LANES_ENV, "1", int),
             )
             _shared[precision] = embedder
         return embedder
 
 
-def _threads_from_env() -> int:
-    raw = os.environ.get(THREADS_ENV, "1")
+def _number_from_env(name: str, default: str, kind: type[N]) -> N:
+    raw = os.environ.get(name, default)
     try:
-        return int(raw)
+        return kind(raw)
     except ValueError:
-        raise InvalidRequest(f"{THREADS_ENV} must be an integer, not {raw!r}") from None
-
-
-def _wait_from_env() -> float:
-    raw = os.environ.get(BATCH_WAIT_ENV, "2")
-    try:
-        return float(raw)
-    except ValueError:
-        raise InvalidRequest(f"{BATCH_WAIT_ENV} must be a number, not {raw!r}") from None
+        raise InvalidRequest(f"{name} must be a number, not {raw!r}") from None
 
 
 def embedder_from_spec(spec: str) -> Embedder:

@@ -16,6 +16,7 @@ from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
 from memorywire.server.limits import RateLimiter
 from memorywire.server.mcp_http import McpHttp
+from memorywire.server.observability import Observability
 from memorywire.store.base import MemoryStore
 
 __all__ = ["Server", "build_server", "open_configured_store"]
@@ -69,10 +70,14 @@ def build_server(
     store: MemoryStore | None = None,
     approvals: Approvals | None = None,
     tokens: TokenStore | None = None,
+    observability: Observability | None = None,
 ) -> Server:
     """A ready app; the caller serves ``server.app`` and awaits ``server.aclose()`` after."""
     config = config.resolved()
     store = store if store is not None else open_configured_store(config)
+    obs = observability if observability is not None else Observability.from_config(config)
+    obs.attach_embedder(store)
+    store = obs.wrap_store(store, "store")
     limits = config.limits()
     if tokens is None and not config.no_auth:
         tokens = TokenStore(config.tokens_db)
@@ -84,18 +89,21 @@ def build_server(
         governed = GovernedStore(
             store, config.governance_db, approval_base_url=f"http://{config.host}:{config.port}"
         )
-        store = governed
+        store = obs.wrap_store(governed, "governance")
         approvals = GovernanceApprovals(governed)
         ui_app = review_app(governed, _ui_auth(tokens))
+        obs.watch_queue(governed)
     dispatcher = Dispatcher(
         store,
         approvals=approvals,
         limits=limits,
         rate_limiter=RateLimiter(limits.recall_rate, limits.recall_burst),
+        observer=obs.observe,
     )
     auth = None if config.no_auth else tokens
     mcp = McpHttp(dispatcher, tokens=auth, allowed_origins=config.allowed_origins)
     app = create_app(
         dispatcher, tokens=auth, ui_app=ui_app, mcp_app=mcp, lifespan_hooks=[mcp.lifespan]
     )
+    obs.install(app, auth)
     return Server(config, store, dispatcher, None if config.no_auth else tokens, app)

@@ -57,6 +57,12 @@ class ServerConfig:
     recall_burst: int = Limits.recall_burst
     #: Origins allowed to call ``/mcp`` from a browser (an absent Origin is always allowed).
     allowed_origins: tuple[str, ...] = field(default_factory=tuple)
+    #: Prometheus ``/metrics`` (loopback or admin token); see docs/observability.md.
+    metrics: bool = True
+    #: OpenTelemetry traces over OTLP (needs the ``otel`` extra).
+    tracing: bool = False
+    #: One JSON line per request on the ``memorywire.access`` logger.
+    access_log: bool = False
 
     def resolved(self) -> ServerConfig:
         """Fill in paths under the data directory and check the combination is safe."""

@@ -90,6 +90,9 @@ class DispatchResult:
 
 
 Handler = Callable[[Any, Principal], Awaitable[DispatchResult]]
+Observer = Callable[
+    [str, Principal, Callable[[], Awaitable[DispatchResult]]], Awaitable[DispatchResult]
+]
 
 
 class Dispatcher:
@@ -102,8 +105,11 @@ class Dispatcher:
         approvals: Approvals | None = None,
         limits: Limits | None = None,
         rate_limiter: RateLimiter | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.store = store
+        #: Metrics/tracing around each dispatched operation (server/observability.py).
+        self.observer = observer
         self.approvals = approvals
         self.limits = limits or Limits()
         #: ``None`` means unlimited (in-process use); servers pass one built from ``limits``.
@@ -132,8 +138,11 @@ class Dispatcher:
         handler = self._ops.get(op)
         if handler is None:
             raise NotFound(f"unknown operation {op!r}")
+        body = {} if doc is None else doc
         with acting_as(principal.name):
-            return await handler({} if doc is None else doc, principal)
+            if self.observer is None:
+                return await handler(body, principal)
+            return await self.observer(op, principal, lambda: handler(body, principal))
 
     # --- typed entry points (the in-process client uses these) --------------------------------
 

@@ -11,14 +11,16 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-__all__ = ["RunningServer", "ServerSetup", "cpu_seconds", "start_server"]
+__all__ = ["RunningServer", "ServerSetup", "cpu_seconds", "otlp_sink", "start_server"]
 
 #: The ``--embedder`` words serve accepts, by the name a user would give on our command line.
 _EMBEDDERS = {"minilm": "default", "default": "default", "hashing": "hashing"}
@@ -41,6 +43,7 @@ class ServerSetup:
             "embedder": _EMBEDDER_NAMES.get(_EMBEDDERS.get(self.embedder, ""), self.embedder),
             "governance": self.governance,
             "auth": self.auth,
+            "tracing": self.env.get("MEMORYWIRE_TRACING") == "true",
             "server_env": dict(self.env),
         }
 
@@ -52,6 +55,7 @@ class RunningServer:
     home: Path
     agent_token: str | None
     reviewer_token: str | None
+    governance: bool
 
     def headers(self, role: str = "agent") -> dict[str, str]:
         token = self.agent_token if role == "agent" else self.reviewer_token
@@ -110,7 +114,7 @@ def start_server(setup: ServerSetup, home: Path, agents: list[str]) -> RunningSe
         cmd.append("--no-auth")
     process = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
     server = RunningServer(f"http://127.0.0.1:{port}", process, home, agent_token,
-                           reviewer_token)
+                           reviewer_token, setup.governance)
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -122,6 +126,29 @@ def start_server(setup: ServerSetup, home: Path, agents: list[str]) -> RunningSe
             server.stop()
             raise SystemExit("server did not start")
         time.sleep(0.1)
+
+
+class _Sink(BaseHTTPRequestHandler):
+    received = 0
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        type(self).received += 1
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def otlp_sink() -> tuple[str, ThreadingHTTPServer]:
+    """A loopback OTLP/HTTP endpoint that accepts and drops spans, so tracing pays its full
+    export cost without a collector; returns its URL and the server (``shutdown()`` it)."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{httpd.server_address[1]}", httpd
 
 
 def cpu_seconds(pid: int) -> float:

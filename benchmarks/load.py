@@ -2,7 +2,8 @@
 
 Defaults: the SQLite store, the default embedder (MiniLM), governance and token auth on, the
 server's own rate limits, 8 closed-loop clients for 20 s. The mix is remember 50%, recall 35%,
-forget 7%, gated remember + approve 8% (the reviewer approves each staged write at once).
+forget 7%, gated remember + approve 8% (the reviewer approves each staged write at once;
+a plain remember when governance is off).
 There is no public "list memories" operation in v0, so listing is not part of the mix.
 
 Every remember carries a client-chosen ``id``. After the run each acknowledged write is
@@ -25,6 +26,7 @@ import os
 import platform
 import random
 import resource
+import signal
 import sys
 import tempfile
 import time
@@ -38,7 +40,7 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _load_server import RunningServer, ServerSetup, cpu_seconds, start_server
+from _load_server import RunningServer, ServerSetup, cpu_seconds, otlp_sink, start_server
 
 MIX = (("remember", 0.50), ("recall", 0.35), ("forget", 0.07), ("remember_gated", 0.08))
 MAX_REQUESTS = 200_000
@@ -94,7 +96,7 @@ async def _one(http: httpx.AsyncClient, srv: RunningServer, rng: random.Random, 
             op = name
             break
     live = ledger.live[agent]
-    if op == "forget" and not live:
+    if (op == "forget" and not live) or (op == "remember_gated" and not srv.governance):
         op = "remember"
     h = srv.headers()
     if op in ("remember", "remember_gated"):
@@ -267,6 +269,7 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
                     "recall_p99_ms_alone": p99a, "recall_p99_ms_flooded": p99f,
                     "ratio": round(p99f / p99a, 2) if p99a else None,
                     "alone": alone, "flooded": flooded}
+        batching = _batching(srv)
     finally:
         srv.stop()
     everything = [x for xs in st.latencies.values() for x in xs]
@@ -289,7 +292,29 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
             for op, xs in sorted(st.latencies.items())
         },
         "anon_health": anon,
+        "embed_batching": batching,
     }
+
+
+def _batching(srv: RunningServer) -> dict[str, float] | None:
+    """Mean texts and requests per model call, from the server's /metrics (if it has one)."""
+    try:
+        r = httpx.get(srv.base + "/metrics", timeout=10)
+    except httpx.HTTPError:
+        return None
+    if r.status_code != 200:
+        return None
+    values = {}
+    for line in r.text.splitlines():
+        name, _, value = line.partition(" ")
+        if name.startswith("memorywire_embed_batch_") and name.endswith(("_sum", "_count")):
+            values[name] = float(value)
+    calls = values.get("memorywire_embed_batch_texts_count", 0.0)
+    if not calls:
+        return None
+    return {"model_calls": calls,
+            "texts_per_call": round(values["memorywire_embed_batch_texts_sum"] / calls, 2),
+            "requests_per_call": round(values["memorywire_embed_batch_requests_sum"] / calls, 2)}
 
 
 def _machine() -> dict[str, Any]:
@@ -330,6 +355,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-auth", action="store_true")
     ap.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
                     help="environment for the server, e.g. MEMORYWIRE_RECALL_RATE=100000")
+    ap.add_argument("--tracing", choices=["off", "on", "both"], default="off",
+                    help="OpenTelemetry tracing in the server, exporting to a local OTLP sink;"
+                         " 'both' runs each setup without and with it")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="repeat every setup this many times, interleaved (max 10)")
     ap.add_argument("--anon-health", type=int, default=0, metavar="N",
                     help="also measure recall p99 with N anonymous /v0/health clients")
     ap.add_argument("--anon-seconds", type=float, default=10.0)
@@ -337,20 +367,40 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", help="also write the JSON report to this file")
     args = ap.parse_args(argv)
+    # A killed benchmark must still stop its server (the finally blocks run on SystemExit).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.clients = max(1, min(args.clients, 64))
     args.max_requests = max(1, min(args.max_requests, MAX_REQUESTS))
     server_env = dict(kv.split("=", 1) for kv in args.server_env)
     machine = _machine()
-    runs = [
-        run_setup(ServerSetup(store, embedder, not args.no_governance, not args.no_auth,
-                              server_env), args)
+    sink_url, sink = otlp_sink()
+    tracing = {"off": [False], "on": [True], "both": [False, True]}[args.tracing]
+    setups = [
+        ServerSetup(store, embedder, not args.no_governance, not args.no_auth,
+                    {**server_env, **({"MEMORYWIRE_TRACING": "true",
+                                       "OTEL_EXPORTER_OTLP_ENDPOINT": sink_url} if t else {})})
         for store in (args.store or ["sqlite"])
         for embedder in (args.embedder or ["minilm"])
+        for t in tracing
     ]
+    try:
+        runs = [run_setup(setup, args) for _ in range(max(1, min(args.rounds, 10)))
+                for setup in setups]
+    finally:
+        sink.shutdown()
     first = runs[0]
     report = {key: first[key] for key in ("throughput_ops_s", "p50_ms", "p99_ms", "lost",
                                           "duplicated", "setup")}
     report.update(machine=machine, note=args.note, runs=runs)
+    if args.tracing == "both":
+        def median(traced: bool) -> float:
+            xs = [r["throughput_ops_s"] for r in runs
+                  if r["setup"]["tracing"] == traced]
+            return float(np.median(xs))
+
+        report["tracing_cost"] = {
+            "throughput_median_off": median(False), "throughput_median_on": median(True),
+            "throughput_loss": round(1 - median(True) / median(False), 3)}
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     if args.json:

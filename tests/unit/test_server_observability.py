@@ -133,19 +133,52 @@ async def test_one_trace_per_request_through_governance_store_and_model(
     default_embedder().batcher.span_hook = None  # the process-wide model outlives the server
 
 
-async def test_access_log_is_one_json_line_per_request_with_its_id(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
-    async for run, http in _running(tmp_path, Observability(access_log=True)):
-        r = await http.post("/v0/recall", headers={**_auth(run.agent), "X-Request-Id": "req-42"},
-                            json={"agent_id": "A", "query": "anything"})
-        assert r.headers["x-request-id"] == "req-42"
-        hostile = await http.get("/v0/health", headers={"X-Request-Id": "a b\nc"})
-        fresh_id = hostile.headers["x-request-id"]
-    lines = [json.loads(rec.getMessage()) for rec in caplog.records if rec.name == ACCESS_LOGGER]
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+async def test_access_log_is_one_json_line_per_request_with_its_id(tmp_path: Path) -> None:
+    collect = _Collect()
+    logger = logging.getLogger(ACCESS_LOGGER)
+    logger.addHandler(collect)
+    try:
+        async for run, http in _running(tmp_path, Observability(access_log=True)):
+            r = await http.post("/v0/recall",
+                                headers={**_auth(run.agent), "X-Request-Id": "req-42"},
+                                json={"agent_id": "A", "query": "anything"})
+            assert r.headers["x-request-id"] == "req-42"
+            hostile = await http.get("/v0/health", headers={"X-Request-Id": "a b c"})
+            fresh_id = hostile.headers["x-request-id"]
+    finally:
+        logger.removeHandler(collect)
+    lines = [json.loads(line) for line in collect.lines]
     assert lines[0]["request_id"] == "req-42"
     assert lines[0]["operation"] == "recall" and lines[0]["principal"] == "agent"
     assert lines[0]["status"] == 200 and lines[0]["path"] == "/v0/recall"
-    assert lines[1]["request_id"] == fresh_id != "a b\nc"
+    assert lines[1]["request_id"] == fresh_id != "a b c"
     assert len(lines) == 2
+
+
+def test_the_grafana_dashboard_queries_only_metrics_the_server_exports() -> None:
+    import re
+
+    import anyio
+
+    dashboard = Path(__file__).parents[2] / "docs" / "grafana-memorywire.json"
+    doc = json.loads(dashboard.read_text(encoding="utf-8"))
+    exprs = [t["expr"] for p in doc["panels"] for t in p["targets"]]
+    used = {re.sub(r"_(bucket|sum|count)$", "", m)
+            for e in exprs for m in re.findall(r"memorywire_[a-z_]+", e)}
+    metrics = Metrics()
+
+    async def no_rows() -> dict[tuple[tuple[str, str], ...], float]:
+        return {}
+
+    metrics.gauge("memorywire_approval_queue_depth", "depth", no_rows)
+    exported = set(re.findall(r"^# TYPE (\S+)", anyio.run(metrics.render), re.M))
+    assert used and used <= exported, used - exported

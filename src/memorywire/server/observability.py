@@ -111,6 +111,12 @@ class Observability:
                 Route("/metrics", _metrics_endpoint(self.metrics, tokens), methods=["GET"])
             )
         if self.access_log:
+            if not access_log.handlers:  # serve configures no logging of its own
+                handler = logging.StreamHandler()
+                handler.setFormatter(logging.Formatter("%(message)s"))
+                access_log.addHandler(handler)
+                access_log.propagate = False
+            access_log.setLevel(logging.INFO)
             app.add_middleware(AccessLog)
 
     # --- per operation -------------------------------------------------------------------------

@@ -24,7 +24,7 @@ __all__ = ["RunningServer", "ServerSetup", "cpu_seconds", "otlp_sink", "start_se
 
 #: The ``--embedder`` words serve accepts, by the name a user would give on our command line.
 _EMBEDDERS = {"minilm": "default", "default": "default", "hashing": "hashing"}
-_EMBEDDER_NAMES = {"default": "all-MiniLM-L6-v2/onnx-fp32", "hashing": "hashing-64"}
+_EMBEDDER_NAMES = {"default": "all-MiniLM-L6-v2/onnx-fp32", "hashing": "hashing-bow-64"}
 
 
 @dataclass(frozen=True)

@@ -432,8 +432,8 @@ class GovernedStore:
     async def list(self, query: ListQuery) -> list[MemoryRecord]:
         return await self._inner.list(query)
 
-    def queue_counts(self) -> dict[str, int]:
-        """Items waiting for a reviewer and items mid-commit (blocking; for metrics)."""
+    async def queue_counts(self) -> dict[str, int]:
+        """Items waiting for a reviewer and items mid-commit (for the metrics gauge)."""
         return {s: self._queue.count(s) for s in ("pending", "committing")}
 
     async def health(self) -> Health:

@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
-import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
@@ -98,7 +97,7 @@ class Observability:
             return
 
         async def depth() -> dict[tuple[tuple[str, str], ...], float]:
-            counts = await anyio.to_thread.run_sync(governed.queue_counts)
+            counts = await governed.queue_counts()
             return {(("status", s),): float(n) for s, n in counts.items()}
 
         self.metrics.gauge("memorywire_approval_queue_depth",

@@ -14,6 +14,7 @@ the exporter reads the standard ``OTEL_EXPORTER_OTLP_*`` environment variables.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -108,5 +109,10 @@ def _otlp_provider() -> Any:
             f"tracing over OTLP needs the OpenTelemetry SDK and exporter; run `{EXTRA_HINT}`"
         ) from exc
     provider = TracerProvider(resource=Resource.create({"service.name": "memorywire"}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    # The SDK's defaults (2,048 queued spans, flushed every 5 s) drop spans above ~400 spans/s;
+    # a busy server makes four per operation. The standard OTEL_BSP_* variables still win.
+    queue = None if "OTEL_BSP_MAX_QUEUE_SIZE" in os.environ else 32768
+    delay = None if "OTEL_BSP_SCHEDULE_DELAY" in os.environ else 1000
+    provider.add_span_processor(BatchSpanProcessor(
+        OTLPSpanExporter(), max_queue_size=queue, schedule_delay_millis=delay))
     return provider

@@ -1,13 +1,21 @@
-"""Load test over REST against a real ``memorywire serve`` on 127.0.0.1 (loopback only).
+"""Load test of ``memorywire serve`` as users run it, over REST on loopback.
 
-N concurrent clients each run M mixed operations (remember 60%, recall 30%, forget 10% of
-their own writes). Every remember carries a client-chosen ``id``, so a failed or timed-out
-call is retried with the same id. Afterwards every acknowledged write is checked:
+Defaults: the SQLite store, the default embedder (MiniLM), governance and token auth on, the
+server's own rate limits, 8 closed-loop clients for 20 s. The mix is remember 50%, recall 35%,
+forget 7%, gated remember + approve 8% (the reviewer approves each staged write at once;
+a plain remember when governance is off).
+There is no public "list memories" operation in v0, so listing is not part of the mix.
 
-* lost: re-remembering the id returns a different ``stored_at`` (the original row is gone);
-* duplicated: one content appears under two ids in the agent's recall.
+Every remember carries a client-chosen ``id``. After the run each acknowledged write is
+checked: *lost* when re-remembering the id gives a different ``stored_at`` (the row was gone),
+*duplicated* when one content appears under two ids in the agent's recall.
 
-Usage: ``python benchmarks/load.py --clients 8 --ops 100 [--json]``.
+``--rate R`` switches to an open loop: requests arrive every 1/R s whatever the answers, and
+latency counts from the planned arrival (no coordinated omission). ``--anon-health N`` adds a
+phase where authenticated recall runs alone, then beside N anonymous ``/v0/health`` clients,
+and reports both recall p99s. ``--store``/``--embedder`` repeat to compare setups in one run.
+
+Results go to stdout (a table, or JSON with ``--json``) and to ``--out`` when given.
 """
 
 from __future__ import annotations
@@ -15,177 +23,391 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import random
-import socket
-import subprocess
+import resource
+import signal
 import sys
 import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _load_server import RunningServer, ServerSetup, cpu_seconds, otlp_sink, start_server
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+MIX = (("remember", 0.50), ("recall", 0.35), ("forget", 0.07), ("remember_gated", 0.08))
+MAX_REQUESTS = 200_000
+MAX_SECONDS = 600.0
 
 
 @dataclass
 class Stats:
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    retries: int = 0
+    throttled: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    error_codes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    requests: int = 0
 
 
-async def _post(http: httpx.AsyncClient, op: str, doc: dict[str, Any], st: Stats) -> Any:
-    for attempt in range(5):
+@dataclass
+class Ledger:
+    """Acknowledged writes: id -> (agent, content, stored_at or None when approved later)."""
+
+    acked: dict[str, tuple[str, str, int | None]] = field(default_factory=dict)
+    live: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+
+async def _call(http: httpx.AsyncClient, method: str, path: str, op: str, st: Stats,
+                doc: Any = None, headers: dict[str, str] | None = None,
+                started: float | None = None) -> Any:
+    """One request; latency counts from ``started`` (the planned arrival) when given."""
+    t0 = time.perf_counter() if started is None else started
+    st.requests += 1
+    try:
+        r = await http.request(method, path, json=doc, headers=headers)
+    except httpx.HTTPError as exc:
+        st.errors[op] += 1
+        st.error_codes[type(exc).__name__] += 1
+        return None
+    if r.status_code == 429:
+        st.throttled[op] += 1
+        return None
+    if r.status_code >= 400:
+        st.errors[op] += 1
+        st.error_codes[str(r.status_code)] += 1
+        return None
+    st.latencies[op].append(time.perf_counter() - t0)
+    return r.json()
+
+
+async def _one(http: httpx.AsyncClient, srv: RunningServer, rng: random.Random, agent: str,
+               seq: str, st: Stats, ledger: Ledger, started: float | None = None) -> None:
+    roll, acc, op = rng.random(), 0.0, "remember"
+    for name, share in MIX:
+        acc += share
+        if roll < acc:
+            op = name
+            break
+    live = ledger.live[agent]
+    if (op == "forget" and not live) or (op == "remember_gated" and not srv.governance):
+        op = "remember"
+    h = srv.headers()
+    if op in ("remember", "remember_gated"):
+        mid = f"{agent}-{seq}"
+        content = f"load {agent} note {seq} about topic{rng.randrange(50)}"
+        doc: dict[str, Any] = {"agent_id": agent, "type": "semantic", "content": content,
+                               "id": mid}
+        if op == "remember_gated":
+            doc["approval_required"] = True
+        out = await _call(http, "POST", "/v0/remember", op, st, doc, h, started)
+        if out is None:
+            return
+        if op == "remember_gated":
+            ok = await _call(http, "POST", f"/v0/approvals/{out['id']}/approve", "approve", st,
+                             {"reason": "load"}, srv.headers("reviewer"))
+            if ok is None:
+                return
+            ledger.acked[mid] = (agent, content, None)
+        else:
+            ledger.acked[mid] = (agent, content, int(out["stored_at"]))
+        live.append(mid)
+    elif op == "recall":
+        q = {"agent_id": agent, "query": f"what about topic{rng.randrange(50)}", "k": 10}
+        await _call(http, "POST", "/v0/recall", op, st, q, h, started)
+    else:
+        victim = live.pop(rng.randrange(len(live)))
+        out = await _call(http, "POST", "/v0/forget", op, st,
+                          {"agent_id": agent, "ids": [victim]}, h, started)
+        if out is not None:
+            ledger.acked.pop(victim, None)
+        else:
+            live.append(victim)
+
+
+async def _closed_loop(srv: RunningServer, clients: int, seconds: float, max_requests: int,
+                       st: Stats, ledger: Ledger, agents: list[str]) -> None:
+    end = time.perf_counter() + seconds
+
+    async def client(n: int) -> None:
+        rng = random.Random(n)
+        async with httpx.AsyncClient(base_url=srv.base, timeout=30) as http:
+            i = 0
+            while time.perf_counter() < end and st.requests < max_requests:
+                await _one(http, srv, rng, agents[n % len(agents)], f"c{n}-{i}", st, ledger)
+                i += 1
+
+    async with anyio.create_task_group() as tg:
+        for n in range(clients):
+            tg.start_soon(client, n)
+
+
+async def _open_loop(srv: RunningServer, rate: float, seconds: float, max_requests: int,
+                     st: Stats, ledger: Ledger, agents: list[str]) -> None:
+    rng = random.Random(7)
+    total = min(int(rate * seconds), max_requests)
+    limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
+    async with httpx.AsyncClient(base_url=srv.base, timeout=30, limits=limits) as http, \
+            anyio.create_task_group() as tg:
         t0 = time.perf_counter()
-        try:
-            r = await http.post(f"/v0/{op}", json=doc)
-        except httpx.HTTPError:
-            st.retries += 1
-            await anyio.sleep(0.05 * (attempt + 1))
-            continue
-        st.latencies[op].append(time.perf_counter() - t0)
-        if r.status_code in (429, 503):
-            st.retries += 1
-            await anyio.sleep(float(r.headers.get("retry-after", "0.05")))
-            continue
-        if r.status_code >= 400:
-            st.errors[op] += 1
-            return None
-        return r.json()
-    st.errors[op] += 1
-    return None
+        for i in range(total):
+            planned = t0 + i / rate
+            delay = planned - time.perf_counter()
+            if delay > 0:
+                await anyio.sleep(delay)
+            tg.start_soon(_one, http, srv, random.Random(rng.random()), agents[i % len(agents)],
+                          f"o{i}", st, ledger, planned)
 
 
-async def _client(
-    base: str, n: int, ops: int, st: Stats, acked: dict[str, dict[str, Any]], seed: int
-) -> None:
-    rng = random.Random(seed)
-    agent = f"agent-{n}"
-    live: list[str] = []
-    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
-        for i in range(ops):
-            roll = rng.random()
-            if roll < 0.6 or not live:
-                mid = f"{agent}-m{i}"
-                content = f"load c{n} item{i} topic{rng.randrange(20)}"
-                doc = {"agent_id": agent, "type": "semantic", "content": content, "id": mid}
-                out = await _post(http, "remember", doc, st)
-                if out is not None:
-                    acked[mid] = {"agent": agent, "content": content,
-                                  "stored_at": out["stored_at"]}
-                    live.append(mid)
-            elif roll < 0.9:
-                q = {"agent_id": agent, "query": f"topic{rng.randrange(20)}", "k": 10}
-                await _post(http, "recall", q, st)
-            else:
-                victim = live.pop(rng.randrange(len(live)))
-                out = await _post(http, "forget", {"agent_id": agent, "ids": [victim]}, st)
-                if out is not None:
-                    acked.pop(victim, None)
-
-
-async def _verify(base: str, acked: dict[str, dict[str, Any]], st: Stats) -> tuple[int, int]:
+async def _verify(srv: RunningServer, ledger: Ledger) -> tuple[int, int]:
     lost = dup = 0
-    by_agent: dict[str, list[str]] = defaultdict(list)
-    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
-        for mid, w in acked.items():
-            by_agent[w["agent"]].append(mid)
-            again = await _post(http, "remember", {"agent_id": w["agent"], "type": "semantic",
-                                                   "content": w["content"], "id": mid}, st)
-            if again is None or again["stored_at"] != w["stored_at"]:
-                lost += 1
-        for agent in by_agent:
-            got = await _post(http, "recall", {"agent_id": agent, "query": "load", "k": 1000}, st)
+    verify_start = int(time.time() * 1000)
+    items = list(ledger.acked.items())
+    st = Stats()
+
+    async def check(chunk: list[tuple[str, tuple[str, str, int | None]]]) -> None:
+        nonlocal lost
+        async with httpx.AsyncClient(base_url=srv.base, timeout=60) as http:
+            for mid, (agent, content, stored_at) in chunk:
+                doc = {"agent_id": agent, "type": "semantic", "content": content, "id": mid}
+                again = await _call(http, "POST", "/v0/remember", "verify", st, doc,
+                                    srv.headers())
+                if again is None or _moved(int(again["stored_at"]), stored_at, verify_start):
+                    lost += 1
+
+    async with anyio.create_task_group() as tg:
+        for w in range(8):
+            tg.start_soon(check, items[w::8])
+    async with httpx.AsyncClient(base_url=srv.base, timeout=60) as http:
+        for agent in {a for a, _, _ in ledger.acked.values()}:
+            got = await _call(http, "POST", "/v0/recall", "verify", st,
+                              {"agent_id": agent, "query": "load note", "k": 1000},
+                              srv.headers())
             contents = [h["content"] for h in (got or {}).get("results", [])]
             dup += len(contents) - len(set(contents))
     return lost, dup
 
 
+def _moved(now_at: int, acked_at: int | None, verify_start: int) -> bool:
+    """A re-remember that stores anew means the acknowledged row was gone."""
+    if acked_at is None:  # approved later: its stored_at was never seen by the client
+        return now_at >= verify_start
+    return now_at != acked_at
+
+
+async def _recall_p99(srv: RunningServer, clients: int, seconds: float, anon: int,
+                      agents: list[str]) -> dict[str, Any]:
+    st = Stats()
+    end = time.perf_counter() + seconds
+
+    async def recaller(n: int) -> None:
+        rng = random.Random(100 + n)
+        async with httpx.AsyncClient(base_url=srv.base, timeout=30) as http:
+            while time.perf_counter() < end:
+                q = {"agent_id": agents[n % len(agents)], "k": 10,
+                     "query": f"topic{rng.randrange(50)}"}
+                await _call(http, "POST", "/v0/recall", "recall", st, q, srv.headers())
+
+    async def flooder() -> None:
+        async with httpx.AsyncClient(base_url=srv.base, timeout=30) as http:
+            while time.perf_counter() < end:
+                await _call(http, "GET", "/v0/health", "health", st)
+
+    async with anyio.create_task_group() as tg:
+        for n in range(clients):
+            tg.start_soon(recaller, n)
+        for _ in range(anon):
+            tg.start_soon(flooder)
+    return {"recall_p99_ms": _pct(st.latencies["recall"], 99),
+            "recalls": len(st.latencies["recall"]), "recall_throttled": st.throttled["recall"],
+            "health_calls": len(st.latencies["health"]), "errors": sum(st.errors.values())}
+
+
 def _pct(xs: list[float], p: float) -> float:
-    return float(np.percentile(np.array(xs) * 1000, p)) if xs else 0.0
+    return round(float(np.percentile(np.array(xs) * 1000, p)), 2) if xs else 0.0
+
+
+def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
+    agents = [f"agent-{n}" for n in range(max(args.clients, 8))]
+    home = Path(tempfile.mkdtemp(prefix="mw-load-"))
+    srv = start_server(setup, home, agents)
+    st, ledger = Stats(), Ledger()
+    seconds = min(args.duration, MAX_SECONDS)
+    try:
+        async def warm() -> None:  # first model call and first scope load are not the steady state
+            async with httpx.AsyncClient(base_url=srv.base, timeout=60) as http:
+                for agent in agents:
+                    await _call(http, "POST", "/v0/recall", "warm", Stats(),
+                                {"agent_id": agent, "query": "warm up", "k": 1}, srv.headers())
+
+        anyio.run(warm)
+        cpu0, self0 = cpu_seconds(srv.process.pid), resource.getrusage(resource.RUSAGE_SELF)
+        t0 = time.perf_counter()
+        if args.rate:
+            anyio.run(_open_loop, srv, args.rate, seconds, args.max_requests, st, ledger, agents)
+        else:
+            anyio.run(_closed_loop, srv, args.clients, seconds, args.max_requests, st, ledger,
+                      agents)
+        elapsed = time.perf_counter() - t0
+        server_cpu = cpu_seconds(srv.process.pid) - cpu0
+        self1 = resource.getrusage(resource.RUSAGE_SELF)
+        client_cpu = (self1.ru_utime - self0.ru_utime) + (self1.ru_stime - self0.ru_stime)
+        lost, dup = anyio.run(_verify, srv, ledger)
+        anon = None
+        if args.anon_health:
+            phase = min(args.anon_seconds, MAX_SECONDS)
+            alone = anyio.run(_recall_p99, srv, args.clients, phase, 0, agents)
+            flooded = anyio.run(_recall_p99, srv, args.clients, phase, args.anon_health, agents)
+            p99a, p99f = alone["recall_p99_ms"], flooded["recall_p99_ms"]
+            anon = {"anonymous_clients": args.anon_health, "seconds_each": phase,
+                    "recall_p99_ms_alone": p99a, "recall_p99_ms_flooded": p99f,
+                    "ratio": round(p99f / p99a, 2) if p99a else None,
+                    "alone": alone, "flooded": flooded}
+        batching = _batching(srv)
+    finally:
+        srv.stop()
+    everything = [x for xs in st.latencies.values() for x in xs]
+    done = len(everything)
+    return {
+        "setup": setup.describe(),
+        "mode": f"open loop {args.rate}/s" if args.rate else f"closed loop, {args.clients} clients",
+        "seconds": round(elapsed, 2),
+        "throughput_ops_s": round(done / elapsed, 1),
+        "p50_ms": _pct(everything, 50), "p95_ms": _pct(everything, 95),
+        "p99_ms": _pct(everything, 99),
+        "errors": sum(st.errors.values()), "error_codes": dict(st.error_codes),
+        "throttled": sum(st.throttled.values()),
+        "acknowledged_writes": len(ledger.acked), "lost": lost, "duplicated": dup,
+        "server_cpu_s_per_op": round(server_cpu / done, 5) if done else None,
+        "client_cpu_s_per_op": round(client_cpu / done, 5) if done else None,
+        "operations": {
+            op: {"count": len(xs), "errors": st.errors[op], "throttled": st.throttled[op],
+                 "p50_ms": _pct(xs, 50), "p95_ms": _pct(xs, 95), "p99_ms": _pct(xs, 99)}
+            for op, xs in sorted(st.latencies.items())
+        },
+        "anon_health": anon,
+        "embed_batching": batching,
+    }
+
+
+def _batching(srv: RunningServer) -> dict[str, float] | None:
+    """Mean texts and requests per model call, from the server's /metrics (if it has one)."""
+    try:
+        r = httpx.get(srv.base + "/metrics", timeout=10)
+    except httpx.HTTPError:
+        return None
+    if r.status_code != 200:
+        return None
+    values = {}
+    for line in r.text.splitlines():
+        name, _, value = line.partition(" ")
+        if name.startswith("memorywire_embed_batch_") and name.endswith(("_sum", "_count")):
+            values[name] = float(value)
+    calls = values.get("memorywire_embed_batch_texts_count", 0.0)
+    if not calls:
+        return None
+    return {"model_calls": calls,
+            "texts_per_call": round(values["memorywire_embed_batch_texts_sum"] / calls, 2),
+            "requests_per_call": round(values["memorywire_embed_batch_requests_sum"] / calls, 2)}
+
+
+def _machine() -> dict[str, Any]:
+    return {"cpus": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
+            "platform": platform.platform(), "python": platform.python_version()}
+
+
+def _print_table(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    for r in report["runs"]:
+        s = r["setup"]
+        t = Table("op", "count", "errors", "429", "p50 ms", "p95 ms", "p99 ms", title=(
+            f"{s['store']} + {s['embedder']}, governance {s['governance']}, auth {s['auth']}, "
+            f"{r['mode']}: {r['throughput_ops_s']} ops/s, lost {r['lost']}, "
+            f"duplicated {r['duplicated']}, server CPU {r['server_cpu_s_per_op']} s/op"))
+        for op, o in r["operations"].items():
+            t.add_row(op, str(o["count"]), str(o["errors"]), str(o["throttled"]),
+                      str(o["p50_ms"]), str(o["p95_ms"]), str(o["p99_ms"]))
+        Console().print(t)
+        if r["anon_health"]:
+            a = r["anon_health"]
+            Console().print(f"recall p99 alone {a['recall_p99_ms_alone']} ms, with "
+                            f"{a['anonymous_clients']} anonymous health clients "
+                            f"{a['recall_p99_ms_flooded']} ms (x{a['ratio']})")
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--ops", type=int, default=100, help="operations per client (max 2000)")
-    ap.add_argument("--store", default="memory://")
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--clients", type=int, default=8, help="closed-loop clients (max 64)")
+    ap.add_argument("--duration", type=float, default=20.0, help="seconds of load (max 600)")
+    ap.add_argument("--rate", type=float, help="open loop: requests per second")
+    ap.add_argument("--max-requests", type=int, default=MAX_REQUESTS)
+    ap.add_argument("--store", action="append", help="sqlite (default), memory, or a URL")
+    ap.add_argument("--embedder", action="append", help="minilm (default) or hashing")
+    ap.add_argument("--no-governance", action="store_true")
+    ap.add_argument("--no-auth", action="store_true")
+    ap.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="environment for the server, e.g. MEMORYWIRE_RECALL_RATE=100000")
+    ap.add_argument("--tracing", choices=["off", "on", "both"], default="off",
+                    help="OpenTelemetry tracing in the server, exporting to a local OTLP sink;"
+                         " 'both' runs each setup without and with it")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="repeat every setup this many times, interleaved (max 10)")
+    ap.add_argument("--anon-health", type=int, default=0, metavar="N",
+                    help="also measure recall p99 with N anonymous /v0/health clients")
+    ap.add_argument("--anon-seconds", type=float, default=10.0)
+    ap.add_argument("--note", default="", help="free text recorded in the report")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", help="also write the JSON report to this file")
     args = ap.parse_args(argv)
-    clients, ops = min(args.clients, 64), min(args.ops, 2000)
-    port = _free_port()
-    home = tempfile.mkdtemp(prefix="mw-load-")
-    env = {**os.environ, "MEMORYWIRE_HOME": home, "MEMORYWIRE_RECALL_RATE": "100000",
-           "MEMORYWIRE_RECALL_BURST": "100000"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "memorywire.cli", "serve", "--store", args.store, "--host",
-         "127.0.0.1", "--port", str(port), "--no-auth", "--embedder", "hashing"],
-        env=env, stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
+    # A killed benchmark must still stop its server (the finally blocks run on SystemExit).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    args.clients = max(1, min(args.clients, 64))
+    args.max_requests = max(1, min(args.max_requests, MAX_REQUESTS))
+    server_env = dict(kv.split("=", 1) for kv in args.server_env)
+    machine = _machine()
+    sink_url, sink = otlp_sink()
+    tracing = {"off": [False], "on": [True], "both": [False, True]}[args.tracing]
+    setups = [
+        ServerSetup(store, embedder, not args.no_governance, not args.no_auth,
+                    {**server_env, **({"MEMORYWIRE_TRACING": "true",
+                                       "OTEL_EXPORTER_OTLP_ENDPOINT": sink_url} if t else {})})
+        for store in (args.store or ["sqlite"])
+        for embedder in (args.embedder or ["minilm"])
+        for t in tracing
+    ]
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(base + "/v0/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                print("server did not start", file=sys.stderr)
-                return 1
-            time.sleep(0.1)
-        st = Stats()
-        acked: dict[str, dict[str, Any]] = {}
-
-        async def run() -> tuple[float, int, int]:
-            t0 = time.perf_counter()
-            with anyio.fail_after(600):
-                async with anyio.create_task_group() as tg:
-                    for n in range(clients):
-                        tg.start_soon(_client, base, n, ops, st, acked, n)
-            elapsed = time.perf_counter() - t0
-            lost, dup = await _verify(base, acked, Stats())
-            return elapsed, lost, dup
-
-        elapsed, lost, dup = anyio.run(run)
+        runs = [run_setup(setup, args) for _ in range(max(1, min(args.rounds, 10)))
+                for setup in setups]
     finally:
-        server.terminate()
-        server.wait(10)
-    total = sum(len(v) for v in st.latencies.values())
-    report = {
-        "clients": clients, "ops_per_client": ops, "seconds": round(elapsed, 3),
-        "throughput_ops_s": round(total / elapsed, 1), "retries": st.retries,
-        "acknowledged_writes": len(acked), "lost": lost, "duplicated": dup,
-        "operations": {
-            op: {"count": len(xs), "errors": st.errors[op], "p50_ms": round(_pct(xs, 50), 2),
-                 "p95_ms": round(_pct(xs, 95), 2), "p99_ms": round(_pct(xs, 99), 2)}
-            for op, xs in sorted(st.latencies.items())
-        },
-    }
+        sink.shutdown()
+    first = runs[0]
+    report = {key: first[key] for key in ("throughput_ops_s", "p50_ms", "p99_ms", "lost",
+                                          "duplicated", "setup")}
+    report.update(machine=machine, note=args.note, runs=runs)
+    if args.tracing == "both":
+        def median(traced: bool) -> float:
+            xs = [r["throughput_ops_s"] for r in runs
+                  if r["setup"]["tracing"] == traced]
+            return float(np.median(xs))
+
+        report["tracing_cost"] = {
+            "throughput_median_off": median(False), "throughput_median_on": median(True),
+            "throughput_loss": round(1 - median(True) / median(False), 3)}
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        from rich.console import Console
-        from rich.table import Table
-
-        t = Table("op", "count", "errors", "p50 ms", "p95 ms", "p99 ms",
-                  title=f"{clients} clients x {ops} ops: {report['throughput_ops_s']} ops/s, "
-                        f"lost {lost}, duplicated {dup}")
-        for op, r in report["operations"].items():
-            t.add_row(op, str(r["count"]), str(r["errors"]), str(r["p50_ms"]), str(r["p95_ms"]),
-                      str(r["p99_ms"]))
-        Console().print(t)
-    return 0 if lost == 0 and dup == 0 else 1
+        _print_table(report)
+    return 0 if all(r["lost"] == 0 and r["duplicated"] == 0 for r in runs) else 1
 
 
 if __name__ == "__main__":

@@ -13,13 +13,11 @@ Every method returns the wire response model (``RememberResponse``, ...) and rai
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Generic, Protocol, Self, TypeVar
 
-import anyio
-import anyio.from_thread
 import httpx
 from pydantic import BaseModel
 
@@ -32,6 +30,7 @@ from memorywire.server.approvals import Approvals
 from memorywire.server.auth import Principal
 from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, validate_request
 from memorywire.store.base import MemoryStore
+from memorywire.sync_loop import LoopThread
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -275,15 +274,15 @@ class SyncMemory(Generic[A]):
     """
 
     def __init__(self, make: Callable[[], A]) -> None:
-        self._cm: AbstractContextManager[anyio.from_thread.BlockingPortal] = (
-            anyio.from_thread.start_blocking_portal()
-        )
-        self._portal = self._cm.__enter__()
+        loop = LoopThread()
+        self._portal = loop.portal
         try:
             self._mem: A = self._portal.call(_construct, make)
         except BaseException:
-            self._cm.__exit__(None, None, None)
+            loop.shutdown()
             raise
+        # A script that never calls close() still closes the store and exits (see sync_loop).
+        self._finalizer = weakref.finalize(self, loop.shutdown, self._mem.aclose)
 
     @classmethod
     def local(cls, store: MemoryStore | str, **kw: Any) -> SyncMemory[Memory]:
@@ -318,10 +317,7 @@ class SyncMemory(Generic[A]):
         return self._run(self._mem.call, op, {"doc": doc})
 
     def close(self) -> None:
-        try:
-            self._portal.call(self._mem.aclose)
-        finally:
-            self._cm.__exit__(None, None, None)
+        self._finalizer()
 
     def __enter__(self) -> Self:
         return self

@@ -101,9 +101,13 @@ LAYERS: dict[str, Layer] = {
     "server": _layer(
         _pkg("memorywire.server"),
         "errors wire core embed store router governance procedural",
-        "anyio numpy pydantic starlette uvicorn h11 jinja2 mcp mcp_types",
+        "anyio numpy pydantic starlette uvicorn h11 jinja2 mcp mcp_types opentelemetry",
     ),
-    "client": _layer(("memorywire.client",), "errors wire store server", "anyio httpx pydantic"),
+    "client": _layer(
+        ("memorywire.client", "memorywire.sync_loop"),
+        "errors wire store server",
+        "anyio httpx pydantic",
+    ),
     "cli": _layer(
         _pkg("memorywire.cli"),
         "errors wire core embed store router governance consolidation server client",

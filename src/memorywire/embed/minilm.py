@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from memorywire.embed.base import Vectors
+from memorywire.embed.batching import MicroBatcher
 from memorywire.embed.lru import VectorCache, text_key
 from memorywire.embed.model_cache import (
     Precision,
@@ -47,6 +48,8 @@ class MiniLMEmbedder:
         threads: int = 1,
         batch_size: int = 32,
         cache_entries: int = 4096,
+        batch_wait_ms: float = 2.0,
+        lanes: int = 1,
         model_dir: Path | None = None,
         cache_dir: Path | None = None,
     ) -> None:
@@ -54,6 +57,10 @@ class MiniLMEmbedder:
             raise InvalidRequest(f"precision must be one of {_PRECISIONS}, not {precision!r}")
         if threads < 1 or batch_size < 1:
             raise InvalidRequest("threads and batch_size must be at least 1")
+        if lanes < 1:
+            raise InvalidRequest("lanes must be at least 1")
+        if not 0 <= batch_wait_ms <= 100:
+            raise InvalidRequest("batch_wait_ms must be between 0 and 100")
         folder = model_dir if model_dir is not None else minilm_model_dir()
         check_model_dir(folder)
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
@@ -66,6 +73,10 @@ class MiniLMEmbedder:
         self._model_path = ensure_onnx_model(folder, precision, cache_dir)
         self._session = _session(self._model_path, threads)
         self._tokenizer = _tokenizer(folder / "tokenizer.json", self._max_tokens)
+        # Concurrent callers (server worker threads) share model calls; see embed.batching.
+        self._batcher = MicroBatcher(
+            self._run, max_wait_s=batch_wait_ms / 1000, max_batch=batch_size, lanes=lanes
+        )
 
     @property
     def name(self) -> str:
@@ -92,6 +103,10 @@ class MiniLMEmbedder:
     def cache(self) -> VectorCache:
         return self._cache
 
+    @property
+    def batcher(self) -> MicroBatcher:
+        return self._batcher
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         if isinstance(texts, str):
             raise InvalidRequest("embed() takes a sequence of texts, not a single string")
@@ -112,7 +127,7 @@ class MiniLMEmbedder:
                 out[i] = row
         if pending:
             unique = [texts[rows[0]] for rows in pending.values()]
-            vectors = self._run(unique)
+            vectors = self._batcher.embed(unique)
             for (key, rows), vec in zip(pending.items(), vectors, strict=True):
                 out[rows] = vec
                 self._cache.put(key, vec)

@@ -489,6 +489,12 @@ class GovernedStore(ReviewDesk):
     async def list(self, query: ListQuery) -> list[MemoryRecord]:
         return await self._inner.list(query)
 
+    async def queue_counts(self) -> dict[str, int]:
+        """Items waiting for a reviewer and items mid-commit (for the metrics gauge)."""
+        return await self._w.run(
+            lambda: {s: self._queue.count(s) for s in ("pending", "committing")}
+        )
+
     async def aclose(self, *, inner: bool = True) -> None:
         """Write what is queued, close the governance database and (unless ``inner=False``,
         for a caller that owns the inner store) the inner store."""

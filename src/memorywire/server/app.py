@@ -19,6 +19,7 @@ from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
 from memorywire.server.mcp_http import McpHttp
+from memorywire.server.observability import Observability
 from memorywire.server.origin import BrowserRules
 from memorywire.server.runtime import Runtime, open_runtime, running
 from memorywire.store.base import MemoryStore
@@ -57,7 +58,7 @@ def http_app(runtime: Runtime) -> Starlette:
         allowed_origins=runtime.config.allowed_origins,
     )
     cfg = runtime.config
-    return create_app(
+    app = create_app(
         runtime.dispatcher,
         tokens=runtime.tokens,
         ui_app=ui_app,
@@ -65,6 +66,9 @@ def http_app(runtime: Runtime) -> Starlette:
         lifespan_hooks=[mcp.lifespan],
         browser=BrowserRules.for_bind(cfg.host, cfg.allowed_origins, cfg.allowed_hosts),
     )
+    if runtime.observability is not None:
+        runtime.observability.install(app, runtime.tokens)
+    return app
 
 
 @dataclass
@@ -99,9 +103,12 @@ def build_server(
     *,
     store: MemoryStore | None = None,
     tokens: TokenStore | None = None,
+    observability: Observability | None = None,
 ) -> Server:
     """A ready app for callers that run their own server loop (tests, embedding)."""
-    runtime = open_runtime(config, http=True, store=store, tokens=tokens)
+    runtime = open_runtime(
+        config, http=True, store=store, tokens=tokens, observability=observability
+    )
     return Server(runtime, http_app(runtime))
 
 

@@ -69,6 +69,12 @@ class ServerConfig:
     #: Host names (or host:port) besides loopback that may address a loopback-bound server;
     #: any Host passes on a public bind unless some are listed (see server/origin.py).
     allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
+    #: Prometheus ``/metrics`` (loopback or admin token); see docs/observability.md.
+    metrics: bool = True
+    #: OpenTelemetry traces over OTLP (needs the ``otel`` extra).
+    tracing: bool = False
+    #: One JSON line per request on the ``memorywire.access`` logger.
+    access_log: bool = False
 
     def resolved(self) -> ServerConfig:
         """Fill in paths under the data directory and check the combination is safe."""

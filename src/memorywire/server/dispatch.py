@@ -96,6 +96,9 @@ class DispatchResult:
 
 
 Handler = Callable[[Any, Principal], Awaitable[DispatchResult]]
+Observer = Callable[
+    [str, Principal, Callable[[], Awaitable[DispatchResult]]], Awaitable[DispatchResult]
+]
 
 
 class Dispatcher:
@@ -109,8 +112,11 @@ class Dispatcher:
         limits: Limits | None = None,
         rate_limiter: RateLimiter | None = None,
         write_limiter: RateLimiter | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.store = store
+        #: Metrics/tracing around each dispatched operation (server/observability.py).
+        self.observer = observer
         self.approvals = approvals
         self.limits = limits or Limits()
         #: ``None`` means unlimited (in-process use); servers pass ones built from ``limits``.
@@ -140,10 +146,12 @@ class Dispatcher:
         handler = self._ops.get(op)
         if handler is None:
             raise NotFound(f"unknown operation {op!r}")
-        doc = {} if doc is None else doc
-        check_document(op, doc)  # before the schema: its messages may quote the value
+        body = {} if doc is None else doc
+        check_document(op, body)  # before the schema: its messages may quote the value
         with acting_as(principal.name, principal.token_id):
-            return await handler(doc, principal)
+            if self.observer is None:
+                return await handler(body, principal)
+            return await self.observer(op, principal, lambda: handler(body, principal))
 
     # --- typed entry points (the in-process client uses these) --------------------------------
 

@@ -29,6 +29,7 @@ from memorywire.store.base import MemoryStore
 
 if TYPE_CHECKING:
     from memorywire.governance import GovernedStore
+    from memorywire.server.observability import Observability
 
 __all__ = ["Runtime", "open_configured_store", "open_runtime", "running"]
 
@@ -57,6 +58,8 @@ class Runtime:
     approvals: Approvals | None = None
     #: ``None``: every caller is the local owner (stdio, the local CLI, ``--no-auth``).
     tokens: TokenStore | None = None
+    #: Metrics, traces and the access log of the HTTP server (``None`` elsewhere).
+    observability: Observability | None = None
     _closed: bool = field(default=False, repr=False)
 
     async def aclose(self) -> None:
@@ -76,6 +79,7 @@ def open_runtime(
     http: bool = False,
     store: MemoryStore | None = None,
     tokens: TokenStore | None = None,
+    observability: Observability | None = None,
 ) -> Runtime:
     """Open what ``config`` describes; await :meth:`Runtime.aclose` when done.
 
@@ -88,6 +92,14 @@ def open_runtime(
     """
     config = config.resolved()
     inner = store if store is not None else open_configured_store(config)
+    obs = observability
+    if obs is None and http:
+        from memorywire.server.observability import Observability
+
+        obs = Observability.from_config(config)
+    if obs is not None:
+        obs.attach_embedder(inner)
+        inner = obs.wrap_store(inner, "store")
     in_use = None
     if http and not config.no_auth:
         in_use = tokens if tokens is not None else TokenStore(config.tokens_db)
@@ -104,16 +116,19 @@ def open_runtime(
             if in_use is not None:
                 in_use.close()
             raise
-        served = governed
+        served = governed if obs is None else obs.wrap_store(governed, "governance")
         approvals = GovernanceApprovals(governed)
+        if obs is not None:
+            obs.watch_queue(governed)
     limits = config.limits()
     dispatcher = Dispatcher(
         served,
         approvals=approvals,
         limits=limits,
         **rate_limiters(limits, enabled=http and config.rate_limited()),
+        observer=None if obs is None else obs.observe,
     )
-    return Runtime(config, served, dispatcher, governed, approvals, in_use)
+    return Runtime(config, served, dispatcher, governed, approvals, in_use, obs)
 
 
 @asynccontextmanager

@@ -229,3 +229,14 @@ async def test_type_scope_and_procedural_object(store: PostgresStore) -> None:
     assert hits.results[0].id == r.id
     assert isinstance(hits.results[0].content, dict)
     assert hits.results[0].content["states"] == ["idle", "running"]
+
+
+async def test_postgres_scheme_alias_opens_the_store(pg_dsn: str) -> None:
+    """``postgres://`` used to answer "install memorywire[postgres]" with it installed."""
+    url = "postgres://" + pg_dsn.split("://", 1)[1]
+    store = open_store(url, embedder=HashingEmbedder(16))
+    assert isinstance(store, PostgresStore)
+    try:
+        assert (await store.health()).status == "ok"
+    finally:
+        await store.aclose()

@@ -43,7 +43,8 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
@@ -51,34 +52,27 @@ from urllib.parse import parse_qs, urlsplit
 import anyio.to_thread
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
-from memorywire.core.expiry import ExpiryFacts, needs_recall_tracking, policy_matches
+from memorywire.core.content import embed_text
 from memorywire.core.filters import matches_filter
-from memorywire.core.ids import new_id
-from memorywire.core.merge import MergeRow, plan_merge, resolve_merge
+from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
 from memorywire.errors import (
     BackendUnavailable,
     CapabilityMissing,
-    Conflict,
     InvalidRequest,
     MemorywireError,
-    NotFound,
     StoreCorrupt,
 )
 from memorywire.store._common import (
     DEFAULT_LEXICAL_FLOOR,
     DEFAULT_RELEVANCE_FLOOR,
-    content_from_storage,
-    content_to_storage,
-    embed_text,
-    links_of,
     resolve_embedder,
 )
-from memorywire.store.base import Capability, Health, ListQuery, UpdateRequest
+from memorywire.store.base import Capability, Health
+from memorywire.store.rowstore import RowOps
 from memorywire.wire.models import (
-    ExpireAction,
     ExpireRequest,
     ExpireResponse,
     ForgetRequest,
@@ -93,7 +87,6 @@ from memorywire.wire.models import (
     RecallResponse,
     RememberRequest,
     RememberResponse,
-    StoreCount,
 )
 
 __all__ = ["Mem0Store"]
@@ -160,53 +153,54 @@ class _EmbedderForMem0:
         return [[float(x) for x in row] for row in self._embedder.embed(list(texts))]
 
 
-class _Row:
-    """One memory as decoded from a mem0 item; ``uuid`` is mem0's id, ``id`` ours."""
+@dataclass(frozen=True)
+class _Row(Row):
+    """A row plus mem0's own id of the item that holds it."""
 
-    __slots__ = ("agent_id", "archived_at", "confidence", "created_at", "deleted_at", "demoted",
-                 "expires_at", "id", "metadata", "source", "state", "stored", "type",
-                 "updated_at", "user_id", "uuid")
+    uuid: str = ""
 
-    def __init__(self, item: dict[str, Any]) -> None:
-        p = item.get("metadata") or {}
-        try:
-            self.uuid = str(item["id"])
-            self.id = str(p["mw_id"])
-            self.agent_id = str(p["mw_agent_id"])
-            self.user_id: str | None = p.get("mw_user_id")
-            self.type = MemoryType(p["mw_type"])
-            self.stored = str(p["mw_content"]) if "mw_content" in p else str(item["memory"])
-            self.metadata: dict[str, Any] = dict(p.get("mw_meta") or {})
-            self.confidence = float(p.get("mw_confidence", 1.0))
-            self.source: str | None = p.get("mw_source")
-            self.created_at = int(p["mw_created_at"])
-            self.updated_at: int | None = p.get("mw_updated_at")
-            self.expires_at: int | None = p.get("mw_expires_at")
-            self.state = str(p.get("mw_state", _LIVE))
-            self.deleted_at: int | None = p.get("mw_deleted_at")
-            self.archived_at: int | None = p.get("mw_archived_at")
-            self.demoted = bool(p.get("mw_demoted", False))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise StoreCorrupt(
-                f"mem0 memory {item.get('id')!r} lacks memorywire fields: {exc}"
-            ) from exc
 
-    def in_scope(self, agent_id: str, user_id: str | None) -> bool:
-        return self.agent_id == agent_id and (user_id is None or self.user_id == user_id)
+def _row(item: dict[str, Any]) -> _Row:
+    """Decode a mem0 item; ``uuid`` is mem0's id, ``id`` ours."""
+    p = item.get("metadata") or {}
+    try:
+        return _Row(
+            uuid=str(item["id"]), id=str(p["mw_id"]), agent_id=str(p["mw_agent_id"]),
+            user_id=p.get("mw_user_id"), type=MemoryType(p["mw_type"]),
+            stored=str(p["mw_content"]) if "mw_content" in p else str(item["memory"]),
+            metadata=dict(p.get("mw_meta") or {}),
+            confidence=float(p.get("mw_confidence", 1.0)), source=p.get("mw_source"),
+            created_at=int(p["mw_created_at"]), updated_at=p.get("mw_updated_at"),
+            expires_at=p.get("mw_expires_at"),
+            deleted_at=(p.get("mw_deleted_at") or int(p["mw_created_at"])
+                        if p.get("mw_state") == _DELETED else None),
+            archived_at=(p.get("mw_archived_at") or int(p["mw_created_at"])
+                         if p.get("mw_state") == _ARCHIVED else None),
+            demoted=bool(p.get("mw_demoted", False)), merged_into=p.get("mw_merged_into"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StoreCorrupt(f"mem0 memory {item.get('id')!r} lacks memorywire fields: {exc}") \
+            from exc
 
-    def visible(self, now: int) -> bool:
-        return self.state == _LIVE and (self.expires_at is None or self.expires_at > now)
 
-    def content(self) -> str | dict[str, Any]:
-        return content_from_storage(self.type, self.stored)
-
-    def record(self) -> MemoryRecord:
-        return MemoryRecord.model_validate({
-            "id": self.id, "agent_id": self.agent_id, "type": self.type,
-            "content": self.content(), "created_at": self.created_at, "user_id": self.user_id,
-            "metadata": dict(self.metadata), "confidence": self.confidence,
-            "source": self.source, "updated_at": self.updated_at, "expires_at": self.expires_at,
-        })
+def _payload(row: Row) -> dict[str, Any]:
+    """Every ``mw_*`` key of a row (``None`` clears one on update: mem0 merges payloads)."""
+    state = _DELETED if row.deleted_at is not None else (
+        _ARCHIVED if row.archived_at is not None else _LIVE)
+    return {
+        "mw_id": row.id, "mw_agent_id": row.agent_id, "mw_scope": _scope_key(row.agent_id),
+        "mw_user_id": row.user_id,
+        "mw_user_scope": None if row.user_id is None else _scope_key(row.user_id),
+        "mw_type": row.type.value, "mw_meta": dict(row.metadata),
+        "mw_confidence": row.confidence, "mw_source": row.source,
+        "mw_created_at": row.created_at, "mw_updated_at": row.updated_at,
+        "mw_expires_at": row.expires_at,
+        "mw_expiry": _NEVER if row.expires_at is None else row.expires_at,
+        "mw_state": state, "mw_deleted_at": row.deleted_at, "mw_archived_at": row.archived_at,
+        "mw_demoted": row.demoted, "mw_merged_into": row.merged_into,
+        # mem0 embeds and shows ``data``: a procedure gives it its words, we keep the JSON.
+        "mw_content": row.stored,
+    }
 
 
 class Mem0Store:
@@ -241,6 +235,8 @@ class Mem0Store:
         elif embedder is not None:
             memory.embedding_model = _EmbedderForMem0(embedder)
         self._memory: Any | None = memory
+        self._ops: RowOps[_Row] = RowOps(_Backend(self), name=name, clock=self._clock,
+                                         recall_tracking=False)
 
     @staticmethod
     def _build(embedder: Embedder, path: str | None, collection: str) -> Any:
@@ -340,7 +336,7 @@ class Mem0Store:
         while True:
             got = memory.get_all(filters=filters, top_k=page, show_expired=True)["results"]
             if len(got) < page:
-                return [_Row(item) for item in got]
+                return [_row(item) for item in got]
             page *= 4
 
     def _rows(self, agent_id: str | None, user_id: str | None,
@@ -353,91 +349,57 @@ class Mem0Store:
         rows.sort(key=lambda r: (r.created_at, r.id))
         return rows
 
-    def _by_ids(self, agent_id: str, ids: Iterable[str],
-                user_id: str | None = None) -> builtins.list[_Row]:
-        wanted = builtins.list(dict.fromkeys(ids))
-        if not wanted:
-            return []
-        # A list is a match-any in mem0/Qdrant; a bare "*" would match every row.
-        rows = self._rows(agent_id, user_id, {"mw_id": wanted})
-        keep = set(wanted)
-        return [r for r in rows if r.id in keep]
-
-    def _visible(self, agent_id: str, user_id: str | None, now: int,
-                 extra: dict[str, Any] | None = None) -> builtins.list[_Row]:
-        live = {"mw_state": _LIVE, "mw_expiry": {"gt": now}, **(extra or {})}
-        return [r for r in self._rows(agent_id, user_id, live) if r.visible(now)]
-
-    # --- writes ----------------------------------------------------------------------------
-
-    def _set(self, row: _Row, fields: dict[str, Any], text: str | None = None) -> None:
-        self._live().update(row.uuid, text=text, metadata=fields)
+    # --- the operations the row store implements once -----------------------------------
 
     async def remember(self, req: RememberRequest) -> RememberResponse:
-        stored = content_to_storage(req.type, req.content)
-        metadata = dict(req.metadata or {})
-        links_of(metadata)
-        return await self._call(lambda: self._remember(req, stored, metadata))
+        return (await self._ops.remember_many([req]))[0]
 
-    def _remember(self, req: RememberRequest, stored: str,
-                  metadata: dict[str, Any]) -> RememberResponse:
-        if req.id is not None:
-            for row in self._by_ids(req.agent_id, [req.id]):
-                if row.stored != stored or row.type is not req.type:
-                    raise Conflict(f"id {req.id!r} already holds a different memory")
-                return RememberResponse(id=row.id, stored_at=row.created_at,
-                                        stores=[self._name], pending_approval=False)
-        now = self._clock.now_ms()
-        mid = req.id or new_id(now)
-        payload: dict[str, Any] = {
-            "mw_id": mid, "mw_agent_id": req.agent_id, "mw_scope": _scope_key(req.agent_id),
-            "mw_type": req.type.value, "mw_meta": metadata, "mw_confidence": req.confidence,
-            "mw_created_at": now, "mw_state": _LIVE,
-            "mw_expiry": _NEVER if req.expires_at is None else req.expires_at,
-            "created_at": _iso(now),
-        }
-        if req.user_id is not None:
-            payload["mw_user_id"] = req.user_id
-            payload["mw_user_scope"] = _scope_key(req.user_id)
-        if req.source is not None:
-            payload["mw_source"] = req.source
-        if req.expires_at is not None:
-            payload["mw_expires_at"] = req.expires_at
-        if req.type is MemoryType.PROCEDURAL:
-            # mem0 embeds and shows ``data``: give it the procedure's words, keep the JSON.
-            payload["mw_content"] = stored
-        self._live().add(
-            embed_text(req.type, stored),
-            agent_id=_mem0_entity(req.agent_id),
-            user_id=None if req.user_id is None else _mem0_entity(req.user_id),
-            metadata=payload,
-            infer=False,
-        )
-        return RememberResponse(id=mid, stored_at=now, stores=[self._name],
-                                pending_approval=False)
+    async def remember_many(self, reqs: Sequence[RememberRequest]) -> builtins.list[
+            RememberResponse]:
+        return await self._ops.remember_many(reqs)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
-        return await self._call(lambda: self._forget(req))
+        return await self._ops.forget(req)
 
-    def _forget(self, req: ForgetRequest) -> ForgetResponse:
-        now = self._clock.now_ms()
-        if req.ids is not None:
-            rows = self._by_ids(req.agent_id, req.ids, req.user_id)
-        else:
-            rows = self._rows(req.agent_id, req.user_id, self._pushdown(req.filter))
-        hits = [
-            r for r in rows
-            if (req.hard_delete or r.state != _DELETED)
-            and (req.filter is None or matches_filter(r.metadata, req.filter))
-        ]
-        for row in hits:
-            if req.hard_delete:
-                self._hard_delete(row)
-            else:
-                self._set(row, {"mw_state": _DELETED, "mw_deleted_at": now})
-        ids = [r.id for r in hits]
-        return ForgetResponse(forgotten_ids=ids, hard_delete=req.hard_delete,
-                              stores=[StoreCount(store=self._name, count=len(ids))])
+    async def merge(self, req: MergeRequest) -> MergeResponse:
+        return await self._ops.merge(req)
+
+    async def expire(self, req: ExpireRequest) -> ExpireResponse:
+        return await self._ops.expire(req)
+
+    async def update(self, req: UpdateRequest) -> MemoryRecord:
+        return await self._ops.update(req)
+
+    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
+        return await self._ops.get(agent_id, id, user_id)
+
+    async def list(self, query: ListQuery) -> builtins.list[MemoryRecord]:
+        return await self._ops.list(query)
+
+    async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
+        return await self._ops.merged_into(agent_id, id, user_id)
+
+    # --- the row backend: translation to mem0 calls -----------------------------------------
+
+    def _add(self, row: Row) -> None:
+        self._live().add(
+            embed_text(row.type, row.stored),
+            agent_id=_mem0_entity(row.agent_id),
+            user_id=None if row.user_id is None else _mem0_entity(row.user_id),
+            metadata={**_payload(row), "created_at": _iso(row.created_at)},
+            infer=False,
+        )
+
+    def _replace(self, old: _Row, new: _Row, text_changed: bool) -> _Row:
+        if old.user_id != new.user_id:
+            # mem0 keeps its entity ids out of updates: a revived row under another user is
+            # a new item.
+            self._hard_delete(old)
+            self._add(new)
+            return new
+        self._live().update(old.uuid, text=embed_text(new.type, new.stored) if text_changed
+                            else None, metadata=_payload(new))
+        return new
 
     def _hard_delete(self, row: _Row) -> None:
         memory = self._live()
@@ -449,93 +411,6 @@ class Mem0Store:
             with lock:
                 conn.execute("DELETE FROM history WHERE memory_id = ?", (row.uuid,))
                 conn.commit()
-
-    async def merge(self, req: MergeRequest) -> MergeResponse:
-        return await self._call(lambda: self._merge(req))
-
-    def _merge(self, req: MergeRequest) -> MergeResponse:
-        now = self._clock.now_ms()
-        rows = self._visible(req.agent_id, req.user_id, now)
-        by_id = {r.id: r for r in rows}
-        plain = [MergeRow(r.id, r.content(), r.created_at, r.confidence, r.metadata)
-                 for r in rows]
-        canonical, dups = resolve_merge(req.canonical, req.duplicates, plain)
-        if not dups:
-            return MergeResponse(canonical=canonical.id, merged_count=0,
-                                 strategy_used=req.strategy, stores=[self._name])
-        plan = plan_merge(canonical, dups, req.strategy)
-        survivor = by_id[plan.canonical_id]
-        stored = content_to_storage(survivor.type, plan.content)
-        fields: dict[str, Any] = {"mw_meta": dict(plan.metadata),
-                                  "mw_confidence": plan.confidence, "mw_updated_at": now}
-        text = None
-        if stored != survivor.stored:
-            text = embed_text(survivor.type, stored)
-            if survivor.type is MemoryType.PROCEDURAL:
-                fields["mw_content"] = stored
-        self._set(survivor, fields, text)
-        for mid in plan.absorbed_ids:
-            self._set(by_id[mid], {"mw_state": _DELETED, "mw_deleted_at": now,
-                                   "mw_merged_into": survivor.id})
-        return MergeResponse(canonical=survivor.id, merged_count=len(plan.absorbed_ids),
-                             strategy_used=req.strategy, stores=[self._name])
-
-    async def expire(self, req: ExpireRequest) -> ExpireResponse:
-        if needs_recall_tracking(req.policy):
-            raise CapabilityMissing(
-                f"store {self._name!r} (mem0) does not track recalls; "
-                "no_recall_in_days cannot be evaluated"
-            )
-        return await self._call(lambda: self._expire(req))
-
-    def _expire(self, req: ExpireRequest) -> ExpireResponse:
-        now = self._clock.now_ms()
-        matched = [
-            r for r in self._visible(req.agent_id, req.user_id, now)
-            if policy_matches(req.policy, ExpiryFacts(r.type, r.created_at, r.confidence), now)
-        ]
-        for row in matched:
-            if req.action is ExpireAction.FORGET:
-                self._set(row, {"mw_state": _DELETED, "mw_deleted_at": now})
-            elif req.action is ExpireAction.ARCHIVE:
-                self._set(row, {"mw_state": _ARCHIVED, "mw_archived_at": now})
-            elif not row.demoted:
-                self._set(row, {"mw_demoted": True})
-        return ExpireResponse(matched_count=len(matched), action_taken=req.action,
-                              stores=[self._name], matched_ids=[r.id for r in matched])
-
-    async def update(self, req: UpdateRequest) -> MemoryRecord:
-        return await self._call(lambda: self._update(req))
-
-    def _update(self, req: UpdateRequest) -> MemoryRecord:
-        now = self._clock.now_ms()
-        rows = [r for r in self._by_ids(req.agent_id, [req.id], req.user_id) if r.visible(now)]
-        if not rows:
-            raise NotFound(f"memory {req.id!r} not found")
-        row = rows[0]
-        fields: dict[str, Any] = {"mw_updated_at": now}
-        if req.metadata_patch is not None:
-            patched = dict(row.metadata)
-            for key, value in req.metadata_patch.items():
-                if value is None:
-                    patched.pop(key, None)
-                else:
-                    patched[key] = value
-            links_of(patched)
-            fields["mw_meta"] = row.metadata = patched
-        text = None
-        if req.content is not None:
-            stored = content_to_storage(row.type, req.content)
-            if stored != row.stored:
-                text = embed_text(row.type, stored)
-                if row.type is MemoryType.PROCEDURAL:
-                    fields["mw_content"] = stored
-                row.stored = stored
-        if req.confidence is not None:
-            fields["mw_confidence"] = row.confidence = req.confidence
-        self._set(row, fields, text)
-        row.updated_at = now
-        return row.record()
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -563,8 +438,8 @@ class Mem0Store:
             exhausted = len(found) < fetch
             scored: builtins.list[tuple[float, _Row]] = []
             for item in found:
-                row = _Row(item)
-                if not (row.in_scope(req.agent_id, req.user_id) and row.visible(now)
+                row = _row(item)
+                if not (row.in_scope(req.agent_id, req.user_id) and row.live(now)
                         and (req.types is None or row.type in req.types)
                         and matches_filter(row.metadata, req.filter)
                         and self._admitted(item, row, terms)):
@@ -593,43 +468,6 @@ class Mem0Store:
         return cosine >= self._lexical_floor and not terms.isdisjoint(
             query_terms(embed_text(row.type, row.stored), max_terms=10_000))
 
-    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
-        def run() -> MemoryRecord | None:
-            now = self._clock.now_ms()
-            for row in self._by_ids(agent_id, [id], user_id):
-                if row.visible(now):
-                    return row.record()
-            return None
-
-        return await self._call(run)
-
-    async def list(self, query: ListQuery) -> builtins.list[MemoryRecord]:
-        return await self._call(lambda: self._list(query))
-
-    def _list(self, query: ListQuery) -> builtins.list[MemoryRecord]:
-        now = self._clock.now_ms()
-        rows = self._rows(query.agent_id, query.user_id, self._pushdown(query.filter))
-        after: tuple[int, str] | None = None
-        if query.after_id is not None:
-            anchor = next((r for r in rows if r.id == query.after_id), None)
-            after = (anchor.created_at, anchor.id) if anchor else None
-        out: builtins.list[MemoryRecord] = []
-        for row in rows:
-            if row.state == _DELETED or (row.expires_at is not None and row.expires_at <= now):
-                continue
-            if row.state == _ARCHIVED and not query.include_archived:
-                continue
-            if query.types is not None and row.type not in query.types:
-                continue
-            if not matches_filter(row.metadata, query.filter):
-                continue
-            if after is not None and (row.created_at, row.id) <= after:
-                continue
-            out.append(row.record())
-            if len(out) >= query.limit:
-                break
-        return out
-
     async def health(self) -> Health:
         def probe() -> Health:
             memory = self._live()
@@ -653,3 +491,34 @@ class Mem0Store:
                 client.close()
 
         await anyio.to_thread.run_sync(self._call_sync, close)
+
+
+class _Backend:
+    """:class:`Mem0Store`'s rows as a :class:`RowBackend`; each call is one worker-thread
+    hop under the store's lock."""
+
+    def __init__(self, store: Mem0Store) -> None:
+        self._s = store
+
+    async def scan(self, agent_id: str) -> dict[str, _Row]:
+        return {r.id: r for r in await self._s._call(lambda: self._s._rows(agent_id, None))}
+
+    async def scan_all(self) -> builtins.list[_Row]:
+        return await self._s._call(lambda: self._s._rows(None, None))
+
+    async def insert(self, rows: Sequence[Row]) -> None:
+        def run() -> None:
+            for row in rows:
+                self._s._add(row)
+
+        await self._s._call(run)
+
+    async def replace(self, changes: Sequence[tuple[_Row, _Row, bool]]) -> builtins.list[_Row]:
+        return await self._s._call(lambda: [self._s._replace(*c) for c in changes])
+
+    async def erase(self, rows: Sequence[_Row]) -> None:
+        def run() -> None:
+            for row in rows:
+                self._s._hard_delete(row)
+
+        await self._s._call(run)

@@ -38,7 +38,7 @@ __all__ = [
 DEFAULT_RELEVANCE_FLOOR = 0.36
 #: A row only the full-text list found must still be this close. Equal to the floor by
 #: default: a store's full-text matcher needs its own calibration before it may admit rows
-#: the floor refuses (SqliteStore has one: ``sqlite_search.SQLITE_LEXICAL_FLOOR``).
+#: the floor refuses (SqliteStore has one: ``sqlite.search.SQLITE_LEXICAL_FLOOR``).
 DEFAULT_LEXICAL_FLOOR = 0.36
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memorywire.store.base import Capability, ListQuery, MemoryStore
+from memorywire.errors import MemorywireError
+from memorywire.store.base import Capability, ListQuery, MemoryStore, UpdateRequest
 from memorywire.testing.harness import Harness, Scenario, rem, scenario
 from memorywire.wire.models import (
     ExpireAction,
@@ -63,7 +64,7 @@ async def merge_same_everywhere(h: Harness, store: MemoryStore) -> None:
     assert got.confidence == 0.9
     other = await store.get("ag", "c")
     assert other is not None and (other.metadata or {}).get("links") == ["a"], \
-        f"a link to the absorbed row was not moved to the survivor: {other.metadata}"
+        "a link to the absorbed row was not moved to the survivor"
     assert await store.get("ag", "b") is None
     assert await _merged_into(store, "ag", "b") in ("a", "unreadable")
     assert await _merged_into(store, "ag", "c") in (None, "unreadable")
@@ -121,10 +122,48 @@ async def remember_revives_a_dead_id(h: Harness, store: MemoryStore) -> None:
     assert sorted(ids) == ["k1", "k2", "k3"], ids
 
 
+async def ids_are_scoped_by_agent(h: Harness, store: MemoryStore) -> None:
+    """Two agents hold the same id independently; another agent's id answers exactly like an
+    id nobody holds ("not found" and "not yours" are one answer)."""
+    a = await store.remember(rem("agent-a", "Agent A parks on level 2", id="shared"))
+    b = await store.remember(rem("agent-b", "Agent B parks on level 5", id="shared"))
+    assert (a.id, b.id) == ("shared", "shared")
+    got_a, got_b = await store.get("agent-a", "shared"), await store.get("agent-b", "shared")
+    assert got_a is not None and got_a.content == "Agent A parks on level 2"
+    assert got_b is not None and got_b.content == "Agent B parks on level 5"
+    await store.forget(ForgetRequest(agent_id="agent-b", ids=["shared"]))
+    assert await store.get("agent-b", "shared") is None
+    assert await store.get("agent-a", "shared") is not None, "B's forget reached A's memory"
+
+    async def answers(agent: str, mid: str) -> list[str]:
+        """What each id operation says about ``mid`` to ``agent`` (kinds, not texts)."""
+        out = [repr(await store.get(agent, mid)),
+               repr(await _merged_into(store, agent, mid))]
+        for op in (
+            lambda: store.update(UpdateRequest(agent_id=agent, id=mid, confidence=0.5)),
+            lambda: store.merge(MergeRequest(agent_id=agent, canonical=mid, duplicates=["z"])),
+        ):
+            try:
+                await op()
+                out.append("ok")
+            except MemorywireError as exc:
+                out.append(exc.code)
+        forgot = await store.forget(ForgetRequest(agent_id=agent, ids=[mid]))
+        out.append(repr(forgot.forgotten_ids))
+        return out
+
+    assert await answers("agent-c", "shared") == await answers("agent-c", "nobody-has-this")
+    first = await store.remember(rem("agent-c", "Agent C parks on level 9", id="shared"))
+    assert first.id == "shared", "an id another agent holds was refused"
+    got_a = await store.get("agent-a", "shared")
+    assert got_a is not None and got_a.content == "Agent A parks on level 2"
+
+
 _s = scenario
 
 SCENARIOS: list[Scenario] = [
     _s(merge_same_everywhere, C.SEMANTIC),
     _s(merge_keep_canonical_links, C.SEMANTIC),
     _s(remember_revives_a_dead_id, C.SEMANTIC),
+    _s(ids_are_scoped_by_agent, C.SEMANTIC),
 ]

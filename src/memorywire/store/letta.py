@@ -385,6 +385,10 @@ class _Backend:
     async def scan(self, agent_id: str) -> dict[str, _Row]:
         return (await self._s._scan(agent_id))[1]
 
+    async def fetch(self, agent_id: str, ids: Sequence[str]) -> dict[str, _Row]:
+        rows = await self.scan(agent_id)  # the vendor cannot select by our id
+        return {i: rows[i] for i in ids if i in rows}
+
     async def scan_all(self) -> builtins.list[_Row]:
         raise CapabilityMissing("the Letta store lists one agent at a time")
 

@@ -503,6 +503,13 @@ class _Backend:
     async def scan(self, agent_id: str) -> dict[str, _Row]:
         return {r.id: r for r in await self._s._call(lambda: self._s._rows(agent_id, None))}
 
+    async def fetch(self, agent_id: str, ids: Sequence[str]) -> dict[str, _Row]:
+        # A list is a match-any in mem0/Qdrant; a bare "*" would match every row.
+        wanted = builtins.list(dict.fromkeys(ids))
+        rows = await self._s._call(lambda: self._s._rows(agent_id, None, {"mw_id": wanted}))
+        keep = set(wanted)
+        return {r.id: r for r in rows if r.id in keep}
+
     async def scan_all(self) -> builtins.list[_Row]:
         return await self._s._call(lambda: self._s._rows(None, None))
 

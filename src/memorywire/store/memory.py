@@ -222,6 +222,10 @@ class _Backend:
     async def scan(self, agent_id: str) -> dict[str, _Row]:
         return dict(self._store._rows.get(agent_id, {}))
 
+    async def fetch(self, agent_id: str, ids: Sequence[str]) -> dict[str, _Row]:
+        rows = self._store._rows.get(agent_id, {})
+        return {i: rows[i] for i in ids if i in rows}
+
     async def scan_all(self) -> builtins.list[_Row]:
         return [r for rows in self._store._rows.values() for r in rows.values()]
 

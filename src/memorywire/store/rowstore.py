@@ -68,6 +68,11 @@ class RowBackend(Protocol[R]):
         """Every row of the agent by id, whatever its state (deleted, archived, merged)."""
         ...
 
+    async def fetch(self, agent_id: str, ids: Sequence[str]) -> dict[str, R]:
+        """The rows of the agent with these ids, whatever their state (a subset of ``scan``
+        that a backend may answer without reading the whole agent)."""
+        ...
+
     async def scan_all(self) -> builtins.list[R]:
         """Every row of every agent; raise ``CapabilityMissing`` when that cannot be done."""
         ...
@@ -127,8 +132,8 @@ class RowOps(Generic[R]):
             revives: list[tuple[R, R, bool]] = []
             for agent_id in agents:
                 mine = [(i, r, s) for i, (r, s) in enumerate(prepared) if r.agent_id == agent_id]
-                existing = (await self._backend.scan(agent_id)
-                            if any(r.id is not None for _, r, _ in mine) else {})
+                named = [r.id for _, r, _ in mine if r.id is not None]
+                existing = await self._backend.fetch(agent_id, named) if named else {}
                 written: dict[str, Row] = {}
                 for i, req, stored in mine:
                     now = self._clock.now_ms()
@@ -160,7 +165,8 @@ class RowOps(Generic[R]):
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         async with self.lock(req.agent_id):
             now = self._clock.now_ms()
-            rows = await self._backend.scan(req.agent_id)
+            rows = (await self._backend.scan(req.agent_id) if req.ids is None
+                    else await self._backend.fetch(req.agent_id, req.ids))
             hits = sorted((r for r in rows.values() if forget_selects(r, req)),
                           key=lambda r: (r.created_at, r.id))
             if req.hard_delete:
@@ -201,8 +207,7 @@ class RowOps(Generic[R]):
     async def update(self, req: UpdateRequest) -> MemoryRecord:
         async with self.lock(req.agent_id):
             now = self._clock.now_ms()
-            rows = await self._backend.scan(req.agent_id)
-            row = rows.get(req.id)
+            row = (await self._backend.fetch(req.agent_id, [req.id])).get(req.id)
             if row is None or not row.in_scope(req.agent_id, req.user_id) or not row.live(now):
                 raise NotFound(f"memory {req.id!r} not found")
             plan = plan_update(row, req, now)
@@ -211,7 +216,7 @@ class RowOps(Generic[R]):
         return stored[0].record(recall_stats=self._recall_tracking)
 
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
-        row = (await self._backend.scan(agent_id)).get(id)
+        row = (await self._backend.fetch(agent_id, [id])).get(id)
         if row is None or not row.in_scope(agent_id, user_id):
             return None
         if not row.live(self._clock.now_ms()):
@@ -231,7 +236,7 @@ class RowOps(Generic[R]):
                           user_id: str | None = None) -> str | None:
         """The id that absorbed memory ``id`` in a merge, or ``None`` (also for another
         agent's or user's id: "not yours" reads like "not merged")."""
-        row = (await self._backend.scan(agent_id)).get(id)
+        row = (await self._backend.fetch(agent_id, [id])).get(id)
         if row is None or not row.in_scope(agent_id, user_id):
             return None
         return row.merged_into

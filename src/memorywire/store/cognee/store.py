@@ -366,6 +366,10 @@ class _Backend:
     async def scan(self, agent_id: str) -> dict[str, Row]:
         return await self._s._scan(agent_id)
 
+    async def fetch(self, agent_id: str, ids: Sequence[str]) -> dict[str, Row]:
+        rows = await self.scan(agent_id)  # the vendor cannot select by our id
+        return {i: rows[i] for i in ids if i in rows}
+
     async def scan_all(self) -> builtins.list[Row]:
         raise CapabilityMissing("the Cognee store lists one agent at a time")
 

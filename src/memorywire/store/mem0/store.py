@@ -37,15 +37,9 @@ Qdrant folder is locked by the process that opened it: one process per ``path``.
 from __future__ import annotations
 
 import builtins
-import hashlib
-import os
-import re
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
@@ -60,10 +54,8 @@ from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
 from memorywire.errors import (
     BackendUnavailable,
-    CapabilityMissing,
     InvalidRequest,
     MemorywireError,
-    StoreCorrupt,
 )
 from memorywire.store._common import (
     DEFAULT_LEXICAL_FLOOR,
@@ -71,6 +63,20 @@ from memorywire.store._common import (
     resolve_embedder,
 )
 from memorywire.store.base import Capability, Health
+from memorywire.store.mem0.backend import Mem0Backend
+from memorywire.store.mem0.mapping import (
+    LIVE,
+    PUSHDOWN_KEY,
+    SCAN_PAGE,
+    EmbedderForMem0,
+    Mem0Row,
+    import_mem0,
+    iso,
+    mem0_entity,
+    payload_of,
+    row_from_item,
+    scope_key,
+)
 from memorywire.store.rowstore import RowOps
 from memorywire.wire.models import (
     ExpireRequest,
@@ -79,7 +85,6 @@ from memorywire.wire.models import (
     ForgetResponse,
     Fusion,
     MemoryRecord,
-    MemoryType,
     MergeRequest,
     MergeResponse,
     RecallHit,
@@ -103,104 +108,6 @@ _CAPABILITIES = frozenset(
         Capability.ERASE,
     }
 )
-
-_LIVE, _DELETED, _ARCHIVED = "live", "deleted", "archived"
-#: Sort key of "never expires", so one range filter hides expired rows (JSON-safe int).
-_NEVER = 2**53 - 1
-#: Ids mem0 accepts verbatim; anything else (whitespace, ``*``) travels as a hash token.
-_MEM0_SAFE_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,256}")
-_PUSHDOWN_KEY = re.compile(r"[A-Za-z0-9_]{1,64}")
-_SCAN_PAGE = 1000
-
-
-def _import_mem0() -> Any:
-    os.environ.setdefault("MEM0_TELEMETRY", "False")
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    os.environ.setdefault("MEM0_DIR", os.path.join(tempfile.gettempdir(), f"memorywire-mem0-{uid}"))
-    try:
-        import mem0
-    except ImportError as exc:
-        raise CapabilityMissing(
-            "the mem0 store needs mem0ai; install it with: pip install 'memorywire[mem0]'"
-        ) from exc
-    return mem0
-
-
-def _scope_key(value: str) -> str:
-    """A filter value mem0 can never read as a wildcard, exact up to a 128-bit hash."""
-    return hashlib.blake2b(value.encode("utf-8"), digest_size=16).hexdigest()
-
-
-def _mem0_entity(value: str) -> str:
-    return value if _MEM0_SAFE_ID.fullmatch(value) and value != "*" else "mw-" + _scope_key(value)
-
-
-def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
-
-
-class _EmbedderForMem0:
-    """Duck-types mem0's ``EmbeddingBase`` around a memorywire :class:`Embedder`."""
-
-    def __init__(self, embedder: Embedder) -> None:
-        self._embedder = embedder
-        self.config = None
-
-    def embed(self, text: str, memory_action: str | None = None) -> list[float]:
-        return [float(x) for x in self._embedder.embed([text])[0]]
-
-    def embed_batch(self, texts: Sequence[str], memory_action: str = "add") -> list[list[float]]:
-        return [[float(x) for x in row] for row in self._embedder.embed(list(texts))]
-
-
-@dataclass(frozen=True)
-class _Row(Row):
-    """A row plus mem0's own id of the item that holds it."""
-
-    uuid: str = ""
-
-
-def _row(item: dict[str, Any]) -> _Row:
-    """Decode a mem0 item; ``uuid`` is mem0's id, ``id`` ours."""
-    p = item.get("metadata") or {}
-    try:
-        return _Row(
-            uuid=str(item["id"]), id=str(p["mw_id"]), agent_id=str(p["mw_agent_id"]),
-            user_id=p.get("mw_user_id"), type=MemoryType(p["mw_type"]),
-            stored=str(p["mw_content"]) if "mw_content" in p else str(item["memory"]),
-            metadata=dict(p.get("mw_meta") or {}),
-            confidence=float(p.get("mw_confidence", 1.0)), source=p.get("mw_source"),
-            created_at=int(p["mw_created_at"]), updated_at=p.get("mw_updated_at"),
-            expires_at=p.get("mw_expires_at"),
-            deleted_at=(p.get("mw_deleted_at") or int(p["mw_created_at"])
-                        if p.get("mw_state") == _DELETED else None),
-            archived_at=(p.get("mw_archived_at") or int(p["mw_created_at"])
-                         if p.get("mw_state") == _ARCHIVED else None),
-            demoted=bool(p.get("mw_demoted", False)), merged_into=p.get("mw_merged_into"),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise StoreCorrupt(f"mem0 memory {item.get('id')!r} lacks memorywire fields: {exc}") \
-            from exc
-
-
-def _payload(row: Row) -> dict[str, Any]:
-    """Every ``mw_*`` key of a row (``None`` clears one on update: mem0 merges payloads)."""
-    state = _DELETED if row.deleted_at is not None else (
-        _ARCHIVED if row.archived_at is not None else _LIVE)
-    return {
-        "mw_id": row.id, "mw_agent_id": row.agent_id, "mw_scope": _scope_key(row.agent_id),
-        "mw_user_id": row.user_id,
-        "mw_user_scope": None if row.user_id is None else _scope_key(row.user_id),
-        "mw_type": row.type.value, "mw_meta": dict(row.metadata),
-        "mw_confidence": row.confidence, "mw_source": row.source,
-        "mw_created_at": row.created_at, "mw_updated_at": row.updated_at,
-        "mw_expires_at": row.expires_at,
-        "mw_expiry": _NEVER if row.expires_at is None else row.expires_at,
-        "mw_state": state, "mw_deleted_at": row.deleted_at, "mw_archived_at": row.archived_at,
-        "mw_demoted": row.demoted, "mw_merged_into": row.merged_into,
-        # mem0 embeds and shows ``data``: a procedure gives it its words, we keep the JSON.
-        "mw_content": row.stored,
-    }
 
 
 class Mem0Store:
@@ -231,16 +138,16 @@ class Mem0Store:
         if memory is None:
             emb = resolve_embedder(embedder)
             memory = self._call_sync(lambda: self._build(emb, path, collection))
-            memory.embedding_model = _EmbedderForMem0(emb)
+            memory.embedding_model = EmbedderForMem0(emb)
         elif embedder is not None:
-            memory.embedding_model = _EmbedderForMem0(embedder)
+            memory.embedding_model = EmbedderForMem0(embedder)
         self._memory: Any | None = memory
-        self._ops: RowOps[_Row] = RowOps(_Backend(self), name=name, clock=self._clock,
+        self._ops: RowOps[Mem0Row] = RowOps(Mem0Backend(self), name=name, clock=self._clock,
                                          recall_tracking=False)
 
     @staticmethod
     def _build(embedder: Embedder, path: str | None, collection: str) -> Any:
-        mem0 = _import_mem0()
+        mem0 = import_mem0()
         unused = {"api_key": "unused-no-llm", "openai_base_url": "http://127.0.0.1:9/v1"}
         return mem0.Memory.from_config({
             "vector_store": {"provider": "qdrant", "config": {
@@ -298,7 +205,7 @@ class Mem0Store:
         return await anyio.to_thread.run_sync(self._call_sync, fn)
 
     def _translate(self, exc: Exception) -> MemorywireError:
-        mem0 = _import_mem0()
+        mem0 = import_mem0()
         what = f"mem0 store {self._name!r}: {type(exc).__name__}: {exc}"
         if isinstance(exc, mem0.exceptions.ValidationError | ValueError):
             return InvalidRequest(what)
@@ -315,11 +222,11 @@ class Mem0Store:
     @staticmethod
     def _filters(agent_id: str | None, user_id: str | None) -> dict[str, Any]:
         # mem0 insists on an entity key; "*" is its documented match-anything value.
-        flt: dict[str, Any] = {"agent_id": "*" if agent_id is None else _mem0_entity(agent_id)}
+        flt: dict[str, Any] = {"agent_id": "*" if agent_id is None else mem0_entity(agent_id)}
         if agent_id is not None:
-            flt["mw_scope"] = _scope_key(agent_id)
+            flt["mw_scope"] = scope_key(agent_id)
         if user_id is not None:
-            flt["mw_user_scope"] = _scope_key(user_id)
+            flt["mw_user_scope"] = scope_key(user_id)
         return flt
 
     @staticmethod
@@ -327,20 +234,20 @@ class Mem0Store:
         """Metadata keys Qdrant can pre-select on; its match is a superset of JSON equality."""
         return {
             f"mw_meta.{k}": v for k, v in (flt or {}).items()
-            if isinstance(v, str) and v != "*" and _PUSHDOWN_KEY.fullmatch(k)
+            if isinstance(v, str) and v != "*" and PUSHDOWN_KEY.fullmatch(k)
         }
 
-    def _scan(self, filters: dict[str, Any]) -> builtins.list[_Row]:
+    def _scan(self, filters: dict[str, Any]) -> builtins.list[Mem0Row]:
         memory = self._live()
-        page = _SCAN_PAGE
+        page = SCAN_PAGE
         while True:
             got = memory.get_all(filters=filters, top_k=page, show_expired=True)["results"]
             if len(got) < page:
-                return [_row(item) for item in got]
+                return [row_from_item(item) for item in got]
             page *= 4
 
     def _rows(self, agent_id: str | None, user_id: str | None,
-              extra: dict[str, Any] | None = None) -> builtins.list[_Row]:
+              extra: dict[str, Any] | None = None) -> builtins.list[Mem0Row]:
         """Every row in scope, whatever its state, oldest first, scope re-checked."""
         rows = self._scan({**self._filters(agent_id, user_id), **(extra or {})})
         rows = [r for r in rows
@@ -384,13 +291,13 @@ class Mem0Store:
     def _add(self, row: Row) -> None:
         self._live().add(
             embed_text(row.type, row.stored),
-            agent_id=_mem0_entity(row.agent_id),
-            user_id=None if row.user_id is None else _mem0_entity(row.user_id),
-            metadata={**_payload(row), "created_at": _iso(row.created_at)},
+            agent_id=mem0_entity(row.agent_id),
+            user_id=None if row.user_id is None else mem0_entity(row.user_id),
+            metadata={**payload_of(row), "created_at": iso(row.created_at)},
             infer=False,
         )
 
-    def _replace(self, old: _Row, new: _Row, text_changed: bool) -> _Row:
+    def _replace(self, old: Mem0Row, new: Mem0Row, text_changed: bool) -> Mem0Row:
         if old.user_id != new.user_id:
             # mem0 keeps its entity ids out of updates: a revived row under another user is
             # a new item.
@@ -398,10 +305,10 @@ class Mem0Store:
             self._add(new)
             return new
         self._live().update(old.uuid, text=embed_text(new.type, new.stored) if text_changed
-                            else None, metadata=_payload(new))
+                            else None, metadata=payload_of(new))
         return new
 
-    def _hard_delete(self, row: _Row) -> None:
+    def _hard_delete(self, row: Mem0Row) -> None:
         memory = self._live()
         memory.delete(row.uuid)
         # mem0 keeps every version's text in its history table, the delete event included.
@@ -422,7 +329,7 @@ class Mem0Store:
 
     def _recall(self, req: RecallRequest) -> builtins.list[RecallHit]:
         now = self._clock.now_ms()
-        extra: dict[str, Any] = {"mw_state": _LIVE, "mw_expiry": {"gt": now},
+        extra: dict[str, Any] = {"mw_state": LIVE, "mw_expiry": {"gt": now},
                                  **self._pushdown(req.filter)}
         if req.types is not None:
             extra["mw_type"] = [t.value for t in req.types]
@@ -436,9 +343,9 @@ class Mem0Store:
             found = self._live().search(req.query, top_k=fetch, filters=filters,
                                         threshold=threshold, explain=True)["results"]
             exhausted = len(found) < fetch
-            scored: builtins.list[tuple[float, _Row]] = []
+            scored: builtins.list[tuple[float, Mem0Row]] = []
             for item in found:
-                row = _row(item)
+                row = row_from_item(item)
                 if not (row.in_scope(req.agent_id, req.user_id) and row.live(now)
                         and (req.types is None or row.type in req.types)
                         and matches_filter(row.metadata, req.filter)
@@ -460,7 +367,7 @@ class Mem0Store:
             for score, row in scored[: req.k]
         ]
 
-    def _admitted(self, item: dict[str, Any], row: _Row, terms: set[str]) -> bool:
+    def _admitted(self, item: dict[str, Any], row: Mem0Row, terms: set[str]) -> bool:
         details = item.get("score_details") or {}
         cosine = float(details.get("semantic_score", item.get("score") or 0.0))
         if cosine >= self._floor:
@@ -491,41 +398,3 @@ class Mem0Store:
                 client.close()
 
         await anyio.to_thread.run_sync(self._call_sync, close)
-
-
-class _Backend:
-    """:class:`Mem0Store`'s rows as a :class:`RowBackend`; each call is one worker-thread
-    hop under the store's lock."""
-
-    def __init__(self, store: Mem0Store) -> None:
-        self._s = store
-
-    async def scan(self, agent_id: str) -> dict[str, _Row]:
-        return {r.id: r for r in await self._s._call(lambda: self._s._rows(agent_id, None))}
-
-    async def fetch(self, agent_id: str, ids: Sequence[str]) -> dict[str, _Row]:
-        # A list is a match-any in mem0/Qdrant; a bare "*" would match every row.
-        wanted = builtins.list(dict.fromkeys(ids))
-        rows = await self._s._call(lambda: self._s._rows(agent_id, None, {"mw_id": wanted}))
-        keep = set(wanted)
-        return {r.id: r for r in rows if r.id in keep}
-
-    async def scan_all(self) -> builtins.list[_Row]:
-        return await self._s._call(lambda: self._s._rows(None, None))
-
-    async def insert(self, rows: Sequence[Row]) -> None:
-        def run() -> None:
-            for row in rows:
-                self._s._add(row)
-
-        await self._s._call(run)
-
-    async def replace(self, changes: Sequence[tuple[_Row, _Row, bool]]) -> builtins.list[_Row]:
-        return await self._s._call(lambda: [self._s._replace(*c) for c in changes])
-
-    async def erase(self, rows: Sequence[_Row]) -> None:
-        def run() -> None:
-            for row in rows:
-                self._s._hard_delete(row)
-
-        await self._s._call(run)

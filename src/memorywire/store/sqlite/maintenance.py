@@ -138,10 +138,28 @@ def forget(db: SqliteDb, req: ForgetRequest) -> ForgetResponse:
                           stores=[StoreCount(store=db.name, count=len(ids))])
 
 
+def _merge_rows(conn: Any, req: MergeRequest, now: int) -> list[tuple[int, Row]]:
+    """The live rows a merge plan reads: every row a reference names (by id or entity name)
+    and every row linking one of them. The plan over this subset equals the plan over the
+    whole scope, without reading the whole scope (an agent may hold 100k rows)."""
+    where, args = scope_sql(req.agent_id, req.user_id)
+    refs = json.dumps([req.canonical, *req.duplicates])
+    named = [row_of(r) for r in conn.execute(
+        f"SELECT {ROW_COLS} FROM memories WHERE {where} AND {VISIBLE} AND (id IN {IN_JSON} "
+        f"OR json_extract(metadata, '$.entity_name') IN {IN_JSON})", [*args, now, refs, refs])]
+    ids = json.dumps([row.id for _, row in named])
+    linking = [row_of(r) for r in conn.execute(
+        f"SELECT {ROW_COLS} FROM memories WHERE {where} AND {VISIBLE} AND id IN "
+        f"(SELECT src FROM links WHERE agent_id = ? AND kind = 'link' AND dst IN {IN_JSON})",
+        [*args, now, req.agent_id, ids])]
+    rows = {row.id: (rid, row) for rid, row in [*named, *linking]}
+    return sorted(rows.values(), key=lambda r: (r[1].created_at, r[1].id))
+
+
 def merge(db: SqliteDb, req: MergeRequest) -> MergeResponse:
     with db.tx() as conn:
         now = db.clock.now_ms()
-        live = _live_rows(db, conn, req.agent_id, req.user_id, now)
+        live = _merge_rows(conn, req, now)
         rids = {row.id: rid for rid, row in live}
         plan = plan_row_merge([row for _, row in live], req, now)
         for old, new, text_changed in plan.changes:

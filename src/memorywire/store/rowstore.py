@@ -3,9 +3,9 @@
 In-memory, mem0, Letta and Cognee keep each memory as one row (a dict entry, a payload, a
 passage, a data item) and cannot run our rules in a query language, so the rules run here,
 over :class:`memorywire.core.records.Row`, and each adapter supplies only a
-:class:`RowBackend`: read an agent's rows, write new ones, replace changed ones, erase. The
-adapter composes a :class:`RowOps` and forwards the protocol methods to it; recall (the
-backends search differently) stays with the adapter.
+:class:`RowBackend`: read an agent's rows (all, or by id), write new ones, replace changed
+ones, erase. The adapter composes a :class:`RowOps` and forwards the protocol methods to it;
+recall (the backends search differently) stays with the adapter.
 
 Every operation holds the agent's lock (one ``anyio.Lock`` per agent) from its read to its
 last write, so two operations of one agent in one process never interleave.

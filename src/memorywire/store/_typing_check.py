@@ -21,4 +21,9 @@ if TYPE_CHECKING:
         memory: InMemoryStore, sqlite: SqliteStore, postgres: PostgresStore, mem0: Mem0Store,
         letta: LettaStore, cognee: CogneeStore,
     ) -> None:
-        _stores: list[MemoryStore] = [memory, sqlite, postgres, mem0, letta, cognee]
+        _a: MemoryStore = memory
+        _b: MemoryStore = sqlite
+        _c: MemoryStore = postgres
+        _d: MemoryStore = mem0
+        _e: MemoryStore = letta
+        _f: MemoryStore = cognee

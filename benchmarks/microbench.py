@@ -56,7 +56,7 @@ from memorywire.embed.base import Embedder
 from memorywire.governance import GovernedStore, acting_as
 from memorywire.store._common import DEFAULT_RELEVANCE_FLOOR, content_to_storage, embed_text
 from memorywire.store.sqlite import SqliteStore
-from memorywire.store.sqlite_search import SQLITE_LEXICAL_FLOOR, lexical_rids
+from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR, lexical_rids
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 HERE = Path(__file__).resolve().parent

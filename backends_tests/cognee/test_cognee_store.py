@@ -19,9 +19,9 @@ from memorywire.embed import default_embedder
 from memorywire.errors import BackendUnavailable, CapabilityMissing, InvalidRequest, PendingApproval
 from memorywire.governance import GovernedStore
 from memorywire.governance.actor import acting_as
-from memorywire.store._cognee_engine import import_cognee
 from memorywire.store.base import Capability, ListQuery, UpdateRequest
 from memorywire.store.cognee import CogneeStore
+from memorywire.store.cognee.engine import import_cognee
 from memorywire.store.registry import open_store
 from memorywire.testing.harness import StoreFactory
 from memorywire.wire.models import (

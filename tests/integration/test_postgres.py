@@ -18,7 +18,7 @@ from memorywire.core.clock import FakeClock
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import Conflict, EmbedderMismatch, InvalidRequest, StoreCorrupt
 from memorywire.store.postgres import PostgresStore
-from memorywire.store.postgres_migrations import LATEST_VERSION, migration_sql
+from memorywire.store.postgres.migrations import LATEST_VERSION, migration_sql
 from memorywire.store.registry import open_store
 from memorywire.testing import postgres as _pg
 from memorywire.wire.models import (
@@ -141,7 +141,7 @@ async def test_hard_delete_leaves_no_content_in_any_table(store: PostgresStore) 
 
 async def test_expire_no_recall_uses_tracked_recalls(store: PostgresStore) -> None:
     clock = FakeClock()
-    store._clock = clock
+    store._db.clock = clock
     kept = await store.remember(_rem("a", "recalled often"))
     dropped = await store.remember(_rem("a", "never asked about"))
     clock.advance_days(20)
@@ -229,3 +229,14 @@ async def test_type_scope_and_procedural_object(store: PostgresStore) -> None:
     assert hits.results[0].id == r.id
     assert isinstance(hits.results[0].content, dict)
     assert hits.results[0].content["states"] == ["idle", "running"]
+
+
+async def test_postgres_scheme_alias_opens_the_store(pg_dsn: str) -> None:
+    """``postgres://`` used to answer "install memorywire[postgres]" with it installed."""
+    url = "postgres://" + pg_dsn.split("://", 1)[1]
+    store = open_store(url, embedder=HashingEmbedder(16))
+    assert isinstance(store, PostgresStore)
+    try:
+        assert (await store.health()).status == "ok"
+    finally:
+        await store.aclose()

@@ -83,11 +83,9 @@ names = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True).filter(
 @st.composite
 def procedures(draw: st.DrawFn) -> dict[str, Any]:
     states = draw(st.lists(names, min_size=1, max_size=8, unique=True))
-    # "t" + "o_x" would be "to_x", which the rules refuse (pytransitions' own attribute prefix)
-    triggers = draw(
-        st.lists(names.map(lambda s: "t" + s).filter(lambda t: not t.startswith("to_")),
-                 min_size=0, max_size=6, unique=True)
-    )
+    # "t" + "o_x" would be the reserved "to_x": the generator must not produce refused names.
+    triggers = draw(st.lists(names.map(lambda s: "t" + s).filter(lambda s: not s.startswith("to_")),
+                             min_size=0, max_size=6, unique=True))
     transitions = []
     for trig in triggers:
         src = draw(st.one_of(st.just("*"), st.sampled_from(states)))

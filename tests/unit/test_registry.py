@@ -66,3 +66,58 @@ def test_sqlite_urls(tmp_path: Path) -> None:
         assert isinstance(store, SqliteStore)
         anyio.run(store.aclose)
     assert path.exists()
+
+
+# --- every registered scheme opens, or names the extra that brings it ---------------------
+
+#: A URL per built-in scheme that opens without contacting any server (PostgreSQL, Letta and
+#: Cognee connect on first use).
+_SAMPLE_URLS = {
+    "memory": "memory://",
+    "sqlite": "sqlite://:memory:",
+    "postgresql": "postgresql://127.0.0.1:9/none",
+    "postgres": "postgres://127.0.0.1:9/none",
+    "mem0": "mem0://",
+    "letta": "letta://127.0.0.1:9?embedding_endpoint=http://127.0.0.1:9/v1",
+    "cognee": "cognee:///tmp/mw-registry-cognee?embedding_endpoint=http://127.0.0.1:9/v1",
+}
+
+
+def _defined_extras() -> set[str]:
+    import tomllib
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    with pyproject.open("rb") as fh:
+        return set(tomllib.load(fh)["project"]["optional-dependencies"])
+
+
+def test_every_named_extra_exists_in_pyproject() -> None:
+    assert set(registry.EXTRAS.values()) <= _defined_extras()
+    assert set(registry.ALIASES.values()) <= set(registry.EXTRAS) | {"memory", "sqlite"}
+
+
+@pytest.mark.parametrize("scheme", sorted(_SAMPLE_URLS))
+def test_every_registered_scheme_opens_or_names_its_extra(scheme: str) -> None:
+    """Installed: the URL opens a store. Missing: the error is the right ``pip install``."""
+    import anyio
+
+    assert scheme in available_schemes()
+    target = registry.ALIASES.get(scheme, scheme)
+    ep = next(e for e in registry.entry_points(group=registry.ENTRY_POINT_GROUP)
+              if e.name == target)
+    try:
+        ep.load()
+    except ImportError:
+        with pytest.raises(CapabilityMissing,
+                           match=rf"pip install 'memorywire\[{registry.EXTRAS[target]}\]'"):
+            open_store(_SAMPLE_URLS[scheme], embedder=HashingEmbedder(16))
+        return
+    try:
+        store = open_store(_SAMPLE_URLS[scheme], embedder=HashingEmbedder(16))
+    except CapabilityMissing as exc:  # a backend importing its vendor lazily (Cognee)
+        assert target in registry.EXTRAS, exc
+        assert f"pip install 'memorywire[{registry.EXTRAS[target]}]'" in str(exc)
+        return
+    assert type(store).__name__ == ep.value.rsplit(":", 1)[1]
+    anyio.run(store.aclose)
+

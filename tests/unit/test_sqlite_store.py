@@ -245,7 +245,7 @@ async def test_recall_commits_without_fsync_but_restores_full_sync(tmp_path: Pat
     try:
         await store.remember(req("a", "Alice likes green tea"))
         await store.recall(RecallRequest(agent_id="a", query="green tea"))
-        with store._tx() as conn:
+        with store._db.tx() as conn:
             assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         listed = await store.list(ListQuery(agent_id="a"))
         assert listed[0].recall_count == 1
@@ -292,7 +292,7 @@ async def test_full_text_evidence_admits_a_row_below_the_cosine_floor(tmp_path: 
 
 
 def test_lexical_query_quotes_terms_and_adds_prefixes() -> None:
-    from memorywire.store.sqlite_search import lexical_query
+    from memorywire.store.sqlite.search import lexical_query
 
     assert lexical_query("what is the") is None
     assert lexical_query('allergies "NEAR" diet*') == (
@@ -321,7 +321,7 @@ CREATE VIRTUAL TABLE memories_fts USING fts5(body, scope, content='', contentles
 
 
 async def test_schema_v1_database_is_migrated_with_its_data(tmp_path: Path) -> None:
-    from memorywire.store.sqlite_schema import SCHEMA_VERSION, scope_token
+    from memorywire.store.sqlite.schema import SCHEMA_VERSION, scope_token
 
     emb = TableEmbedder(8)
     path = tmp_path / "v1.db"
@@ -374,7 +374,7 @@ def test_newer_schema_is_refused_and_left_untouched(tmp_path: Path) -> None:
 
 
 def _fts_db() -> apsw.Connection:
-    from memorywire.store.sqlite_schema import DDL, scope_token
+    from memorywire.store.sqlite.schema import DDL, scope_token
 
     conn = apsw.Connection(":memory:")
     conn.execute(DDL)
@@ -388,7 +388,7 @@ def _fts_db() -> apsw.Connection:
 
 
 def test_lexical_units_keep_rarest_words_within_the_row_budget() -> None:
-    from memorywire.store.sqlite_search import lexical_units
+    from memorywire.store.sqlite.search import lexical_units
 
     conn = _fts_db()
     try:
@@ -404,7 +404,7 @@ def test_lexical_units_keep_rarest_words_within_the_row_budget() -> None:
 
 
 def test_unscoped_lexical_match_ranks_like_the_scoped_one() -> None:
-    from memorywire.store import sqlite_search
+    from memorywire.store.sqlite import search as sqlite_search
 
     conn = _fts_db()
     try:
@@ -422,7 +422,7 @@ def test_unscoped_lexical_match_ranks_like_the_scoped_one() -> None:
 
 async def test_a_word_too_common_to_rank_is_skipped_but_rare_ones_still_count(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memorywire.store import sqlite_search
+    from memorywire.store.sqlite import search as sqlite_search
 
     monkeypatch.setattr(sqlite_search, "LEXICAL_BUDGET", 5)
     emb = HashingEmbedder(64)

@@ -1,5 +1,10 @@
 """Merge strategies of wire v0, as plain functions over plain rows.
 
+What a merge does, for every backend: the survivor takes the strategy's content, metadata
+and confidence; its ``metadata.links`` become the union of its own and the absorbed rows'
+links (self-references dropped); every other live row in scope that linked an absorbed row
+links the survivor instead; each absorbed row is deleted and records ``merged_into``.
+
 ``canonical`` and ``duplicates`` may be ids or entity names (``metadata.entity_name``). A
 name for the canonical picks the oldest live row carrying it; a name among the duplicates
 stands for every row carrying it. References that resolve to nothing are ignored, so a retry
@@ -9,16 +14,22 @@ of a merge that already happened merges nothing rather than failing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from memorywire.core.content import content_to_storage
+from memorywire.core.records import Row
 from memorywire.errors import NotFound
-from memorywire.wire.models import MergeStrategy
+from memorywire.wire.models import MergeRequest, MergeStrategy
 
 __all__ = [
+    "LinkPlan",
     "MergeOutcome",
     "MergeRow",
+    "RowMerge",
+    "plan_links",
     "plan_merge",
+    "plan_row_merge",
     "remap_edges",
     "resolve_canonical",
     "resolve_duplicates",
@@ -44,6 +55,11 @@ class MergeOutcome:
     metadata: dict[str, Any]
     confidence: float
     absorbed_ids: tuple[str, ...]
+
+    @property
+    def merged_into(self) -> dict[str, str]:
+        """Each absorbed id and the survivor it now lives on in."""
+        return {mid: self.canonical_id for mid in self.absorbed_ids}
 
 
 def _age_key(row: MergeRow) -> tuple[int, str]:
@@ -80,7 +96,6 @@ def resolve_duplicates(
     return sorted(picked.values(), key=_age_key)
 
 
-
 def resolve_merge(
     canonical_ref: str, duplicate_refs: Iterable[str], rows: Sequence[MergeRow]
 ) -> tuple[MergeRow, list[MergeRow]]:
@@ -93,6 +108,7 @@ def resolve_merge(
     if canonical is None:
         raise NotFound(f"canonical memory {canonical_ref!r} not found")
     return canonical, resolve_duplicates(duplicate_refs, rows, canonical.id)
+
 
 def _join_contents(rows: Sequence[MergeRow]) -> str:
     texts: list[str] = []
@@ -153,3 +169,71 @@ def remap_edges(
         if a != b:
             out.add((a, b))
     return out
+
+
+@dataclass(frozen=True)
+class LinkPlan:
+    """Links after a merge: the survivor's (``None``: it keeps no ``links`` key) and the new
+    ``metadata.links`` of every other row that pointed at an absorbed one."""
+
+    survivor_links: list[str] | None
+    relinked: dict[str, list[str]]
+
+    def survivor_metadata(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(metadata)
+        if self.survivor_links is not None:
+            out["links"] = self.survivor_links
+        return out
+
+
+def plan_links(outcome: MergeOutcome, links_by_id: Mapping[str, Sequence[str]]) -> LinkPlan:
+    """``links_by_id``: the links of every live row in the merge's scope."""
+    survivor = outcome.canonical_id
+    gone = set(outcome.absorbed_ids)
+    gathered = [*links_by_id.get(survivor, [])]
+    for mid in outcome.absorbed_ids:
+        gathered.extend(links_by_id.get(mid, []))
+    had_links = bool(gathered) or "links" in outcome.metadata
+    own = [x for x in dict.fromkeys(gathered) if x != survivor and x not in gone]
+    relinked: dict[str, list[str]] = {}
+    for rid, links in links_by_id.items():
+        if rid == survivor or rid in gone or not gone.intersection(links):
+            continue
+        moved = [survivor if x in gone else x for x in links]
+        relinked[rid] = [x for x in dict.fromkeys(moved) if x != rid]
+    return LinkPlan(own if had_links else None, relinked)
+
+
+@dataclass(frozen=True)
+class RowMerge:
+    """A merge planned over :class:`Row` values: each changed row and its new state.
+
+    ``changes`` holds ``(old, new, text_changed)``; ``text_changed`` says the store must
+    re-embed ``new`` (its stored content differs).
+    """
+
+    canonical_id: str
+    absorbed_ids: tuple[str, ...]
+    changes: list[tuple[Row, Row, bool]]
+
+
+def plan_row_merge(live: Sequence[Row], req: MergeRequest, now: int) -> RowMerge:
+    """The whole merge over the live rows of the request's scope."""
+    plain = [MergeRow(r.id, r.content(), r.created_at, r.confidence, r.metadata) for r in live]
+    canonical, dups = resolve_merge(req.canonical, req.duplicates, plain)
+    if not dups:
+        return RowMerge(canonical.id, (), [])
+    plan = plan_merge(canonical, dups, req.strategy)
+    by_id = {r.id: r for r in live}
+    links = plan_links(plan, {r.id: r.links() for r in live})
+    old = by_id[plan.canonical_id]
+    stored = content_to_storage(old.type, plan.content)
+    changes = [(old, replace(old, stored=stored, metadata=links.survivor_metadata(plan.metadata),
+                             confidence=plan.confidence, updated_at=now), stored != old.stored)]
+    for mid in plan.absorbed_ids:
+        changes.append((by_id[mid], replace(by_id[mid], deleted_at=now,
+                                            merged_into=plan.canonical_id), False))
+    for rid, new_links in links.relinked.items():
+        row = by_id[rid]
+        changes.append((row, replace(row, metadata={**row.metadata, "links": new_links}), False))
+    return RowMerge(plan.canonical_id, plan.absorbed_ids, changes)

@@ -1,11 +1,10 @@
 """Procedural memory: pytransitions-compatible state machines, validated so they carry no code.
 
-See :mod:`memorywire.procedural.validate` for the rules and
+See :mod:`memorywire.core.procedure` for the rules and
 :mod:`memorywire.procedural.runner` for replay and persistence.
 """
 
-from memorywire.procedural.runner import ProcedureRunner
-from memorywire.procedural.validate import (
+from memorywire.core.procedure import (
     EMPTY_PREDICATES,
     MAX_JSON_BYTES,
     MAX_STATES,
@@ -16,6 +15,7 @@ from memorywire.procedural.validate import (
     procedure_to_dict,
     procedure_to_json,
 )
+from memorywire.procedural.runner import ProcedureRunner
 from memorywire.wire.models import Procedure
 
 __all__ = [

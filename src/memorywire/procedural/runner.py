@@ -11,22 +11,35 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from copy import deepcopy
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from transitions import Machine, MachineError
 
-from memorywire.errors import Conflict, ErrorDetail, InvalidRequest, NotFound
-from memorywire.procedural.validate import (
+from memorywire.core.procedure import (
     EMPTY_PREDICATES,
     Predicate,
     PredicateRegistry,
     parse_procedure,
     procedure_to_dict,
 )
-from memorywire.store.base import MemoryStore, UpdateRequest
+from memorywire.core.records import UpdateRequest
+from memorywire.errors import Conflict, ErrorDetail, InvalidRequest, NotFound
 from memorywire.wire.models import MemoryRecord, MemoryType, Procedure
 
-__all__ = ["ProcedureRunner"]
+__all__ = ["ProcedureRunner", "ProcedureStore"]
+
+
+class ProcedureStore(Protocol):
+    """The two store operations a runner needs; every ``MemoryStore`` satisfies it.
+
+    Declared here rather than imported from ``memorywire.store`` so the procedure layer does
+    not depend on the storage layer that depends on it.
+    """
+
+    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
+        ...
+
+    async def update(self, req: UpdateRequest) -> MemoryRecord: ...
 
 
 class _Model:
@@ -86,7 +99,7 @@ class ProcedureRunner:
     @classmethod
     async def load(
         cls,
-        store: MemoryStore,
+        store: ProcedureStore,
         agent_id: str,
         id: str,
         *,
@@ -148,7 +161,7 @@ class ProcedureRunner:
         return self.state
 
     async def persist(
-        self, store: MemoryStore, agent_id: str, memory_id: str, *, user_id: str | None = None
+        self, store: ProcedureStore, agent_id: str, memory_id: str, *, user_id: str | None = None
     ) -> MemoryRecord:
         """Write the new ``current`` back onto the same memory (id, scope and provenance stay)."""
         return await store.update(

@@ -1,17 +1,22 @@
-"""Helpers both built-in stores share: content normalisation, links, embedder resolution."""
+"""Helpers every store shares: relevance floors, embedder resolution, graph hops.
+
+The content rules (``content_to_storage`` and friends) live in :mod:`memorywire.core.content`;
+they are re-exported here for older imports.
+"""
 
 from __future__ import annotations
 
 import importlib
-import json
-from collections.abc import Mapping
-from typing import Any
 
+from memorywire.core.content import (
+    content_from_storage,
+    content_to_storage,
+    embed_text,
+    links_of,
+)
 from memorywire.core.fusion import hop_distances
 from memorywire.embed.base import Embedder
-from memorywire.errors import CapabilityMissing, InvalidRequest
-from memorywire.procedural.validate import parse_procedure
-from memorywire.wire.models import MemoryType
+from memorywire.errors import CapabilityMissing
 
 __all__ = [
     "DEFAULT_LEXICAL_FLOOR",
@@ -33,7 +38,7 @@ __all__ = [
 DEFAULT_RELEVANCE_FLOOR = 0.36
 #: A row only the full-text list found must still be this close. Equal to the floor by
 #: default: a store's full-text matcher needs its own calibration before it may admit rows
-#: the floor refuses (SqliteStore has one: ``sqlite_search.SQLITE_LEXICAL_FLOOR``).
+#: the floor refuses (SqliteStore has one: ``sqlite.search.SQLITE_LEXICAL_FLOOR``).
 DEFAULT_LEXICAL_FLOOR = 0.36
 
 
@@ -51,58 +56,6 @@ def resolve_embedder(embedder: Embedder | None) -> Embedder:
     if not isinstance(made, Embedder):
         raise CapabilityMissing("memorywire.embed.default_embedder() returned no Embedder")
     return made
-
-
-def content_to_storage(mtype: MemoryType, content: str | dict[str, Any]) -> str:
-
-    """Text kept in the store: plain text, or canonical JSON of a validated procedure.
-
-    A procedure travels as a JSON string in v0 requests; an object is accepted too. It must
-    be a callback-free pytransitions machine (the model forbids every other key).
-    """
-    if mtype is not MemoryType.PROCEDURAL:
-        if not isinstance(content, str):
-            raise InvalidRequest(f"{mtype.value} content must be a string")
-        return content
-    if isinstance(content, str):
-        try:
-            content = json.loads(content)
-        except json.JSONDecodeError as exc:
-            raise InvalidRequest(f"procedural content is not valid JSON: {exc.msg}") from exc
-        if not isinstance(content, dict):
-            raise InvalidRequest("procedural content must be a JSON object (a state machine)")
-    # The full rules (reachable names, no dunder/dotted/trigger-named guards, sizes), not just
-    # the wire shape: a machine the runner would refuse must not be stored in the first place.
-    proc = parse_procedure(content)
-    return json.dumps(proc.model_dump(exclude_none=True), sort_keys=True, ensure_ascii=False)
-
-
-def content_from_storage(mtype: MemoryType, stored: str) -> str | dict[str, Any]:
-    if mtype is MemoryType.PROCEDURAL:
-        value = json.loads(stored)
-        if isinstance(value, dict):
-            return value
-    return stored
-
-
-def embed_text(mtype: MemoryType, stored: str) -> str:
-    """What gets embedded and full-text indexed: a procedure reads as its words, not JSON."""
-    if mtype is not MemoryType.PROCEDURAL:
-        return stored
-    proc = json.loads(stored)
-    words = [str(proc.get("name", "")), *map(str, proc.get("states", []))]
-    words += [str(t.get("trigger", "")) for t in proc.get("transitions", [])]
-    return " ".join(w.replace("_", " ") for w in words if w)
-
-
-def links_of(metadata: Mapping[str, Any] | None) -> list[str]:
-    """Graph edges a memory declares: ``metadata.links``, a list of memory ids."""
-    raw = (metadata or {}).get("links")
-    if raw is None:
-        return []
-    if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
-        raise InvalidRequest("metadata.links must be a list of memory ids")
-    return list(dict.fromkeys(raw))
 
 
 # One BFS for stores and the router: stores answer ``neighbours`` with the same distances the

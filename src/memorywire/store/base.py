@@ -22,18 +22,17 @@ Contract, for implementers and callers alike:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from memorywire.core.records import ListQuery, UpdateRequest
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
     ForgetRequest,
     ForgetResponse,
     MemoryRecord,
-    MemoryType,
     MergeRequest,
     MergeResponse,
     RecallRequest,
@@ -71,34 +70,6 @@ class Health:
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "details": self.details}
-
-
-@dataclass(frozen=True)
-class ListQuery:
-    """Enumerate live memories in a scope, oldest first, for consolidation, export and diffs.
-
-    ``agent_id=None`` lists every agent (administrative callers only).
-    """
-
-    agent_id: str | None
-    user_id: str | None = None
-    types: Sequence[MemoryType] | None = None
-    filter: dict[str, Any] | None = None
-    include_archived: bool = False
-    limit: int = 1000
-    after_id: str | None = None
-
-
-@dataclass(frozen=True)
-class UpdateRequest:
-    """Change a live memory in place (procedure state, tier promotion); id and scope stay."""
-
-    agent_id: str
-    id: str
-    user_id: str | None = None
-    content: str | dict[str, Any] | None = None
-    metadata_patch: dict[str, Any] | None = None
-    confidence: float | None = None
 
 
 @runtime_checkable

@@ -26,10 +26,11 @@ atomicity across several memories in one call (each memory's change is atomic on
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -39,35 +40,28 @@ import httpx
 import numpy as np
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
-from memorywire.core.expiry import ExpiryFacts, needs_recall_tracking, policy_matches
+from memorywire.core.content import content_from_storage, embed_text
 from memorywire.core.filters import matches_filter
-from memorywire.core.ids import new_id
-from memorywire.core.merge import MergeRow, plan_merge, resolve_merge
+from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
 from memorywire.errors import (
     BackendUnavailable,
     CapabilityMissing,
-    Conflict,
     InvalidRequest,
     MemorywireError,
-    NotFound,
     StoreCorrupt,
 )
 from memorywire.store._common import (
     DEFAULT_LEXICAL_FLOOR,
     DEFAULT_RELEVANCE_FLOOR,
-    content_from_storage,
-    content_to_storage,
-    embed_text,
-    links_of,
     resolve_embedder,
 )
-from memorywire.store._revision import RevisionRow, list_rows, revision_fields
-from memorywire.store.base import Capability, Health, ListQuery, UpdateRequest
+from memorywire.store._revision import RevisionRow, revision_fields
+from memorywire.store.base import Capability, Health
+from memorywire.store.rowstore import RowOps, live_in_scope
 from memorywire.wire.models import (
-    ExpireAction,
     ExpireRequest,
     ExpireResponse,
     ForgetRequest,
@@ -81,7 +75,6 @@ from memorywire.wire.models import (
     RecallResponse,
     RememberRequest,
     RememberResponse,
-    StoreCount,
 )
 
 __all__ = ["LettaStore"]
@@ -98,8 +91,9 @@ _CAPABILITIES = frozenset({
 class _Row(RevisionRow):
     """A revision plus the passage that holds it and its embedding."""
 
-    passage_id: str
-    vector: np.ndarray[Any, np.dtype[np.float32]]
+    passage_id: str = ""
+    vector: np.ndarray[Any, np.dtype[np.float32]] = field(
+        default_factory=lambda: np.zeros(0, dtype=np.float32), compare=False)
 
 
 def _row_from_passage(p: dict[str, Any], dim: int) -> _Row:
@@ -149,9 +143,10 @@ class LettaStore:
         self._owns_client = client is None
         self._http = client or httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout)
         self._archives: dict[str, str] = {}
-        self._locks: dict[str, anyio.Lock] = {}
         self._archive_lock = anyio.Lock()
         self._last_stamp = 0
+        self._ops: RowOps[_Row] = RowOps(_Backend(self), name=name, clock=self._clock,
+                                         recall_tracking=False)
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> LettaStore:
@@ -202,9 +197,6 @@ class LettaStore:
         except ValueError as exc:
             raise StoreCorrupt(f"Letta {method} {path} answered non-JSON") from exc
 
-    def _lock(self, agent_id: str) -> anyio.Lock:
-        return self._locks.setdefault(agent_id, anyio.Lock())
-
     def _archive_name(self, agent_id: str) -> str:
         return f"{self._prefix}-{hashlib.sha256(agent_id.encode('utf-8')).hexdigest()[:40]}"
 
@@ -253,10 +245,11 @@ class LettaStore:
             await self._call("DELETE", f"/v1/archives/{archive_id}/passages/{pid}",
                              missing_ok=True)
 
-    async def _rewrite(self, archive_id: str, row: _Row, **changes: Any) -> _Row:
-        new = await self._write(archive_id, replace(row, rev=row.rev + 1, **changes))
-        await self._drop(archive_id, [row.passage_id])
-        return new
+    async def _rewrite(self, archive_id: str, old: _Row, new: _Row) -> _Row:
+        """``new`` as the next revision of ``old``, then ``old``'s passage dropped."""
+        stored = await self._write(archive_id, replace(new, rev=old.rev + 1))
+        await self._drop(archive_id, [old.passage_id])
+        return stored
 
     async def _scan(self, agent_id: str) -> tuple[str | None, dict[str, _Row]]:
         """Every memory of the agent at its newest revision; stale revisions are cleaned up."""
@@ -297,126 +290,36 @@ class LettaStore:
     async def _live(self, agent_id: str, user_id: str | None) -> tuple[str | None, list[_Row]]:
         now = self._clock.now_ms()
         archive_id, rows = await self._scan(agent_id)
-        live = [r for r in rows.values() if r.in_scope(user_id) and r.live(now)]
-        live.sort(key=lambda r: (r.created_at, r.id))
-        return archive_id, live
+        return archive_id, live_in_scope(rows, user_id, now)
 
-    # --- writes ------------------------------------------------------------------------------
+    # --- the operations the row store implements once -------------------------------------
 
     async def remember(self, req: RememberRequest) -> RememberResponse:
-        stored = content_to_storage(req.type, req.content)
-        metadata = dict(req.metadata or {})
-        links_of(metadata)
-        async with self._lock(req.agent_id):
-            if req.id is not None:
-                _, rows = await self._scan(req.agent_id)
-                existing = rows.get(req.id)
-                if existing is not None:
-                    if existing.stored != stored or existing.type is not req.type:
-                        raise Conflict(f"id {req.id!r} already holds a different memory")
-                    return RememberResponse(id=existing.id, stored_at=existing.created_at,
-                                            stores=[self._name], pending_approval=False)
-            archive_id = await self._archive(req.agent_id, create=True)
-            assert archive_id is not None
-            now = self._clock.now_ms()
-            row = _Row(
-                passage_id="", id=req.id or new_id(now), rev=1, agent_id=req.agent_id,
-                user_id=req.user_id, type=req.type, stored=stored, metadata=metadata,
-                confidence=req.confidence, source=req.source, created_at=now, updated_at=None,
-                expires_at=req.expires_at, deleted_at=None, archived_at=None, demoted=False,
-                vector=np.zeros(0, dtype=np.float32),
-            )
-            await self._write(archive_id, row)
-            return RememberResponse(id=row.id, stored_at=now, stores=[self._name],
-                                    pending_approval=False)
+        return (await self._ops.remember_many([req]))[0]
+
+    async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
+        return await self._ops.remember_many(reqs)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
-        now = self._clock.now_ms()
-        wanted = set(req.ids) if req.ids is not None else None
-        async with self._lock(req.agent_id):
-            archive_id, rows = await self._scan(req.agent_id)
-            hits = sorted(
-                (r for r in rows.values()
-                 if r.in_scope(req.user_id)
-                 and (req.hard_delete or r.deleted_at is None)
-                 and (wanted is None or r.id in wanted)
-                 and (req.filter is None or matches_filter(r.metadata, req.filter))),
-                key=lambda r: (r.created_at, r.id))
-            for row in hits:
-                assert archive_id is not None
-                if req.hard_delete:
-                    await self._drop(archive_id, [row.passage_id])
-                else:
-                    await self._rewrite(archive_id, row, deleted_at=now)
-        ids = [r.id for r in hits]
-        return ForgetResponse(forgotten_ids=ids, hard_delete=req.hard_delete,
-                              stores=[StoreCount(store=self._name, count=len(ids))])
+        return await self._ops.forget(req)
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
-        async with self._lock(req.agent_id):
-            now = self._clock.now_ms()
-            archive_id, rows = await self._live(req.agent_id, req.user_id)
-            by_id = {r.id: r for r in rows}
-            plain = [MergeRow(r.id, content_from_storage(r.type, r.stored), r.created_at,
-                              r.confidence, r.metadata) for r in rows]
-            canonical, dups = resolve_merge(req.canonical, req.duplicates, plain)
-            if not dups:
-                return MergeResponse(canonical=canonical.id, merged_count=0,
-                                     strategy_used=req.strategy, stores=[self._name])
-            assert archive_id is not None
-            plan = plan_merge(canonical, dups, req.strategy)
-            survivor = by_id[plan.canonical_id]
-            await self._rewrite(
-                archive_id, survivor,
-                stored=content_to_storage(survivor.type, plan.content),
-                metadata=dict(plan.metadata), confidence=plan.confidence, updated_at=now)
-            for mid in plan.absorbed_ids:
-                await self._rewrite(archive_id, by_id[mid], deleted_at=now)
-        return MergeResponse(canonical=survivor.id, merged_count=len(plan.absorbed_ids),
-                             strategy_used=req.strategy, stores=[self._name])
+        return await self._ops.merge(req)
 
     async def expire(self, req: ExpireRequest) -> ExpireResponse:
-        if needs_recall_tracking(req.policy):
-            raise CapabilityMissing("the Letta store does not track recalls "
-                                    "(no_recall_in_days is unsupported)")
-        async with self._lock(req.agent_id):
-            now = self._clock.now_ms()
-            archive_id, rows = await self._live(req.agent_id, req.user_id)
-            matched = [r for r in rows if policy_matches(
-                req.policy, ExpiryFacts(r.type, r.created_at, r.confidence, None), now)]
-            for row in matched:
-                assert archive_id is not None
-                if req.action is ExpireAction.FORGET:
-                    await self._rewrite(archive_id, row, deleted_at=now)
-                elif req.action is ExpireAction.ARCHIVE:
-                    await self._rewrite(archive_id, row, archived_at=now)
-                elif not row.demoted:
-                    await self._rewrite(archive_id, row, demoted=True)
-        return ExpireResponse(matched_count=len(matched), action_taken=req.action,
-                              stores=[self._name], matched_ids=[r.id for r in matched])
+        return await self._ops.expire(req)
 
     async def update(self, req: UpdateRequest) -> MemoryRecord:
-        async with self._lock(req.agent_id):
-            now = self._clock.now_ms()
-            archive_id, rows = await self._live(req.agent_id, req.user_id)
-            row = next((r for r in rows if r.id == req.id), None)
-            if row is None or archive_id is None:
-                raise NotFound(f"memory {req.id!r} not found")
-            changes: dict[str, Any] = {"updated_at": now}
-            if req.metadata_patch is not None:
-                patched = dict(row.metadata)
-                for key, value in req.metadata_patch.items():
-                    if value is None:
-                        patched.pop(key, None)
-                    else:
-                        patched[key] = value
-                links_of(patched)
-                changes["metadata"] = patched
-            if req.content is not None:
-                changes["stored"] = content_to_storage(row.type, req.content)
-            if req.confidence is not None:
-                changes["confidence"] = req.confidence
-            return (await self._rewrite(archive_id, row, **changes)).record()
+        return await self._ops.update(req)
+
+    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
+        return await self._ops.get(agent_id, id, user_id)
+
+    async def list(self, query: ListQuery) -> list[MemoryRecord]:
+        return await self._ops.list(query)
+
+    async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
+        return await self._ops.merged_into(agent_id, id, user_id)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -460,17 +363,6 @@ class LettaStore:
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
                               latency_ms=int((time.perf_counter() - started) * 1000))
 
-    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
-        _, rows = await self._live(agent_id, user_id)
-        return next((r.record() for r in rows if r.id == id), None)
-
-    async def list(self, query: ListQuery) -> list[MemoryRecord]:
-        if query.agent_id is None:
-            raise CapabilityMissing("the Letta store lists one agent at a time")
-        now = self._clock.now_ms()
-        _, rows_by_id = await self._scan(query.agent_id)
-        return list_rows(rows_by_id, query, now)
-
     async def health(self) -> Health:
         try:
             body = await self._call("GET", "/v1/health/")
@@ -481,3 +373,42 @@ class LettaStore:
     async def aclose(self) -> None:
         if self._owns_client:
             await self._http.aclose()
+
+
+class _Backend:
+    """Letta archives as a :class:`RowBackend`: one archive per agent, one passage per
+    revision."""
+
+    def __init__(self, store: LettaStore) -> None:
+        self._s = store
+
+    async def scan(self, agent_id: str) -> dict[str, _Row]:
+        return (await self._s._scan(agent_id))[1]
+
+    async def fetch(self, agent_id: str, ids: Sequence[str]) -> dict[str, _Row]:
+        rows = await self.scan(agent_id)  # the vendor cannot select by our id
+        return {i: rows[i] for i in ids if i in rows}
+
+    async def scan_all(self) -> builtins.list[_Row]:
+        raise CapabilityMissing("the Letta store lists one agent at a time")
+
+    async def insert(self, rows: Sequence[Row]) -> None:
+        for row in rows:
+            archive_id = await self._s._archive(row.agent_id, create=True)
+            assert archive_id is not None
+            await self._s._write(archive_id, _Row(**{f.name: getattr(row, f.name)
+                                                     for f in fields(Row)}))
+
+    async def replace(self, changes: Sequence[tuple[_Row, _Row, bool]]) -> builtins.list[_Row]:
+        out = []
+        for old, new, _ in changes:  # Letta embeds every new passage anyway
+            archive_id = await self._s._archive(old.agent_id, create=False)
+            assert archive_id is not None
+            out.append(await self._s._rewrite(archive_id, old, new))
+        return out
+
+    async def erase(self, rows: Sequence[_Row]) -> None:
+        for row in rows:
+            archive_id = await self._s._archive(row.agent_id, create=False)
+            if archive_id is not None:
+                await self._s._drop(archive_id, [row.passage_id])

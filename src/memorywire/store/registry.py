@@ -16,20 +16,31 @@ from urllib.parse import urlsplit
 from memorywire.errors import CapabilityMissing, InvalidRequest
 from memorywire.store.base import MemoryStore
 
-__all__ = ["ENTRY_POINT_GROUP", "StoreFactory", "available_schemes", "open_store", "register_store"]
+__all__ = [
+    "ALIASES",
+    "ENTRY_POINT_GROUP",
+    "EXTRAS",
+    "StoreFactory",
+    "available_schemes",
+    "open_store",
+    "register_store",
+]
 
 ENTRY_POINT_GROUP = "memorywire.stores"
 
 StoreFactory = Callable[..., MemoryStore]
 
-#: Which ``pip install memorywire[extra]`` brings a scheme's optional dependency.
-_EXTRAS: dict[str, str] = {
+#: Which ``pip install memorywire[extra]`` brings a scheme's optional dependency. Every value
+#: is an extra pyproject defines (a test checks that). Letta is absent on purpose: its adapter
+#: speaks REST through httpx, a core dependency, so it needs no extra.
+EXTRAS: dict[str, str] = {
     "postgresql": "postgres",
-    "postgres": "postgres",
     "mem0": "mem0",
-    "letta": "letta",
     "cognee": "cognee",
 }
+
+#: Other spellings of a scheme; the entry point is registered under the canonical name only.
+ALIASES: dict[str, str] = {"postgres": "postgresql"}
 
 _registered: dict[str, StoreFactory] = {}
 
@@ -42,8 +53,8 @@ def register_store(scheme: str, factory: StoreFactory) -> None:
 
 
 def available_schemes() -> list[str]:
-    names = {ep.name.lower() for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    return sorted(names | set(_registered))
+    names = {ep.name.lower() for ep in entry_points(group=ENTRY_POINT_GROUP)} | set(_registered)
+    return sorted(names | {alias for alias, target in ALIASES.items() if target in names})
 
 
 def _scheme_of(url: str) -> str:
@@ -51,7 +62,8 @@ def _scheme_of(url: str) -> str:
         raise InvalidRequest(f"store URL {url!r} has no scheme (expected e.g. sqlite:///path.db)")
     scheme = urlsplit(url).scheme.lower() or url.split("://", 1)[0].lower()
     # "postgresql+psycopg://" style driver suffixes select the same store.
-    return scheme.split("+", 1)[0]
+    scheme = scheme.split("+", 1)[0]
+    return ALIASES.get(scheme, scheme)
 
 
 def _as_factory(obj: Any) -> StoreFactory:
@@ -72,16 +84,16 @@ def _load(scheme: str) -> StoreFactory:
         try:
             obj = ep.load()
         except ImportError as exc:
-            extra = _EXTRAS.get(scheme, scheme)
+            extra = EXTRAS.get(scheme, scheme)
             raise CapabilityMissing(
                 f"the {scheme!r} store needs an optional dependency ({exc.name or exc}); "
                 f"install it with: pip install 'memorywire[{extra}]'"
             ) from exc
         return _as_factory(obj)
-    if scheme in _EXTRAS:
+    if scheme in EXTRAS:
         raise CapabilityMissing(
             f"no store is installed for {scheme!r}; "
-            f"install it with: pip install 'memorywire[{_EXTRAS[scheme]}]'"
+            f"install it with: pip install 'memorywire[{EXTRAS[scheme]}]'"
         )
     raise InvalidRequest(
         f"unknown store URL scheme {scheme!r}; known: {', '.join(available_schemes())}"

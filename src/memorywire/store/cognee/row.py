@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memorywire.errors import StoreCorrupt
@@ -18,7 +18,7 @@ KEY = "memorywire"
 class Row(RevisionRow):
     """A revision plus the Cognee data item that holds it."""
 
-    data_id: uuid.UUID
+    data_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
 def row_from_data(data_id: Any, meta: Any) -> Row:

@@ -9,9 +9,9 @@ index and truncates the WAL, so no byte or indexed word of the memory remains),
 and a busy timeout so several processes can share the file. Every operation is one
 ``BEGIN IMMEDIATE`` transaction covering row, vector, full-text, links and recall stats; a
 recall's transaction (whose only write is recall statistics) commits without the fsync.
-File layout and migrations: :mod:`memorywire.store.sqlite_schema`.
+File layout and migrations: :mod:`memorywire.store.sqlite.schema`.
 
-Search (:mod:`memorywire.store.sqlite_search`). k-NN is exact and scoped: a per-agent float32
+Search (:mod:`memorywire.store.sqlite.search`). k-NN is exact and scoped: a per-agent float32
 matrix cached in process (bounded by ``cache_mb``, least recently used agent out) is multiplied
 by the query vector, rows outside the user/type/filter/freshness scope are masked out
 *before* the top-k, so another agent's closer vectors can never crowd a result out. Each
@@ -22,6 +22,10 @@ restricted to the agent by a hashed scope token; the two lists are fused with RR
 by the relevance floor (see :mod:`memorywire.core.scoring`).
 
 Blocking work runs in a worker thread; one connection per store is guarded by a lock.
+
+The package is composed, not inherited: :class:`SqliteStore` holds one
+:class:`~memorywire.store.sqlite.db.SqliteDb` and hands it to the operation modules
+(``writes``, ``maintenance``, ``search``), which run the rules of :mod:`memorywire.core`.
 """
 
 from __future__ import annotations
@@ -30,43 +34,42 @@ import builtins
 import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from memorywire.core.clock import Clock, SystemClock
+from memorywire.core.content import content_from_storage
 from memorywire.core.filters import matches_filter
-from memorywire.core.ids import new_id
+from memorywire.core.records import ListQuery, UpdateRequest
 from memorywire.embed.base import Embedder, Vectors
-from memorywire.errors import (
-    Conflict,
-    InvalidRequest,
-    MemorywireError,
-)
-from memorywire.store._common import (
-    content_from_storage,
-    content_to_storage,
-    embed_text,
-    links_of,
-    shortest_hops,
-)
-from memorywire.store._vector_cache import CachedRow
-from memorywire.store.base import Capability, Health, ListQuery
-from memorywire.store.sqlite_base import (
+from memorywire.errors import InvalidRequest, MemorywireError
+from memorywire.store._common import DEFAULT_RELEVANCE_FLOOR, resolve_embedder, shortest_hops
+from memorywire.store.base import Capability, Health
+from memorywire.store.sqlite import maintenance, writes
+from memorywire.store.sqlite.db import (
     COLS,
     IN_JSON,
     VISIBLE,
+    SqliteDb,
     checked_vectors,
     record_of,
     scope_sql,
 )
-from memorywire.store.sqlite_maintenance import SqliteMaintenance
-from memorywire.store.sqlite_schema import SCHEMA_VERSION, agent_number, scope_token, vid
-from memorywire.store.sqlite_search import rank_scope
+from memorywire.store.sqlite.schema import SCHEMA_VERSION
+from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR, rank_scope
 from memorywire.wire.models import (
+    ExpireRequest,
+    ExpireResponse,
+    ForgetRequest,
+    ForgetResponse,
     Fusion,
     MemoryRecord,
     MemoryType,
+    MergeRequest,
+    MergeResponse,
     RecallHit,
     RecallRequest,
     RecallResponse,
@@ -93,9 +96,32 @@ _CAPABILITIES = frozenset(
 
 
 
-class SqliteStore(SqliteMaintenance):
+class SqliteStore:
     """The embedded store. ``cache_mb`` bounds the in-process vector cache (least recently
     used agent out); the default holds ~600k memories of the 384-d default embedder."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+        name: str = "sqlite",
+        *,
+        relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
+        lexical_floor: float = SQLITE_LEXICAL_FLOOR,
+        busy_timeout_ms: int = 10_000,
+        cache_mb: float = 1024,
+    ) -> None:
+        self._embedder = resolve_embedder(embedder)
+        self._clock: Clock = clock or SystemClock()
+        self._name = name
+        self._path = str(path)
+        self._floor = relevance_floor
+        self._lexical_floor = lexical_floor
+        self._db = SqliteDb(path, self._embedder, self._clock, name,
+                            busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb)
+        #: The per-agent vector cache (benchmarks and tests read its counters).
+        self._caches = self._db.caches
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> SqliteStore:
@@ -119,9 +145,7 @@ class SqliteStore(SqliteMaintenance):
     def embedder(self) -> Embedder:
         return self._embedder
 
-    # --- connection, schema, transactions ----------------------------------------------------
-
-    # --- writes ------------------------------------------------------------------------------
+    # --- writes (writes.py, maintenance.py) --------------------------------------------------
 
     async def remember(self, req: RememberRequest) -> RememberResponse:
         return (await self.remember_many([req]))[0]
@@ -136,59 +160,26 @@ class SqliteStore(SqliteMaintenance):
         """
         if vectors is not None:
             vectors = checked_vectors(vectors, len(reqs), self._embedder.dim)
-        return await self._call(lambda: self._remember_many(reqs, vectors))
+        return await self._db.call(lambda: writes.remember_many(self._db, reqs, vectors))
 
-    def _remember_many(self, reqs: Sequence[RememberRequest],
-                       given: Vectors | None = None) -> list[RememberResponse]:
-        prepared = [(r, content_to_storage(r.type, r.content)) for r in reqs]
-        if not prepared:
-            return []
-        links = [links_of(r.metadata) for r in reqs]
-        # Everything that needs no database happens before the write lock is taken.
-        texts = [embed_text(r.type, s) for r, s in prepared]
-        metas = [json.dumps(r.metadata or {}, ensure_ascii=False) for r in reqs]
-        tokens = {a: scope_token(a) for a in {r.agent_id for r in reqs}}
-        vectors = given if given is not None else self._embedder.embed(texts)
-        blobs = [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors]
-        out: list[RememberResponse] = []
-        with self._tx() as conn:
-            now = self._clock.now_ms()
-            added: dict[str, list[CachedRow]] = {}
-            numbers = {a: agent_number(conn, a, create=True) or 0 for a in tokens}
-            for i, (r, stored) in enumerate(prepared):
-                if r.id is not None:
-                    row = conn.execute(
-                        "SELECT type, content, created_at FROM memories "
-                        "WHERE agent_id = ? AND id = ?", (r.agent_id, r.id)
-                    ).fetchone()
-                    if row is not None:
-                        if row[0] != r.type.value or row[1] != stored:
-                            raise Conflict(f"id {r.id!r} already holds a different memory")
-                        out.append(RememberResponse(id=r.id, stored_at=row[2],
-                                                    stores=[self._name], pending_approval=False))
-                        continue
-                mid = r.id or new_id(now)
-                rid = conn.execute(
-                    "INSERT INTO memories(agent_id, id, user_id, type, content, metadata, "
-                    "confidence, source, created_at, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?) "
-                    "RETURNING rid",
-                    (r.agent_id, mid, r.user_id, r.type.value, stored, metas[i], r.confidence,
-                     r.source, now, r.expires_at),
-                ).fetchone()[0]
-                conn.execute("INSERT INTO vectors VALUES(?, ?)",
-                             (vid(numbers[r.agent_id], rid), blobs[i]))
-                conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
-                             (rid, texts[i], tokens[r.agent_id]))
-                if links[i]:
-                    conn.executemany("INSERT OR IGNORE INTO links VALUES(?, ?, ?, 'link')",
-                                     [(r.agent_id, mid, dst) for dst in links[i]])
-                added.setdefault(r.agent_id, []).append(CachedRow(
-                    rid, mid, r.user_id, r.type, now, r.expires_at, False, vectors[i]))
-                out.append(RememberResponse(id=mid, stored_at=now, stores=[self._name],
-                                            pending_approval=False))
-            for agent_id, rows in added.items():
-                self._append_on_commit(conn, agent_id, rows)
-        return out
+    async def forget(self, req: ForgetRequest) -> ForgetResponse:
+        return await self._db.call(lambda: maintenance.forget(self._db, req))
+
+    async def merge(self, req: MergeRequest) -> MergeResponse:
+        return await self._db.call(lambda: maintenance.merge(self._db, req))
+
+    async def expire(self, req: ExpireRequest) -> ExpireResponse:
+        return await self._db.call(lambda: maintenance.expire(self._db, req))
+
+    async def update(self, req: UpdateRequest) -> MemoryRecord:
+        return await self._db.call(lambda: maintenance.update(self._db, req))
+
+    async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
+        """The id that absorbed memory ``id`` in a merge, or ``None``."""
+        return await self._db.call(
+            lambda: maintenance.merged_into(self._db, agent_id, id, user_id))
+
+    # --- reads -------------------------------------------------------------------------------
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
@@ -196,7 +187,7 @@ class SqliteStore(SqliteMaintenance):
         def run() -> list[RecallHit]:
             return self._recall(req, self._embedder.embed([req.query])[0])
 
-        hits = await self._call(run)
+        hits = await self._db.call(run)
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
                               latency_ms=int((time.perf_counter() - started) * 1000))
 
@@ -211,14 +202,14 @@ class SqliteStore(SqliteMaintenance):
         qvec = checked_vectors(np.asarray(vector, dtype=np.float32).reshape(1, -1), 1,
                                 self._embedder.dim)[0]
         started = time.perf_counter()
-        hits = await self._call(lambda: self._recall(req, qvec))
+        hits = await self._db.call(lambda: self._recall(req, qvec))
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
                               latency_ms=int((time.perf_counter() - started) * 1000))
 
     def _recall(self, req: RecallRequest, qvec: npt.NDArray[np.float32]) -> list[RecallHit]:
-        with self._tx(durable=False) as conn:
+        with self._db.tx(durable=False) as conn:
             now = self._clock.now_ms()
-            index = self._index(conn, req.agent_id)
+            index = self._db.index(conn, req.agent_id)
             ranked = rank_scope(conn, index, req, qvec, now, floor=self._floor,
                                 lexical_floor=self._lexical_floor)
             if not ranked:
@@ -246,17 +237,17 @@ class SqliteStore(SqliteMaintenance):
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
         def run() -> MemoryRecord | None:
             where, args = scope_sql(agent_id, user_id)
-            with self._tx() as conn:
+            with self._db.tx() as conn:
                 row = conn.execute(
                     f"SELECT {COLS} FROM memories WHERE {where} AND id = ? AND {VISIBLE}",
                     [*args, id, self._clock.now_ms()],
                 ).fetchone()
             return None if row is None else record_of(row)
 
-        return await self._call(run)
+        return await self._db.call(run)
 
     async def list(self, query: ListQuery) -> list[MemoryRecord]:
-        return await self._call(lambda: self._list(query))
+        return await self._db.call(lambda: self._list(query))
 
     def _list(self, query: ListQuery) -> builtins.list[MemoryRecord]:
         clauses = ["deleted_at IS NULL", "(expires_at IS NULL OR expires_at > ?)"]
@@ -273,7 +264,7 @@ class SqliteStore(SqliteMaintenance):
             clauses.append(f"type IN {IN_JSON}")
             args.append(json.dumps([t.value for t in query.types]))
         out: builtins.list[MemoryRecord] = []
-        with self._tx() as conn:
+        with self._db.tx() as conn:
             if query.after_id is not None:
                 anchor_sql = "SELECT created_at, id FROM memories WHERE id = ?"
                 anchor_args: builtins.list[Any] = [query.after_id]
@@ -302,7 +293,7 @@ class SqliteStore(SqliteMaintenance):
 
         def run() -> dict[str, dict[str, int]]:
             where, args = scope_sql(agent_id, user_id)
-            with self._tx() as conn:
+            with self._db.tx() as conn:
                 edges = conn.execute("SELECT src, dst FROM links WHERE agent_id = ? AND "
                                      "kind = 'link'", (agent_id,)).fetchall()
                 nodes = {n for e in edges for n in e} | set(ids)
@@ -317,16 +308,19 @@ class SqliteStore(SqliteMaintenance):
                     adjacency.setdefault(s, []).append(d)
             return shortest_hops(adjacency, [i for i in ids if i in live], hops)
 
-        return await self._call(run)
+        return await self._db.call(run)
 
     async def health(self) -> Health:
         def run() -> Health:
-            with self._tx() as conn:
+            with self._db.tx() as conn:
                 count = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
             return Health("ok", {"path": self._path, "memories": int(count),
                                  "embedder": self._embedder.name})
 
         try:
-            return await self._call(run)
+            return await self._db.call(run)
         except MemorywireError as exc:
             return Health("down", {"path": self._path, "error": exc.message})
+
+    async def aclose(self) -> None:
+        await self._db.close()

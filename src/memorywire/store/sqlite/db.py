@@ -1,4 +1,4 @@
-"""SqliteStore's foundation: the connection, transactions, scope versions and the vector cache.
+"""The SQLite database a store holds: connection, transactions, scope versions, vector cache.
 
 One connection per store, guarded by a lock; blocking work runs in a worker thread. Every
 operation is one ``BEGIN IMMEDIATE`` transaction. Each write to an agent's live set bumps the
@@ -20,7 +20,8 @@ import anyio.to_thread
 import apsw
 import numpy as np
 
-from memorywire.core.clock import Clock, SystemClock
+from memorywire.core.clock import Clock
+from memorywire.core.content import content_from_storage
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import (
     BackendUnavailable,
@@ -28,14 +29,8 @@ from memorywire.errors import (
     MemorywireError,
     StoreCorrupt,
 )
-from memorywire.store._common import (
-    DEFAULT_RELEVANCE_FLOOR,
-    content_from_storage,
-    resolve_embedder,
-)
 from memorywire.store._vector_cache import CachedRow, ScopeCache, ScopeIndex
-from memorywire.store.sqlite_schema import agent_number, open_database, vid_range
-from memorywire.store.sqlite_search import SQLITE_LEXICAL_FLOOR
+from memorywire.store.sqlite.schema import agent_number, open_database, vid_range
 from memorywire.wire.models import (
     MemoryRecord,
     MemoryType,
@@ -45,7 +40,7 @@ __all__ = [
     "COLS",
     "IN_JSON",
     "VISIBLE",
-    "SqliteBase",
+    "SqliteDb",
     "checked_vectors",
     "record_of",
     "scope_sql",
@@ -87,35 +82,27 @@ def scope_sql(agent_id: str, user_id: str | None) -> tuple[str, list[Any]]:
     return "agent_id = ? AND user_id = ?", [agent_id, user_id]
 
 
-class SqliteBase:
-    """Connection, transactions, scope versions and the per-agent vector cache."""
+class SqliteDb:
+    """Connection, transactions, scope versions and the per-agent vector cache.
 
-    def __init__(
-        self,
-        path: str | Path,
-        embedder: Embedder | None = None,
-        clock: Clock | None = None,
-        name: str = "sqlite",
-        *,
-        relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
-        lexical_floor: float = SQLITE_LEXICAL_FLOOR,
-        busy_timeout_ms: int = 10_000,
-        cache_mb: float = 1024,
-    ) -> None:
-        self._path = str(path)
-        self._embedder = resolve_embedder(embedder)
-        self._clock: Clock = clock or SystemClock()
-        self._name = name
-        self._floor = relevance_floor
-        self._lexical_floor = lexical_floor
+    The store and its operation modules (``writes``, ``maintenance``) each hold this object;
+    none inherits from another.
+    """
+
+    def __init__(self, path: str | Path, embedder: Embedder, clock: Clock, name: str, *,
+                 busy_timeout_ms: int, cache_mb: float) -> None:
+        self.path = str(path)
+        self.embedder = embedder
+        self.clock = clock
+        self.name = name
         self._lock = threading.Lock()
-        self._caches = ScopeCache(int(cache_mb * 2**20))
+        self.caches = ScopeCache(int(cache_mb * 2**20))
         self._on_commit: list[Callable[[], None]] = []
-        self._conn: apsw.Connection | None = open_database(self._path, self._embedder,
+        self._conn: apsw.Connection | None = open_database(self.path, self.embedder,
                                                            busy_timeout_ms)
 
     @contextmanager
-    def _tx(self, *, durable: bool = True) -> Iterator[Any]:
+    def tx(self, *, durable: bool = True) -> Iterator[Any]:
         """Hold the lock and one IMMEDIATE transaction; commit on success.
 
         Callbacks queued in ``self._on_commit`` run after COMMIT, still under the lock, so the
@@ -128,7 +115,7 @@ class SqliteBase:
         with self._lock:
             conn = self._conn
             if conn is None:
-                raise BackendUnavailable(f"store {self._name!r} is closed")
+                raise BackendUnavailable(f"store {self.name!r} is closed")
             self._on_commit = []
             if not durable:
                 conn.execute("PRAGMA synchronous=NORMAL")
@@ -138,7 +125,7 @@ class SqliteBase:
                     yield conn
                     conn.execute("COMMIT")
                 except BaseException:
-                    self._caches.clear()
+                    self.caches.clear()
                     if not conn.getautocommit():
                         conn.execute("ROLLBACK")
                     raise
@@ -148,7 +135,7 @@ class SqliteBase:
             for callback in self._on_commit:
                 callback()
 
-    async def _call(self, fn: Callable[[], _T]) -> _T:
+    async def call(self, fn: Callable[[], _T]) -> _T:
         def run() -> _T:
             try:
                 return fn()
@@ -157,47 +144,47 @@ class SqliteBase:
             except apsw.BusyError as exc:
                 raise BackendUnavailable(f"database is busy: {exc}", retry_after=0.1) from exc
             except (apsw.CorruptError, apsw.NotADBError) as exc:
-                raise StoreCorrupt(f"{self._path} is corrupt: {exc}") from exc
+                raise StoreCorrupt(f"{self.path} is corrupt: {exc}") from exc
             except apsw.Error as exc:
                 raise BackendUnavailable(f"SQLite failed: {exc}") from exc
 
         return await anyio.to_thread.run_sync(run)
 
-    def _version(self, conn: Any, agent_id: str) -> int:
+    def version(self, conn: Any, agent_id: str) -> int:
         row = conn.execute("SELECT version FROM scopes WHERE agent_id = ?", (agent_id,)).fetchone()
         return int(row[0]) if row else 0
 
-    def _bump(self, conn: Any, agent_id: str) -> int:
+    def bump(self, conn: Any, agent_id: str) -> int:
         """Record a change to the agent's live set; drops our cache of it unless appended to."""
-        self._caches.pop(agent_id)
+        self.caches.pop(agent_id)
         return int(conn.execute(
             "INSERT INTO scopes VALUES(?, 1) "
             "ON CONFLICT(agent_id) DO UPDATE SET version = version + 1 RETURNING version",
             (agent_id,),
         ).fetchone()[0])
 
-    def _append_on_commit(self, conn: Any, agent_id: str,
+    def append_on_commit(self, conn: Any, agent_id: str,
                           rows: list[CachedRow]) -> None:
         """Bump the scope and, after commit, extend our cache if it was current."""
-        cached = self._caches.get(agent_id)
-        before = self._version(conn, agent_id)
-        after = self._bump(conn, agent_id)
+        cached = self.caches.get(agent_id)
+        before = self.version(conn, agent_id)
+        after = self.bump(conn, agent_id)
         if cached is None or cached.version != before:
             return
 
         def extend() -> None:
             cached.extend(rows)
             cached.version = after
-            self._caches.put(agent_id, cached)
+            self.caches.put(agent_id, cached)
 
         self._on_commit.append(extend)
 
-    def _index(self, conn: Any, agent_id: str) -> ScopeIndex:
-        version = self._version(conn, agent_id)
-        cached = self._caches.get(agent_id)
+    def index(self, conn: Any, agent_id: str) -> ScopeIndex:
+        version = self.version(conn, agent_id)
+        cached = self.caches.get(agent_id)
         if cached is not None and cached.version == version:
             return cached
-        dim = self._embedder.dim
+        dim = self.embedder.dim
         # Both reads are clustered by agent: a covering index for the rows, one key range of
         # the vectors table for the embeddings, so a cold load reads sequential pages rather
         # than two random pages per memory.
@@ -216,27 +203,27 @@ class SqliteBase:
         try:
             blobs = b"".join([embeddings[r[0]] for r in rows])
         except KeyError as exc:
-            raise StoreCorrupt(f"memory row {exc} in {self._path} has no vector") from None
+            raise StoreCorrupt(f"memory row {exc} in {self.path} has no vector") from None
         if len(blobs) != len(rows) * dim * 4:
-            raise StoreCorrupt(f"vectors in {self._path} do not have dimension {dim}")
+            raise StoreCorrupt(f"vectors in {self.path} do not have dimension {dim}")
         index = ScopeIndex.from_rows(dim, version, rows, blobs)
-        self._caches.loads += 1
-        self._caches.put(agent_id, index)
+        self.caches.loads += 1
+        self.caches.put(agent_id, index)
         return index
 
-    def _checkpoint(self) -> None:
+    def checkpoint(self) -> None:
         """Fold the WAL into the database and truncate it, so deleted bytes leave the WAL."""
         with self._lock:
             if self._conn is not None:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
         def run() -> None:
             with self._lock:
                 if self._conn is not None:
                     self._conn.close()
                     self._conn = None
-                    self._caches.clear()
+                    self.caches.clear()
 
         await anyio.to_thread.run_sync(run)
 

@@ -43,12 +43,12 @@ and atomicity across several memories in one call (each memory's change is atomi
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -57,34 +57,26 @@ import anyio
 import anyio.to_thread
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
-from memorywire.core.expiry import ExpiryFacts, needs_recall_tracking, policy_matches
+from memorywire.core.content import content_from_storage, embed_text
 from memorywire.core.filters import matches_filter
-from memorywire.core.ids import new_id
-from memorywire.core.merge import MergeRow, plan_merge, resolve_merge
+from memorywire.core.records import ListQuery, UpdateRequest
+from memorywire.core.records import Row as CoreRow
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, hybrid_rank
 from memorywire.embed.base import Embedder
 from memorywire.errors import (
     BackendUnavailable,
     CapabilityMissing,
-    Conflict,
     InvalidRequest,
     MemorywireError,
-    NotFound,
     StoreCorrupt,
 )
-from memorywire.store._cognee_engine import engine
-from memorywire.store._cognee_row import KEY, Row, row_from_data
-from memorywire.store._common import (
-    DEFAULT_RELEVANCE_FLOOR,
-    content_from_storage,
-    content_to_storage,
-    embed_text,
-    links_of,
-)
-from memorywire.store._revision import list_rows
-from memorywire.store.base import Capability, Health, ListQuery, UpdateRequest
+from memorywire.store._common import DEFAULT_RELEVANCE_FLOOR
+from memorywire.store.base import Capability, Health
+from memorywire.store.cognee.engine import engine
+from memorywire.store.cognee.row import KEY, Row, row_from_data
+from memorywire.store.cognee.writes import RememberBatcher
+from memorywire.store.rowstore import RowOps
 from memorywire.wire.models import (
-    ExpireAction,
     ExpireRequest,
     ExpireResponse,
     ForgetRequest,
@@ -98,7 +90,6 @@ from memorywire.wire.models import (
     RecallResponse,
     RememberRequest,
     RememberResponse,
-    StoreCount,
 )
 
 __all__ = ["CogneeStore"]
@@ -109,17 +100,6 @@ _CAPABILITIES = frozenset({
     Capability.VECTOR,
 })
 _CHUNKS_PER_ROW = 64  # search breadth per stored data item; 64 KiB text is ~60 chunks
-
-
-@dataclass
-class _Pending:
-    """One ``remember`` waiting to be written in the next grouped pipeline run."""
-
-    req: RememberRequest
-    stored: str
-    done: anyio.Event = field(default_factory=anyio.Event)
-    result: RememberResponse | None = None
-    error: BaseException | None = None
 
 
 class CogneeStore:
@@ -150,11 +130,12 @@ class CogneeStore:
         self._clock: Clock = clock or SystemClock()
         self._name = name
         self._floor = relevance_floor
-        self._locks: dict[str, anyio.Lock] = {}
         self._index_lock = anyio.Lock()
         self._indexed: set[str] = set()  # datasets whose vector tables exist
-        self._queues: dict[str, list[_Pending]] = {}
         self._datasets: dict[str, Any] = {}
+        self._ops: RowOps[Row] = RowOps(_Backend(self), name=name, clock=self._clock,
+                                        recall_tracking=False)
+        self._batcher = RememberBatcher(self, self._ops.lock)
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> CogneeStore:
@@ -197,9 +178,6 @@ class CogneeStore:
     @property
     def _cognee(self) -> Any:
         return self._engine.mods["cognee"]
-
-    def _lock(self, agent_id: str) -> anyio.Lock:
-        return self._locks.setdefault(agent_id, anyio.Lock())
 
     def _dataset_name(self, agent_id: str) -> str:
         return f"{self._prefix}_{hashlib.sha256(agent_id.encode('utf-8')).hexdigest()[:40]}"
@@ -254,12 +232,12 @@ class CogneeStore:
         for did in data_ids:
             await self._call(self._cognee.datasets.delete_data, ds, did)
 
-    async def _rewrite(self, agent_id: str,
-                       changes: Sequence[tuple[Row, dict[str, Any]]]) -> list[Row]:
-        """New revisions of every row in one index run, then the old items deleted."""
-        new = [replace(row, data_id=uuid.uuid4(), rev=row.rev + 1, **ch) for row, ch in changes]
+    async def _rewrite(self, agent_id: str, changes: Sequence[tuple[Row, Row]]) -> list[Row]:
+        """Each ``new`` as the next revision of its ``old``, in one index run; then the old
+        items deleted."""
+        new = [replace(n, data_id=uuid.uuid4(), rev=o.rev + 1) for o, n in changes]
         await self._write(new)
-        await self._drop(agent_id, [row.data_id for row, _ in changes])
+        await self._drop(agent_id, [o.data_id for o, _ in changes])
         return new
 
     async def _scan(self, agent_id: str) -> dict[str, Row]:
@@ -284,165 +262,39 @@ class CogneeStore:
             await self._drop(agent_id, stale)
         return newest
 
-    async def _live(self, agent_id: str, user_id: str | None) -> list[Row]:
-        now = self._clock.now_ms()
-        rows = [r for r in (await self._scan(agent_id)).values()
-                if r.in_scope(user_id) and r.live(now)]
-        rows.sort(key=lambda r: (r.created_at, r.id))
-        return rows
-
-    # --- writes --------------------------------------------------------------------------------
+    # --- the operations the row store implements once -------------------------------------
 
     async def remember(self, req: RememberRequest) -> RememberResponse:
         return (await self.remember_many([req]))[0]
 
     async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
         """Every request waiting for these agents when their locks free is written in one run."""
-        pending = []
-        for req in reqs:
-            stored = content_to_storage(req.type, req.content)
-            links_of(dict(req.metadata or {}))
-            pending.append(_Pending(req, stored))
-        for p in pending:
-            self._queues.setdefault(p.req.agent_id, []).append(p)
-        agents = sorted({p.req.agent_id for p in pending})
-        async with AsyncExitStack() as stack:
-            for agent_id in agents:  # one global order, so two callers never deadlock
-                await stack.enter_async_context(self._lock(agent_id))
-            batches = {a: b for a in agents if (b := self._queues.pop(a, []))}
-            if batches:
-                await self._flush(batches)
-        for p in pending:
-            await p.done.wait()
-            if p.error is not None:
-                raise p.error
-        return [p.result for p in pending if p.result is not None]
-
-    async def _flush(self, batches: dict[str, list[_Pending]]) -> None:
-        everyone = [p for batch in batches.values() for p in batch]
-        try:
-            rows: list[Row] = []
-            for agent_id, batch in batches.items():
-                rows += await self._plan(agent_id, batch)
-            await self._write(rows)
-        except BaseException as exc:
-            for p in everyone:
-                if p.error is None:
-                    p.error, p.result = exc, None
-            raise
-        finally:
-            for p in everyone:
-                p.done.set()
-
-    async def _plan(self, agent_id: str, batch: list[_Pending]) -> list[Row]:
-        """New rows for one agent's waiting writes; retries of a stored id answer from it."""
-        existing = await self._scan(agent_id) if any(p.req.id for p in batch) else {}
-        rows: list[Row] = []
-        for p in batch:
-            req = p.req
-            old = (existing.get(req.id) or next((r for r in rows if r.id == req.id), None)
-                   if req.id else None)
-            if old is not None:
-                if old.stored != p.stored or old.type is not req.type:
-                    p.error = Conflict(f"id {req.id!r} already holds a different memory")
-                else:
-                    p.result = RememberResponse(id=old.id, stored_at=old.created_at,
-                                                stores=[self._name], pending_approval=False)
-                continue
-            now = self._clock.now_ms()
-            row = Row(
-                data_id=uuid.uuid4(), id=req.id or new_id(now), rev=1, agent_id=agent_id,
-                user_id=req.user_id, type=req.type, stored=p.stored,
-                metadata=dict(req.metadata or {}), confidence=req.confidence,
-                source=req.source, created_at=now, updated_at=None,
-                expires_at=req.expires_at, deleted_at=None, archived_at=None, demoted=False)
-            rows.append(row)
-            p.result = RememberResponse(id=row.id, stored_at=now, stores=[self._name],
-                                        pending_approval=False)
-        return rows
+        return await self._batcher.remember_many(reqs)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         if req.hard_delete:  # checked before anything is read or written
             raise CapabilityMissing("the Cognee store cannot hard delete (no erase capability): "
                                     "Cognee keeps the text in its vector, graph and relational "
                                     "storage after delete_data; use a soft delete instead")
-        now = self._clock.now_ms()
-        wanted = set(req.ids) if req.ids is not None else None
-        async with self._lock(req.agent_id):
-            rows = await self._scan(req.agent_id)
-            hits = sorted(
-                (r for r in rows.values()
-                 if r.in_scope(req.user_id)
-                 and r.deleted_at is None
-                 and (wanted is None or r.id in wanted)
-                 and (req.filter is None or matches_filter(r.metadata, req.filter))),
-                key=lambda r: (r.created_at, r.id))
-            await self._rewrite(req.agent_id, [(row, {"deleted_at": now}) for row in hits])
-        ids = [r.id for r in hits]
-        return ForgetResponse(forgotten_ids=ids, hard_delete=False,
-                              stores=[StoreCount(store=self._name, count=len(ids))])
+        return await self._ops.forget(req)
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
-        async with self._lock(req.agent_id):
-            now = self._clock.now_ms()
-            rows = await self._live(req.agent_id, req.user_id)
-            by_id = {r.id: r for r in rows}
-            plain = [MergeRow(r.id, content_from_storage(r.type, r.stored), r.created_at,
-                              r.confidence, r.metadata) for r in rows]
-            canonical, dups = resolve_merge(req.canonical, req.duplicates, plain)
-            if not dups:
-                return MergeResponse(canonical=canonical.id, merged_count=0,
-                                     strategy_used=req.strategy, stores=[self._name])
-            plan = plan_merge(canonical, dups, req.strategy)
-            survivor = by_id[plan.canonical_id]
-            await self._rewrite(req.agent_id, [
-                (survivor, {"stored": content_to_storage(survivor.type, plan.content),
-                            "metadata": dict(plan.metadata), "confidence": plan.confidence,
-                            "updated_at": now}),
-                *((by_id[mid], {"deleted_at": now}) for mid in plan.absorbed_ids)])
-        return MergeResponse(canonical=survivor.id, merged_count=len(plan.absorbed_ids),
-                             strategy_used=req.strategy, stores=[self._name])
+        return await self._ops.merge(req)
 
     async def expire(self, req: ExpireRequest) -> ExpireResponse:
-        if needs_recall_tracking(req.policy):
-            raise CapabilityMissing("the Cognee store does not track recalls "
-                                    "(no_recall_in_days is unsupported)")
-        async with self._lock(req.agent_id):
-            now = self._clock.now_ms()
-            rows = await self._live(req.agent_id, req.user_id)
-            matched = [r for r in rows if policy_matches(
-                req.policy, ExpiryFacts(r.type, r.created_at, r.confidence, None), now)]
-            mark: dict[str, Any] = (
-                {"deleted_at": now} if req.action is ExpireAction.FORGET
-                else {"archived_at": now} if req.action is ExpireAction.ARCHIVE
-                else {"demoted": True})
-            await self._rewrite(req.agent_id, [(row, mark) for row in matched
-                                               if not (row.demoted and mark.get("demoted"))])
-        return ExpireResponse(matched_count=len(matched), action_taken=req.action,
-                              stores=[self._name], matched_ids=[r.id for r in matched])
+        return await self._ops.expire(req)
 
     async def update(self, req: UpdateRequest) -> MemoryRecord:
-        async with self._lock(req.agent_id):
-            now = self._clock.now_ms()
-            row = next((r for r in await self._live(req.agent_id, req.user_id)
-                        if r.id == req.id), None)
-            if row is None:
-                raise NotFound(f"memory {req.id!r} not found")
-            changes: dict[str, Any] = {"updated_at": now}
-            if req.metadata_patch is not None:
-                patched = dict(row.metadata)
-                for key, value in req.metadata_patch.items():
-                    if value is None:
-                        patched.pop(key, None)
-                    else:
-                        patched[key] = value
-                links_of(patched)
-                changes["metadata"] = patched
-            if req.content is not None:
-                changes["stored"] = content_to_storage(row.type, req.content)
-            if req.confidence is not None:
-                changes["confidence"] = req.confidence
-            return (await self._rewrite(req.agent_id, [(row, changes)]))[0].record()
+        return await self._ops.update(req)
+
+    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
+        return await self._ops.get(agent_id, id, user_id)
+
+    async def list(self, query: ListQuery) -> list[MemoryRecord]:
+        return await self._ops.list(query)
+
+    async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
+        return await self._ops.merged_into(agent_id, id, user_id)
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -468,7 +320,7 @@ class CogneeStore:
         now = self._clock.now_ms()
         scanned = await self._scan(req.agent_id)
         rows = [r for r in scanned.values()
-                if r.in_scope(req.user_id) and r.live(now)
+                if r.in_scope(req.agent_id, req.user_id) and r.live(now)
                 and (req.types is None or r.type in req.types)
                 and matches_filter(r.metadata, req.filter)
                 and (req.fresher_than_days is None
@@ -492,16 +344,6 @@ class CogneeStore:
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
                               latency_ms=int((time.perf_counter() - started) * 1000))
 
-    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
-        return next((r.record() for r in await self._live(agent_id, user_id) if r.id == id), None)
-
-    async def list(self, query: ListQuery) -> list[MemoryRecord]:
-        if query.agent_id is None:
-            raise CapabilityMissing("the Cognee store lists one agent at a time")
-        now = self._clock.now_ms()
-        rows_by_id = await self._scan(query.agent_id)
-        return list_rows(rows_by_id, query, now)
-
     async def health(self) -> Health:
         try:
             datasets = await self._call(self._cognee.datasets.list_datasets)
@@ -512,3 +354,38 @@ class CogneeStore:
 
     async def aclose(self) -> None:
         """Cognee stays up for the process (its databases are process-global)."""
+
+
+class _Backend:
+    """Cognee datasets as a :class:`RowBackend`: one dataset per agent, one data item per
+    revision. Erasure is refused by :meth:`CogneeStore.forget` before it gets here."""
+
+    def __init__(self, store: CogneeStore) -> None:
+        self._s = store
+
+    async def scan(self, agent_id: str) -> dict[str, Row]:
+        return await self._s._scan(agent_id)
+
+    async def fetch(self, agent_id: str, ids: Sequence[str]) -> dict[str, Row]:
+        rows = await self.scan(agent_id)  # the vendor cannot select by our id
+        return {i: rows[i] for i in ids if i in rows}
+
+    async def scan_all(self) -> builtins.list[Row]:
+        raise CapabilityMissing("the Cognee store lists one agent at a time")
+
+    async def insert(self, rows: Sequence[CoreRow]) -> None:
+        await self._s._write([Row(data_id=uuid.uuid4(), **{f.name: getattr(r, f.name)
+                                                            for f in fields(CoreRow)})
+                              for r in rows])
+
+    async def replace(self, changes: Sequence[tuple[Row, Row, bool]]) -> builtins.list[Row]:
+        by_agent: dict[str, builtins.list[tuple[Row, Row]]] = {}
+        for old, new, _ in changes:  # Cognee re-indexes every new item anyway
+            by_agent.setdefault(old.agent_id, []).append((old, new))
+        out: builtins.list[Row] = []
+        for agent_id, pairs in by_agent.items():
+            out += await self._s._rewrite(agent_id, pairs)
+        return out
+
+    async def erase(self, rows: Sequence[Row]) -> None:
+        raise CapabilityMissing("the Cognee store cannot erase")

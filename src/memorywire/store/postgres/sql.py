@@ -11,17 +11,20 @@ import numpy as np
 import psycopg
 import psycopg_pool
 
+from memorywire.core.content import content_from_storage
+from memorywire.core.records import Row
 from memorywire.errors import BackendUnavailable, InvalidRequest, MemorywireError
-from memorywire.store._common import content_from_storage
 from memorywire.wire.models import MemoryRecord, MemoryType
 
 __all__ = [
     "RECORD_COLS",
+    "ROW_COLS",
     "TABLE",
     "Where",
     "add_metadata_filter",
     "record_from_row",
     "reject_nul",
+    "row_of",
     "scope_where",
     "translate_error",
     "tsquery_text",
@@ -33,6 +36,21 @@ RECORD_COLS = (
     "id, agent_id, user_id, type, content, metadata, confidence, source, created_at, "
     "updated_at, expires_at, recall_count, last_recalled_at"
 )
+#: Every column of a core ``Row`` (``score_factor`` stands for ``demoted``).
+ROW_COLS = (
+    RECORD_COLS + ", deleted_at, archived_at, score_factor, merged_into"
+)
+
+
+def row_of(r: dict[str, Any]) -> Row:
+    """A table row as a core :class:`Row`."""
+    return Row(
+        id=r["id"], agent_id=r["agent_id"], user_id=r["user_id"], type=MemoryType(r["type"]),
+        stored=r["content"], metadata=dict(r["metadata"] or {}), confidence=r["confidence"],
+        source=r["source"], created_at=r["created_at"], updated_at=r["updated_at"],
+        expires_at=r["expires_at"], deleted_at=r["deleted_at"], archived_at=r["archived_at"],
+        demoted=float(r["score_factor"]) != 1.0, last_recalled_at=r["last_recalled_at"],
+        recall_count=r["recall_count"], merged_into=r["merged_into"])
 
 
 @dataclass

@@ -39,7 +39,7 @@ from memorywire.core.filters import matches_filter
 from memorywire.core.scoring import DEMOTE_FACTOR, Scored, candidate_pool, exact_top, hybrid_rank
 from memorywire.core.textsearch import query_terms
 from memorywire.store._vector_cache import ScopeIndex
-from memorywire.store.sqlite_schema import scope_token
+from memorywire.store.sqlite.schema import scope_token
 from memorywire.wire.models import RecallRequest
 
 __all__ = [

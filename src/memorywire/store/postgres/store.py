@@ -1,0 +1,368 @@
+"""``PostgresStore``: wire v0 on PostgreSQL with pgvector (HNSW) and full-text search.
+
+Every operation is one transaction on a pooled connection; driver errors are translated in
+:meth:`~memorywire.store.postgres.db.PgDb.tx` only. Ranking, merge planning and expiry
+matching are the shared pure rules of :mod:`memorywire.core`, so the package only translates
+them to SQL: ``writes`` (remember), ``maintenance`` (forget, merge, expire, update), this
+module (reads).
+
+Scoped k-NN is exact. pgvector 0.6 has no iterative index scans: an HNSW scan with a
+``WHERE agent_id = ...`` filter returns at most ``ef_search`` global candidates and filters
+them afterwards, which loses in-scope neighbours (recall@5 0.71 at 100k rows measured). So a
+scope of up to ``exact_scope_limit`` rows (the per-agent row count lives in
+``memorywire_agent_counts``) is searched exactly through the ``(agent_id, user_id)`` index —
+the ``ORDER BY`` is written so the HNSW index cannot serve it. Only an agent larger than that
+uses HNSW, with ``ef_search`` scaled by how much of the table the agent owns, and the answer
+is verified: if the index could not fill the candidate pool, the exact search runs instead.
+``benchmarks/scale_pg.py`` measures both paths; ``docs/conformance.md`` records the choice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+
+from memorywire.core.clock import DAY_MS, Clock, SystemClock
+from memorywire.core.content import content_from_storage
+from memorywire.core.records import ListQuery, UpdateRequest
+from memorywire.core.scoring import candidate_pool, hybrid_rank
+from memorywire.core.textsearch import query_terms
+from memorywire.embed.base import Embedder
+from memorywire.errors import InvalidRequest, MemorywireError
+from memorywire.store._common import DEFAULT_LEXICAL_FLOOR, DEFAULT_RELEVANCE_FLOOR, shortest_hops
+from memorywire.store.base import Capability, Health
+from memorywire.store.postgres import maintenance, writes
+from memorywire.store.postgres.db import Conn, PgDb
+from memorywire.store.postgres.sql import (
+    RECORD_COLS,
+    TABLE,
+    Where,
+    add_metadata_filter,
+    record_from_row,
+    scope_where,
+    tsquery_text,
+    vector_literal,
+)
+from memorywire.wire.models import (
+    ExpireRequest,
+    ExpireResponse,
+    ForgetRequest,
+    ForgetResponse,
+    Fusion,
+    MemoryRecord,
+    MemoryType,
+    MergeRequest,
+    MergeResponse,
+    RecallHit,
+    RecallRequest,
+    RecallResponse,
+    RememberRequest,
+    RememberResponse,
+)
+
+__all__ = ["PostgresStore"]
+
+
+_CAPABILITIES = frozenset(
+    {
+        Capability.SEMANTIC,
+        Capability.EPISODIC,
+        Capability.PROCEDURAL,
+        Capability.EMOTIONAL,
+        Capability.FTS,
+        Capability.VECTOR,
+        Capability.GRAPH,
+        Capability.RECALL_TRACKING,
+        Capability.ERASE,
+    }
+)
+
+class PostgresStore:
+    """A pooled PostgreSQL + pgvector store; cheap to build, connects on first use."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+        name: str = "postgres",
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        timeout: float = 10.0,
+        exact_scope_limit: int = 50_000,
+        relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
+        lexical_floor: float = DEFAULT_LEXICAL_FLOOR,
+    ) -> None:
+        self._name = name
+        self._floor = relevance_floor
+        self._lexical_floor = lexical_floor
+        self._exact_limit = exact_scope_limit
+        self._db = PgDb(conninfo, embedder, clock or SystemClock(), name,
+                        min_size=min_size, max_size=max_size, timeout=timeout)
+
+    @classmethod
+    def from_url(cls, url: str, **kw: Any) -> PostgresStore:
+        """``postgresql://user:pass@host/db?pool_max=8&exact_scope_limit=50000``.
+
+        ``pool_min``, ``pool_max`` and ``exact_scope_limit`` query keys configure the store;
+        every other key is passed on to libpq.
+        """
+        parts = urlsplit(url)
+        scheme = parts.scheme.split("+", 1)[0]
+        ours = {"pool_min": "min_size", "pool_max": "max_size",
+                "exact_scope_limit": "exact_scope_limit"}
+        rest: list[tuple[str, str]] = []
+        for key, value in parse_qsl(parts.query, keep_blank_values=True):
+            if key in ours:
+                try:
+                    kw.setdefault(ours[key], int(value))
+                except ValueError as exc:
+                    raise InvalidRequest(f"{key} must be an integer, got {value!r}") from exc
+            else:
+                rest.append((key, value))
+        conninfo = urlunsplit((scheme, parts.netloc, parts.path, urlencode(rest), ""))
+        return cls(conninfo, **kw)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        return _CAPABILITIES
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._db.embedder
+
+    # --- writes (writes.py, maintenance.py) --------------------------------------------------
+
+    async def remember(self, req: RememberRequest) -> RememberResponse:
+        return (await writes.remember_many(self._db, [req]))[0]
+
+    async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
+        """Several remembers in one transaction: all are stored, or none."""
+        return await writes.remember_many(self._db, reqs)
+
+    async def forget(self, req: ForgetRequest) -> ForgetResponse:
+        return await maintenance.forget(self._db, req)
+
+    async def merge(self, req: MergeRequest) -> MergeResponse:
+        return await maintenance.merge(self._db, req)
+
+    async def expire(self, req: ExpireRequest) -> ExpireResponse:
+        return await maintenance.expire(self._db, req)
+
+    async def update(self, req: UpdateRequest) -> MemoryRecord:
+        return await maintenance.update(self._db, req)
+
+    async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
+        """The id that absorbed memory ``id`` in a merge, or ``None``."""
+        return await maintenance.merged_into(self._db, agent_id, id, user_id)
+
+    # --- reads -------------------------------------------------------------------------------
+
+    async def recall(self, req: RecallRequest) -> RecallResponse:
+        started = time.perf_counter()
+        qvec = vector_literal((await self._db.embed([req.query]))[0])
+        now = self._db.clock.now_ms()
+        w = scope_where(
+            agent_id=req.agent_id, user_id=req.user_id, now_ms=now,
+            types=[t.value for t in req.types] if req.types is not None else None,
+            metadata_filter=req.filter,
+            created_after=(now - req.fresher_than_days * DAY_MS
+                           if req.fresher_than_days is not None else None),
+        )
+        pool = candidate_pool(req.k)
+        hits: list[RecallHit] = []
+        async with self._db.tx() as conn:
+            vector = await self._vector_candidates(conn, req.agent_id, w, qvec, pool)
+            tsq = tsquery_text(query_terms(req.query))
+            lexical: list[dict[str, Any]] = []
+            if tsq is not None:
+                cur = await conn.execute(
+                    f"SELECT id, 1 - (embedding <=> %s::vector) AS cos, score_factor FROM {TABLE} "
+                    f"WHERE {w.sql()} AND tsv @@ to_tsquery('simple', %s) "
+                    "ORDER BY ts_rank_cd(tsv, to_tsquery('simple', %s)) DESC, created_at, id "
+                    "LIMIT %s",
+                    [qvec, *w.params, tsq, tsq, pool],
+                )
+                lexical = await cur.fetchall()
+            cosines = {r["id"]: float(r["cos"]) for r in (*vector, *lexical)}
+            factors = {r["id"]: float(r["score_factor"]) for r in (*vector, *lexical)
+                       if r["score_factor"] != 1.0}
+            ranked = hybrid_rank(
+                cosines, [r["id"] for r in vector], [r["id"] for r in lexical], k=req.k,
+                floor=self._floor, lexical_floor=self._lexical_floor, factors=factors,
+            )
+            if ranked:
+                cur = await conn.execute(
+                    f"UPDATE {TABLE} SET last_recalled_at = %s, recall_count = recall_count + 1 "
+                    f"WHERE agent_id = %s AND id = ANY(%s) RETURNING {RECORD_COLS}",
+                    (now, req.agent_id, [s.id for s in ranked]),
+                )
+                rows = {r["id"]: r for r in await cur.fetchall()}
+                for s in ranked:
+                    row = rows[s.id]
+                    mtype = MemoryType(row["type"])
+                    hits.append(RecallHit(
+                        id=row["id"], type=mtype,
+                        content=content_from_storage(mtype, row["content"]), score=s.score,
+                        metadata=dict(row["metadata"] or {}), created_at=row["created_at"],
+                        supporting=[], source_store=self._name, user_id=row["user_id"],
+                        source=row["source"], confidence=row["confidence"],
+                    ))
+        return RecallResponse(
+            results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
+            latency_ms=int((time.perf_counter() - started) * 1000),
+        )
+
+    async def _vector_candidates(
+        self, conn: Conn, agent_id: str, w: Where, qvec: str, pool: int
+    ) -> list[dict[str, Any]]:
+        cur = await conn.execute(
+            "SELECT rows, (SELECT coalesce(sum(rows), 0) FROM memorywire_agent_counts) AS total "
+            "FROM memorywire_agent_counts WHERE agent_id = %s",
+            (agent_id,),
+        )
+        counts = await cur.fetchone()
+        scope = int(counts["rows"]) if counts else 0
+        if scope == 0:
+            return []
+        if scope > self._exact_limit:
+            # The agent owns ``share`` of the table, so a global candidate list of
+            # ``pool / share`` holds about ``pool`` of its rows; 4x margin, capped.
+            share = scope / max(int(counts["total"]) if counts else scope, 1)
+            ef = int(min(1000, max(pool * 4 / share, 100)))
+            await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            cur = await conn.execute(
+                f"SELECT id, 1 - (embedding <=> %s::vector) AS cos, score_factor FROM {TABLE} "
+                f"WHERE {w.sql()} ORDER BY embedding <=> %s::vector LIMIT %s",
+                [qvec, *w.params, qvec, pool],
+            )
+            approx = await cur.fetchall()
+            if len(approx) >= pool:
+                return approx
+        # ``1 - distance DESC`` is not an ordering the HNSW index can serve, so this is an
+        # exact scan of the scope through the (agent_id, user_id) index.
+        cur = await conn.execute(
+            f"SELECT id, 1 - (embedding <=> %s::vector) AS cos, score_factor FROM {TABLE} "
+            f"WHERE {w.sql()} ORDER BY cos DESC, created_at, id LIMIT %s",
+            [qvec, *w.params, pool],
+        )
+        return await cur.fetchall()
+
+    async def nearest(
+        self, agent_id: str, query: str, k: int, user_id: str | None = None
+    ) -> list[tuple[str, float]]:
+        """The scoped vector list alone: ``(id, cosine)``, best first (benchmarks, audits)."""
+        qvec = vector_literal((await self._db.embed([query]))[0])
+        w = scope_where(agent_id=agent_id, user_id=user_id, now_ms=self._db.clock.now_ms())
+        async with self._db.tx() as conn:
+            rows = await self._vector_candidates(conn, agent_id, w, qvec, k)
+        return [(r["id"], float(r["cos"])) for r in rows]
+
+    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
+        now = self._db.clock.now_ms()
+        w = scope_where(agent_id=agent_id, user_id=user_id, now_ms=now)
+        async with self._db.tx() as conn:
+            cur = await conn.execute(
+                f"SELECT {RECORD_COLS} FROM {TABLE} WHERE {w.sql()} AND id = %s", [*w.params, id]
+            )
+            row = await cur.fetchone()
+        return record_from_row(row) if row else None
+
+    async def list(self, query: ListQuery) -> list[MemoryRecord]:
+        now = self._db.clock.now_ms()
+        w = Where()
+        if query.agent_id is not None:
+            w.add("agent_id = %s", query.agent_id)
+        if query.user_id is not None:
+            w.add("user_id = %s", query.user_id)
+        w.add("deleted_at IS NULL")
+        w.add("(expires_at IS NULL OR expires_at > %s)", now)
+        if not query.include_archived:
+            w.add("archived_at IS NULL")
+        if query.types is not None:
+            w.add("type = ANY(%s)", [t.value for t in query.types])
+        if query.filter:
+            add_metadata_filter(w, query.filter)
+        async with self._db.tx() as conn:
+            if query.after_id is not None:
+                aw = "id = %s" + (" AND agent_id = %s" if query.agent_id is not None else "")
+                ap = [query.after_id] + ([query.agent_id] if query.agent_id is not None else [])
+                cur = await conn.execute(
+                    f"SELECT created_at, id FROM {TABLE} WHERE {aw} ORDER BY created_at LIMIT 1", ap
+                )
+                anchor = await cur.fetchone()
+                if anchor is not None:
+                    w.add("(created_at, id) > (%s, %s)", anchor["created_at"], anchor["id"])
+            cur = await conn.execute(
+                f"SELECT {RECORD_COLS} FROM {TABLE} WHERE {w.sql()} "
+                "ORDER BY created_at, id LIMIT %s",
+                [*w.params, query.limit],
+            )
+            rows = await cur.fetchall()
+        return [record_from_row(r) for r in rows]
+
+    async def neighbours(
+        self, agent_id: str, ids: Sequence[str], hops: int, user_id: str | None = None
+    ) -> dict[str, dict[str, int]]:
+        """Live memories within ``hops`` links of each id, with their hop distance."""
+        now = self._db.clock.now_ms()
+        w = scope_where(agent_id=agent_id, user_id=user_id, now_ms=now)
+        async with self._db.tx() as conn:
+            cur = await conn.execute(
+                f"SELECT id, metadata -> 'links' AS links FROM {TABLE} WHERE {w.sql()}", w.params
+            )
+            rows = await cur.fetchall()
+        live = {r["id"] for r in rows}
+        adjacency = {
+            r["id"]: [x for x in (r["links"] or []) if isinstance(x, str) and x in live]
+            for r in rows
+        }
+        return shortest_hops(adjacency, [i for i in ids if i in live], hops)
+
+    async def raw_contains(self, needle: str) -> bool:
+        """Whether any memorywire table still holds ``needle`` in any column (hard-delete audit)."""
+        async with self._db.tx() as conn:
+            cur = await conn.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema() AND table_name LIKE 'memorywire%%'"
+            )
+            tables = [r["table_name"] for r in await cur.fetchall()]
+            for table in tables:
+                cur = await conn.execute(
+                    psycopg.sql.SQL("SELECT 1 FROM {} t WHERE strpos(t::text, %s) > 0 LIMIT 1")
+                    .format(psycopg.sql.Identifier(table)),
+                    (needle,),
+                )
+                if await cur.fetchone() is not None:
+                    return True
+        return False
+
+    async def health(self) -> Health:
+        try:
+            async with self._db.tx() as conn:
+                cur = await conn.execute(
+                    "SELECT (SELECT max(version) FROM memorywire_schema_version) AS version, "
+                    "(SELECT coalesce(sum(rows), 0) FROM memorywire_agent_counts) AS rows"
+                )
+                row = await cur.fetchone()
+        except MemorywireError as exc:
+            return Health("down", {"error": exc.message, "code": exc.code})
+        assert row is not None
+        stats = self._db.pool.get_stats()
+        return Health("ok", {
+            "schema_version": row["version"], "rows": int(row["rows"]),
+            "pool_size": stats.get("pool_size", 0),
+            "pool_available": stats.get("pool_available", 0),
+        })
+
+    async def aclose(self) -> None:
+        await self._db.close()

@@ -1,0 +1,91 @@
+"""SqliteStore's remember: one batch embedded together and written in one transaction.
+
+A retry of a live id answers from the stored row; an id whose row is no longer live is
+revived in place (see :func:`memorywire.core.records.remember_action`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+
+from memorywire.core.content import content_to_storage, embed_text, links_of
+from memorywire.core.ids import new_id
+from memorywire.core.records import RememberAction, new_row, remember_action
+from memorywire.embed.base import Vectors
+from memorywire.store._vector_cache import CachedRow
+from memorywire.store.sqlite.db import SqliteDb
+from memorywire.store.sqlite.maintenance import ROW_COLS, row_of, write_row
+from memorywire.store.sqlite.schema import agent_number, scope_token, vid
+from memorywire.wire.models import RememberRequest, RememberResponse
+
+__all__ = ["remember_many"]
+
+
+def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
+                  given: Vectors | None = None) -> list[RememberResponse]:
+    prepared = [(r, content_to_storage(r.type, r.content)) for r in reqs]
+    if not prepared:
+        return []
+    links = [links_of(r.metadata) for r in reqs]
+    # Everything that needs no database happens before the write lock is taken.
+    texts = [embed_text(r.type, s) for r, s in prepared]
+    metas = [json.dumps(r.metadata or {}, ensure_ascii=False) for r in reqs]
+    tokens = {a: scope_token(a) for a in {r.agent_id for r in reqs}}
+    vectors = given if given is not None else db.embedder.embed(texts)
+    blobs = [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors]
+    out: list[RememberResponse] = []
+    with db.tx() as conn:
+        now = db.clock.now_ms()
+        added: dict[str, list[CachedRow]] = {}
+        revived: set[str] = set()
+        numbers = {a: agent_number(conn, a, create=True) or 0 for a in tokens}
+        for i, (r, stored) in enumerate(prepared):
+            if r.id is not None:
+                got = conn.execute(f"SELECT {ROW_COLS} FROM memories WHERE agent_id = ? AND "
+                                   "id = ?", (r.agent_id, r.id)).fetchone()
+                if got is not None:
+                    rid, old = row_of(got)
+                    action = remember_action(old, r, stored, now)
+                    if action is RememberAction.REPLAY:
+                        out.append(RememberResponse(id=r.id, stored_at=old.created_at,
+                                                    stores=[db.name], pending_approval=False))
+                        continue
+                    # A dead row revived in place: same rid, the new write's every field.
+                    write_row(db, conn, rid, old, new_row(r, r.id, stored, now), False)
+                    conn.execute("INSERT OR REPLACE INTO vectors VALUES(?, ?)",
+                                 (vid(numbers[r.agent_id], rid), blobs[i]))
+                    conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
+                    conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
+                                 (rid, texts[i], tokens[r.agent_id]))
+                    revived.add(r.agent_id)
+                    out.append(RememberResponse(id=r.id, stored_at=now, stores=[db.name],
+                                                pending_approval=False))
+                    continue
+            mid = r.id or new_id(now)
+            rid = conn.execute(
+                "INSERT INTO memories(agent_id, id, user_id, type, content, metadata, "
+                "confidence, source, created_at, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?) "
+                "RETURNING rid",
+                (r.agent_id, mid, r.user_id, r.type.value, stored, metas[i], r.confidence,
+                 r.source, now, r.expires_at),
+            ).fetchone()[0]
+            conn.execute("INSERT INTO vectors VALUES(?, ?)",
+                         (vid(numbers[r.agent_id], rid), blobs[i]))
+            conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
+                         (rid, texts[i], tokens[r.agent_id]))
+            if links[i]:
+                conn.executemany("INSERT OR IGNORE INTO links VALUES(?, ?, ?, 'link')",
+                                 [(r.agent_id, mid, dst) for dst in links[i]])
+            added.setdefault(r.agent_id, []).append(CachedRow(
+                rid, mid, r.user_id, r.type, now, r.expires_at, False, vectors[i]))
+            out.append(RememberResponse(id=mid, stored_at=now, stores=[db.name],
+                                        pending_approval=False))
+        for agent_id, rows in added.items():
+            if agent_id not in revived:
+                db.append_on_commit(conn, agent_id, rows)
+        for agent_id in revived:
+            db.bump(conn, agent_id)
+    return out

@@ -401,6 +401,7 @@ class GovernedStore:
             else sha256_hex(canonical_json(req.content)),
             "metadata_keys": sorted(req.metadata_patch or {}),
             "confidence": req.confidence,
+            "reason": req.reason,
         }
         self._intent("update", req.agent_id, [req.id], details)
         try:

@@ -32,7 +32,7 @@ from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, DispatchResu
 from memorywire.server.jsonrpc import handle_rpc
 from memorywire.server.limits import parse_json_body
 from memorywire.server.openapi import openapi_document
-from memorywire.wire.routes import OPERATIONS, ROUTES
+from memorywire.wire.routes import OPERATIONS, RECORD_OPERATIONS, ROUTES
 
 __all__ = ["FAILURES_HEADER", "create_app"]
 
@@ -182,7 +182,9 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return _Json(openapi_document())
 
-    endpoints: dict[str, Endpoint] = {op: operation(op) for op in OPERATIONS}
+    endpoints: dict[str, Endpoint] = {
+        op: operation(op) for op in (*OPERATIONS, *RECORD_OPERATIONS)
+    }
     endpoints |= {
         "approvals.list": approvals_list,
         "approvals.get": approvals_get,

@@ -367,10 +367,14 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _mcp(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from memorywire.server.mcp_stdio import run_stdio
 
     try:
-        return run_stdio(_local_config(args))
+        config = _local_config(args)
+        named = {k: v for k, v in (("agent", args.agent), ("user", args.user)) if v}
+        return run_stdio(replace(config, **named))
     except MemorywireError as err:
         print(f"memorywire mcp: {err.code}: {err.message}", file=sys.stderr)
         return 2
@@ -394,6 +398,10 @@ def _register_serve(sub: Subparsers) -> None:
     p.add_argument("--store", help="store URL")
     p.add_argument("--governance-db", dest="governance_db",
                    help="enable approvals (destructive tools are staged for review)")
+    p.add_argument("--agent", help="agent_id tools use when a call leaves it out "
+                                   "(default: $MEMORYWIRE_AGENT)")
+    p.add_argument("--user", help="user_id tools use when a call leaves it out "
+                                  "(default: $MEMORYWIRE_USER)")
     p.add_argument("--embedder", choices=["default", "hashing"], help=argparse.SUPPRESS)
     p.set_defaults(handler=_mcp)
 

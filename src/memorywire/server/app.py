@@ -54,6 +54,7 @@ def http_app(runtime: Runtime) -> Starlette:
         runtime.dispatcher,
         tokens=runtime.tokens,
         allowed_origins=runtime.config.allowed_origins,
+        defaults=runtime.config.tool_defaults(),
     )
     return create_app(
         runtime.dispatcher,

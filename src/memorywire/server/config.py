@@ -18,6 +18,7 @@ from typing import Any
 
 from memorywire.errors import InvalidRequest
 from memorywire.server.limits import Limits
+from memorywire.server.mcp_tools import ToolDefaults
 
 __all__ = ["ServerConfig", "data_dir", "is_loopback", "load_config"]
 
@@ -57,6 +58,13 @@ class ServerConfig:
     recall_burst: int = Limits.recall_burst
     #: Origins allowed to call ``/mcp`` from a browser (an absent Origin is always allowed).
     allowed_origins: tuple[str, ...] = field(default_factory=tuple)
+    #: ``agent_id``/``user_id`` MCP tools use when a call leaves them out (``MEMORYWIRE_AGENT``,
+    #: ``MEMORYWIRE_USER``); empty: the call must name them.
+    agent: str = ""
+    user: str = ""
+
+    def tool_defaults(self) -> ToolDefaults:
+        return ToolDefaults(agent_id=self.agent, user_id=self.user)
 
     def resolved(self) -> ServerConfig:
         """Fill in paths under the data directory and check the combination is safe."""

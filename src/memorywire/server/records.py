@@ -54,13 +54,16 @@ def encode_cursor(last_id: str) -> str:
 
 def decode_cursor(cursor: str) -> str:
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        return raw.decode("utf-8")
+        raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
+        last_id = raw.decode("utf-8")
     except (binascii.Error, UnicodeDecodeError, ValueError):
+        last_id = ""
+    if not last_id or encode_cursor(last_id) != cursor:
         raise InvalidRequest(
             "'cursor' is not a cursor this server issued; pass next_cursor unchanged",
             [ErrorDetail("/cursor", "format", "a next_cursor value")],
-        ) from None
+        )
+    return last_id
 
 
 class RecordOperations:

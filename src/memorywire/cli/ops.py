@@ -60,7 +60,12 @@ async def _memory(args: argparse.Namespace) -> AsyncIterator[Any]:
         yield Memory(runtime.store, approvals=runtime.approvals)
 
 
-def _run(args: argparse.Namespace, body: Callable[[Any], Awaitable[Any]]) -> int:
+def _run(
+    args: argparse.Namespace,
+    body: Callable[[Any], Awaitable[Any]],
+    render: Callable[[Any], None] | None = None,
+) -> int:
+    """Run ``body`` on the client; print the wire JSON, or ``render`` it (a table by default)."""
     async def go() -> Any:
         async with _memory(args) as mem:
             return await body(mem)
@@ -77,6 +82,8 @@ def _run(args: argparse.Namespace, body: Callable[[Any], Awaitable[Any]]) -> int
     doc = to_wire(result) if isinstance(result, BaseModel) else result
     if args.json:
         _print_json(doc)
+    elif render is not None:
+        render(doc)
     else:
         _render(args.command, doc)
     return 0

@@ -92,3 +92,43 @@ async def test_gated_erase_is_staged_then_applied_on_approval(
     hist = await transport.call("history", {"agent_id": "A", "id": carol}, world.admin)
     ops = [r["operation"] for r in hist.body["revisions"]]
     assert "forget" in ops and hist.body["revisions"][-1]["details"]["hard_delete"] is True
+
+
+async def test_gated_update_is_staged_then_applied_on_approval(
+    transport: Any, world: World
+) -> None:
+    gov = world.runtime.governed
+    assert gov is not None
+    gov.set_policies(
+        {"rules": [{"name": "update-review", "match": {"operation": "update"},
+                    "decision": "review"}]}
+    )
+    mid = await _remember(transport, world.agent_a, "A", "Carol is vegetarian")
+    out = await transport.call(
+        "update", {"agent_id": "A", "id": mid, "content": "Carol is vegan", "reason": "fix"},
+        world.agent_a,
+    )
+    assert out.ok and not validate("update.response", out.body), out.body
+    assert out.body["pending_approval"] is True and "memory" not in out.body
+    now = await transport.call("get", {"agent_id": "A", "id": mid}, world.agent_a)
+    assert now.body["memory"]["content"] == "Carol is vegetarian"
+    listed = await transport.call("approvals.list", {}, world.reviewer_a)
+    [item] = listed.body["approvals"]
+    shown = await transport.call("approvals.get", {"id": item["id"]}, world.reviewer_a)
+    assert shown.body["operation"] == "update"
+    [change] = shown.body["diff"]["modified"]
+    assert (change["before"]["content"], change["after"]["content"]) == (
+        "Carol is vegetarian", "Carol is vegan"
+    )
+    done = await transport.call("approvals.approve", {"id": item["id"]}, world.reviewer_a)
+    assert done.ok, done.body
+    after = await transport.call("get", {"agent_id": "A", "id": mid}, world.agent_a)
+    assert after.body["memory"]["content"] == "Carol is vegan"
+    hist = await transport.call("history", {"agent_id": "A", "id": mid}, world.agent_a)
+    last = hist.body["revisions"][-1]
+    assert (last["operation"], last["phase"], last["actor"]) == ("update", "done", "ra")
+    missing = await transport.call(
+        "update", {"agent_id": "A", "id": "00000000-0000-7000-8000-000000000000",
+                   "content": "x"}, world.agent_a,
+    )
+    assert missing.code == "not_found", "nothing is staged for a memory the caller cannot see"

@@ -49,6 +49,7 @@ from memorywire.governance.policies import PolicyDecision, PolicySet
 from memorywire.governance.queue import ApprovalQueue, QueueItem, content_hash_of
 from memorywire.governance.review import ReviewBuilder
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
+from memorywire.wire.memory_ops import UpdateMemoryRequest
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -393,6 +394,26 @@ class GovernedStore:
         )
         return resp
 
+    def gate_update(self, req: UpdateMemoryRequest) -> str | None:
+        """Stage an update a caller asked for when policy sends ``update`` to review: the
+        approval id, or ``None`` when it may run now (a ``reject`` rule raises ``Forbidden``).
+
+        Only the public update operation is gated; the store's own in-place changes
+        (procedure state, tier promotion) call :meth:`update` and are audited, never staged.
+        """
+        if self._decide("update", req.agent_id, req.user_id, req) != "review":
+            return None
+        item = self._stage(
+            "update",
+            new_id(self._clock.now_ms()),
+            req.agent_id,
+            req.user_id,
+            req.model_dump(mode="json", exclude_none=True),
+            req.reason,
+            {"ids": [req.id]},
+        )
+        return item.id
+
     async def update(self, req: UpdateRequest) -> MemoryRecord:
         await self._ensure_recovered()
         details: dict[str, Any] = {
@@ -490,6 +511,16 @@ class GovernedStore:
                     er = await self._inner.expire(ExpireRequest.model_validate(req))
                     result = {"matched_count": er.matched_count, "action": er.action_taken.value}
                     ids = er.matched_ids or []
+                elif fresh.operation == "update":
+                    w = UpdateMemoryRequest.model_validate(req)
+                    rec = await self._inner.update(
+                        UpdateRequest(
+                            agent_id=w.agent_id, id=w.id, user_id=w.user_id, content=w.content,
+                            metadata_patch=w.metadata, confidence=w.confidence, reason=w.reason,
+                        )
+                    )
+                    result = {"updated": rec.id}
+                    ids = [rec.id]
                 else:
                     mr = await self._inner.merge(MergeRequest.model_validate(req))
                     result = {"merged_count": mr.merged_count, "canonical": mr.canonical}

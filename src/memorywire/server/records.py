@@ -100,6 +100,17 @@ class RecordOperations:
     async def update(self, req: UpdateMemoryRequest, p: Principal) -> UpdateMemoryResponse:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
+        governed = self.store if isinstance(self.store, GovernedStore) else None
+        if governed is not None:
+            # a reviewer is never asked about a memory the caller cannot see
+            if await self.store.get(req.agent_id, req.id, req.user_id) is None:
+                raise NotFound(f"memory {req.id!r} not found")
+            with acting_as(p.name):
+                staged = governed.gate_update(req)
+            if staged is not None:
+                return UpdateMemoryResponse(
+                    pending_approval=True, approval_url=governed.approval_url(staged)
+                )
         with acting_as(p.name):
             rec = await self.store.update(
                 UpdateRequest(
@@ -112,7 +123,7 @@ class RecordOperations:
                     reason=req.reason,
                 )
             )
-        return UpdateMemoryResponse(memory=rec)
+        return UpdateMemoryResponse(memory=rec, pending_approval=False)
 
     async def history(self, req: HistoryRequest, p: Principal) -> HistoryResponse:
         p.check_scope(req.agent_id, req.user_id)

@@ -98,7 +98,9 @@ class UpdateMemoryRequest(_Strict):
 
 
 class UpdateMemoryResponse(_Strict):
-    memory: MemoryRecord
+    pending_approval: bool
+    memory: MemoryRecord | None = None
+    approval_url: str | None = None
 
 
 class HistoryRequest(_Strict):

@@ -133,10 +133,10 @@ class RecordOperations:
                 "history needs governance: the audit log is what records a memory's changes "
                 "(start the server with --governance-db)"
             )
-        live = await self.store.get(req.agent_id, req.id, req.user_id)
-        if req.user_id is not None and live is None:
-            # audit entries carry no user; a user-scoped caller sees the history of live
-            # memories of that user only, so another user's ids stay "not found"
+        # Audit entries carry no user: a user-scoped call sees the history of a live memory
+        # of that user only, so another user's ids stay "not found".
+        mine = req.user_id is None or await self.store.get(req.agent_id, req.id, req.user_id)
+        if mine is None:
             raise NotFound(f"memory {req.id!r} not found")
         entries = governed.audit_entries(agent_id=req.agent_id, memory_id=req.id, limit=req.limit)
         if not entries:

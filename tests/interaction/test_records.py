@@ -154,3 +154,30 @@ async def test_another_agents_memories_look_missing_and_cannot_be_erased(
     assert still.ok and still.body["memory"]["content"] == "b secret"
     # A reviewer reads but never writes.
     assert (await transport.call("erase", {"agent_id": "A"}, world.reviewer_a)).code == "forbidden"
+
+
+async def test_a_user_scoped_token_sees_and_erases_only_its_user(
+    transport: Any, world: World
+) -> None:
+    carol_token, _ = world.tokens.create(
+        role="agent", agent_ids=["A"], user_ids=["carol"], name="carol-app"
+    )
+    mine = await _remember(transport, world.agent_a, "A", "carol likes tea", user_id="carol")
+    dave = await _remember(transport, world.agent_a, "A", "dave likes coffee", user_id="dave")
+    listed = await transport.call("list", {"agent_id": "A", "user_id": "carol"}, carol_token)
+    assert listed.ok and [m["id"] for m in listed.body["memories"]] == [mine]
+    hidden = await transport.call("get", {"agent_id": "A", "id": dave, "user_id": "carol"},
+                                  carol_token)
+    assert hidden.code == "not_found"
+    # Without user_id the call is refused, or (MCP fills user_id from the token) scoped to carol.
+    unnamed = await transport.call("list", {"agent_id": "A"}, carol_token)
+    assert unnamed.code == "forbidden" or [m["id"] for m in unnamed.body["memories"]] == [mine]
+    for op, doc in (
+        ("get", {"agent_id": "A", "id": dave, "user_id": "dave"}),
+        ("erase", {"agent_id": "A"}),  # last: over MCP erase is staged, so the test stops here
+        ("erase", {"agent_id": "A", "user_id": "dave"}),
+    ):
+        out = await transport.call(op, doc, carol_token)
+        assert out.code == "forbidden", (op, out.body)
+    still = await transport.call("get", {"agent_id": "A", "id": dave}, world.agent_a)
+    assert still.ok

@@ -5,7 +5,10 @@
 * :class:`RemoteMemory` speaks the REST transport with a bearer token.
 * :class:`SyncMemory` wraps either for scripts, on a private event loop thread.
 
-Every method returns the wire response model (``RememberResponse``, ...) and raises the
+Beside the five operations each offers the record operations ``get``, ``list`` (cursor
+pages), ``update``, ``history`` and ``erase``. Every method takes the wire request as a model,
+a mapping or keyword arguments, returns the wire response model (``RememberResponse``,
+``ListResponse``, ...) and raises the
 :mod:`memorywire.errors` tree; a remote error is rebuilt from its envelope, so
 ``except NotFound`` works the same on both sides.
 """
@@ -31,6 +34,18 @@ from memorywire.server.auth import Principal
 from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, validate_request
 from memorywire.store.base import MemoryStore
 from memorywire.sync_loop import LoopThread
+from memorywire.wire.memory_ops import (
+    EraseRequest,
+    EraseResponse,
+    GetRequest,
+    GetResponse,
+    HistoryRequest,
+    HistoryResponse,
+    ListRequest,
+    ListResponse,
+    UpdateMemoryRequest,
+    UpdateMemoryResponse,
+)
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -84,6 +99,26 @@ class AsyncMemoryAPI(Protocol):
     async def expire(
         self, req: ExpireRequest | Mapping[str, Any] | None = None, **kw: Any
     ) -> ExpireResponse: ...
+
+    async def get(
+        self, req: GetRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> GetResponse: ...
+
+    async def list(
+        self, req: ListRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> ListResponse: ...
+
+    async def update(
+        self, req: UpdateMemoryRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> UpdateMemoryResponse: ...
+
+    async def history(
+        self, req: HistoryRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> HistoryResponse: ...
+
+    async def erase(
+        self, req: EraseRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> EraseResponse: ...
 
     async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any: ...
 
@@ -143,6 +178,36 @@ class Memory:
     ) -> ExpireResponse:
         r = validate_request(ExpireRequest, _doc(req, kw), "expire")
         return await self._dispatcher.expire(r, self._principal)
+
+    async def get(
+        self, req: GetRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> GetResponse:
+        r = validate_request(GetRequest, _doc(req, kw), "get")
+        return await self._dispatcher.records.get(r, self._principal)
+
+    async def list(
+        self, req: ListRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> ListResponse:
+        r = validate_request(ListRequest, _doc(req, kw), "list")
+        return await self._dispatcher.records.list(r, self._principal)
+
+    async def update(
+        self, req: UpdateMemoryRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> UpdateMemoryResponse:
+        r = validate_request(UpdateMemoryRequest, _doc(req, kw), "update")
+        return await self._dispatcher.records.update(r, self._principal)
+
+    async def history(
+        self, req: HistoryRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> HistoryResponse:
+        r = validate_request(HistoryRequest, _doc(req, kw), "history")
+        return await self._dispatcher.records.history(r, self._principal)
+
+    async def erase(
+        self, req: EraseRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> EraseResponse:
+        r = validate_request(EraseRequest, _doc(req, kw), "erase")
+        return await self._dispatcher.records.erase(r, self._principal)
 
     async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
         """Any other dispatcher operation (``approvals.list``, ``health``, ...) as JSON."""
@@ -223,6 +288,31 @@ class RemoteMemory:
         self, req: ExpireRequest | Mapping[str, Any] | None = None, **kw: Any
     ) -> ExpireResponse:
         return await self._op("expire", _doc(req, kw), ExpireResponse)
+
+    async def get(
+        self, req: GetRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> GetResponse:
+        return await self._op("get", _doc(req, kw), GetResponse)
+
+    async def list(
+        self, req: ListRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> ListResponse:
+        return await self._op("list", _doc(req, kw), ListResponse)
+
+    async def update(
+        self, req: UpdateMemoryRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> UpdateMemoryResponse:
+        return await self._op("update", _doc(req, kw), UpdateMemoryResponse)
+
+    async def history(
+        self, req: HistoryRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> HistoryResponse:
+        return await self._op("history", _doc(req, kw), HistoryResponse)
+
+    async def erase(
+        self, req: EraseRequest | Mapping[str, Any] | None = None, **kw: Any
+    ) -> EraseResponse:
+        return await self._op("erase", _doc(req, kw), EraseResponse)
 
     async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
         """Any other operation: on its REST route when it has one, else over JSON-RPC."""
@@ -312,6 +402,21 @@ class SyncMemory(Generic[A]):
 
     def expire(self, req: Any = None, **kw: Any) -> ExpireResponse:
         return self._run(self._mem.expire, req, kw)
+
+    def get(self, req: Any = None, **kw: Any) -> GetResponse:
+        return self._run(self._mem.get, req, kw)
+
+    def list(self, req: Any = None, **kw: Any) -> ListResponse:
+        return self._run(self._mem.list, req, kw)
+
+    def update(self, req: Any = None, **kw: Any) -> UpdateMemoryResponse:
+        return self._run(self._mem.update, req, kw)
+
+    def history(self, req: Any = None, **kw: Any) -> HistoryResponse:
+        return self._run(self._mem.history, req, kw)
+
+    def erase(self, req: Any = None, **kw: Any) -> EraseResponse:
+        return self._run(self._mem.erase, req, kw)
 
     def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
         return self._run(self._mem.call, op, {"doc": doc})

@@ -27,10 +27,11 @@ from memorywire.server.auth import TokenStore
 from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.mcp import is_destructive
+from memorywire.server.mcp_tools import TOOLS
 from memorywire.server.runtime import Runtime, running
 from memorywire.wire.codec import to_wire
 from memorywire.wire.routes import OPERATIONS as FIVE
-from memorywire.wire.routes import route_for
+from memorywire.wire.routes import RECORD_OPERATIONS, route_for
 
 
 @dataclass
@@ -97,7 +98,7 @@ class InProcess:
             principal = self.world.tokens.authenticate(token)
             mem = Memory(self.world.store, principal=principal)
             mem._dispatcher = self.world.dispatcher  # share the server's limits and rate limiter
-            if op in FIVE:
+            if op in FIVE or op in RECORD_OPERATIONS:  # the typed client methods
                 resp = await getattr(mem, op)(doc)
                 return Outcome(True, to_wire(resp), meta=[f.store for f in resp.failures]
                                if hasattr(resp, "failures") else None)
@@ -121,7 +122,7 @@ class Rest:
     async def call(self, op: str, doc: dict[str, Any], token: str) -> Outcome:
         route = route_for(op, doc)
         assert route is not None, f"{op} has no REST route"
-        if op in FIVE:
+        if op in FIVE or op in RECORD_OPERATIONS:
             r = await self.raw(route.method, route.path, token, json=doc)
         else:
             path, q = route.fill(doc)
@@ -135,7 +136,9 @@ class Rest:
         return Outcome(True, body, meta=r.headers.get("memorywire-store-failures"))
 
 
-_RPC_METHOD = {op: f"memory.{op}" for op in FIVE} | {"health": "server.health"}
+_RPC_METHOD = {op: f"memory.{op}" for op in (*FIVE, *RECORD_OPERATIONS)} | {
+    "health": "server.health"
+}
 
 
 class JsonRpc:
@@ -171,7 +174,7 @@ class JsonRpc:
 
 class Mcp:
     """MCP over streamable HTTP at the app's ``/mcp`` mount, a fresh session per call (the
-    server is stateless). MCP offers the five operations as tools, and never runs a
+    server is stateless). MCP offers the memory operations as tools, and never runs a
     destructive call directly (it is staged or refused: ``test_mcp*.py``), so calls outside
     that are skipped, naming why."""
 
@@ -188,8 +191,8 @@ class Mcp:
         )
 
     async def call(self, op: str, doc: dict[str, Any], token: str) -> Outcome:
-        if op not in FIVE:
-            pytest.skip(f"MCP has no tool for {op}; tools are the five operations")
+        if op not in TOOLS:
+            pytest.skip(f"MCP has no tool for {op}; tools are the memory operations")
         if is_destructive(op, doc):
             pytest.skip(f"over MCP this {op} is staged or refused, never run (test_mcp*.py)")
         async with self._http(token) as http:

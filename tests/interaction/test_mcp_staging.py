@@ -111,13 +111,41 @@ async def test_hard_and_bulk_forget_are_staged(rig: Rig, args: dict[str, Any]) -
     assert await _ids(rig.gov) == expected
 
 
-async def test_soft_forget_and_scope_checks_run_as_over_rest(rig: Rig) -> None:
-    shaky, _sure = await _seed(rig.client)
+async def test_soft_forget_is_staged_and_scope_checks_still_apply(rig: Rig) -> None:
+    shaky, sure = await _seed(rig.client)
     ok, body = await _call(rig.client, "forget", {"agent_id": "A", "ids": [shaky]})
-    assert ok and body["forgotten_ids"] == [shaky] and body.get("pending_approval") is None
+    assert ok and body["pending_approval"] is True and body["forgotten_ids"] == [], body
+    assert await _ids(rig.gov) == {shaky, sure}
     # Staging never bypasses tenancy: a destructive call for another agent is refused.
     ok, err = await _call(
         rig.client, "expire", {"agent_id": "B", "policy": {"older_than_days": 1}}
     )
     assert not ok and err["code"] == "forbidden"
     assert rig.gov.list_pending(operation="expire") == []
+
+
+async def test_merge_is_staged_then_applied_on_approval(rig: Rig) -> None:
+    shaky, sure = await _seed(rig.client)
+    ok, body = await _call(
+        rig.client, "merge", {"agent_id": "A", "canonical": sure, "duplicates": [shaky]}
+    )
+    assert ok and body["pending_approval"] is True and body["merged_count"] == 0, body
+    assert await _ids(rig.gov) == {shaky, sure}
+    [item] = rig.gov.list_pending(operation="merge")
+    await rig.gov.approve(item["id"], "reviewer", None)
+    assert await _ids(rig.gov) == {sure}
+
+
+async def test_erase_is_staged_then_applied_on_approval(rig: Rig) -> None:
+    shaky, sure = await _seed(rig.client)
+    ok, body = await _call(rig.client, "erase", {"agent_id": "A", "reason": "user asked"})
+    assert ok and body == {
+        "erased_ids": [], "stores": [], "pending_approval": True,
+    } | ({"approval_url": body["approval_url"]} if "approval_url" in body else {}), body
+    assert not validate("erase.response", body)
+    assert await _ids(rig.gov) == {shaky, sure}
+    [item] = rig.gov.list_pending(operation="forget")
+    assert sorted(item["request"]["ids"]) == sorted([shaky, sure])
+    assert item["request"]["hard_delete"] is True
+    await rig.gov.approve(item["id"], "reviewer", None)
+    assert await _ids(rig.gov) == set()

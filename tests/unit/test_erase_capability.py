@@ -120,3 +120,15 @@ def test_recall_after_forget_checks_hard_delete_by_declared_erase() -> None:
     assert run_scenario(lambda **kw: InMemoryStore(**kw), sc).result == "PASS"
     silent = run_scenario(lambda **kw: SilentNoErase(**kw), sc)
     assert silent.result == "FAIL" and "did not raise" in silent.reason
+
+
+@pytest.mark.anyio
+async def test_erase_by_scope_is_refused_before_anything_changes_without_erase() -> None:
+    from memorywire.client import Memory
+
+    store = _store(SilentNoErase)
+    mem = Memory(store)
+    kept = await mem.remember(_rem("still here"))
+    with pytest.raises(CapabilityMissing, match="erase"):
+        await mem.erase(agent_id=A)
+    assert [r.id for r in await store.list(ListQuery(agent_id=A))] == [kept.id]

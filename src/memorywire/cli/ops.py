@@ -60,7 +60,12 @@ async def _memory(args: argparse.Namespace) -> AsyncIterator[Any]:
         yield Memory(runtime.store, approvals=runtime.approvals)
 
 
-def _run(args: argparse.Namespace, body: Callable[[Any], Awaitable[Any]]) -> int:
+def _run(
+    args: argparse.Namespace,
+    body: Callable[[Any], Awaitable[Any]],
+    render: Callable[[Any], None] | None = None,
+) -> int:
+    """Run ``body`` on the client; print the wire JSON, or ``render`` it (a table by default)."""
     async def go() -> Any:
         async with _memory(args) as mem:
             return await body(mem)
@@ -77,6 +82,8 @@ def _run(args: argparse.Namespace, body: Callable[[Any], Awaitable[Any]]) -> int
     doc = to_wire(result) if isinstance(result, BaseModel) else result
     if args.json:
         _print_json(doc)
+    elif render is not None:
+        render(doc)
     else:
         _render(args.command, doc)
     return 0
@@ -367,10 +374,14 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _mcp(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from memorywire.server.mcp_stdio import run_stdio
 
     try:
-        return run_stdio(_local_config(args))
+        config = _local_config(args)
+        named = {k: v for k, v in (("agent", args.agent), ("user", args.user)) if v}
+        return run_stdio(replace(config, **named))
     except MemorywireError as err:
         print(f"memorywire mcp: {err.code}: {err.message}", file=sys.stderr)
         return 2
@@ -394,6 +405,10 @@ def _register_serve(sub: Subparsers) -> None:
     p.add_argument("--store", help="store URL")
     p.add_argument("--governance-db", dest="governance_db",
                    help="enable approvals (destructive tools are staged for review)")
+    p.add_argument("--agent", help="agent_id tools use when a call leaves it out "
+                                   "(default: $MEMORYWIRE_AGENT)")
+    p.add_argument("--user", help="user_id tools use when a call leaves it out "
+                                  "(default: $MEMORYWIRE_USER)")
     p.add_argument("--embedder", choices=["default", "hashing"], help=argparse.SUPPRESS)
     p.set_defaults(handler=_mcp)
 

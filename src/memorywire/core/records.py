@@ -72,6 +72,8 @@ class UpdateRequest:
     content: str | dict[str, Any] | None = None
     metadata_patch: dict[str, Any] | None = None
     confidence: float | None = None
+    #: Why the memory changed; stores ignore it, governance records it in the audit log.
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

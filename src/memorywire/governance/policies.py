@@ -28,7 +28,7 @@ from memorywire.wire.models import RememberRequest
 __all__ = ["Decision", "Match", "PolicyDecision", "PolicySet", "Rule"]
 
 Decision = Literal["commit", "review", "reject"]
-Operation = Literal["remember", "forget", "merge", "expire"]
+Operation = Literal["remember", "forget", "merge", "expire", "update"]
 _MEMORY_FACTS = ("source", "type", "tags", "confidence_below", "content_size_over")
 
 

@@ -14,6 +14,7 @@ from memorywire.core.diff import forget_diff, merge_diff, remember_diff
 from memorywire.core.expiry import ExpiryFacts, policy_matches
 from memorywire.governance.queue import QueueItem
 from memorywire.store.base import ListQuery, MemoryStore
+from memorywire.wire.memory_ops import UpdateMemoryRequest
 from memorywire.wire.models import (
     DecisionRequest,
     Diff,
@@ -104,6 +105,8 @@ class ReviewBuilder:
             return forget_diff([_rec(r) for r in found.values()])
         if item.operation == "expire":
             return await self._expire_diff(ExpireRequest.model_validate(item.request))
+        if item.operation == "update":
+            return await self._update_diff(UpdateMemoryRequest.model_validate(item.request))
         mreq = MergeRequest.model_validate(item.request)
         canonical = await self._resolve(mreq, mreq.canonical)
         if not canonical:
@@ -114,6 +117,27 @@ class ReviewBuilder:
                 if row["id"] != canonical[0]["id"]:
                     dups.setdefault(row["id"], row)
         return merge_diff(canonical[0], list(dups.values()), mreq.strategy)
+
+    async def _update_diff(self, req: UpdateMemoryRequest) -> Diff:
+        """The memory before and after, metadata patched as the store will patch it."""
+        rec = await self._inner.get(req.agent_id, req.id, req.user_id)
+        if rec is None:
+            return Diff()
+        before = _rec(rec)
+        after = dict(before)
+        if req.content is not None:
+            after["content"] = req.content
+        if req.metadata is not None:
+            meta = dict(before.get("metadata") or {})
+            for key, value in req.metadata.items():
+                if value is None:
+                    meta.pop(key, None)
+                else:
+                    meta[key] = value
+            after["metadata"] = meta
+        if req.confidence is not None:
+            after["confidence"] = req.confidence
+        return Diff(modified=[{"id": rec.id, "before": before, "after": after}])
 
     async def _expire_diff(self, req: ExpireRequest) -> Diff:
         """What the policy selects now, from the first 1,000 memories in scope.

@@ -55,6 +55,7 @@ from memorywire.governance.queue import ApprovalQueue, QueueItem, content_hash_o
 from memorywire.governance.review import ReviewBuilder
 from memorywire.governance.worker import GovWorker
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
+from memorywire.wire.memory_ops import UpdateMemoryRequest
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -449,6 +450,26 @@ class GovernedStore(ReviewDesk):
         await self._phase("done", "expire", req.agent_id, resp.matched_ids or [], done)
         return resp
 
+    async def gate_update(self, req: UpdateMemoryRequest) -> str | None:
+        """Stage an update a caller asked for when policy sends ``update`` to review: the
+        approval id, or ``None`` when it may run now (a ``reject`` rule raises ``Forbidden``).
+
+        Only the public update operation is gated; the store's own in-place changes
+        (procedure state, tier promotion) call :meth:`update` and are audited, never staged.
+        """
+        if await self._decide("update", req.agent_id, req.user_id, req) != "review":
+            return None
+        item = await self._stage(
+            "update",
+            new_id(self._clock.now_ms()),
+            req.agent_id,
+            req.user_id,
+            req.model_dump(mode="json", exclude_none=True),
+            req.reason,
+            {"ids": [req.id]},
+        )
+        return item.id
+
     async def update(self, req: UpdateRequest) -> MemoryRecord:
         await self._ensure_recovered()
         details: dict[str, Any] = {
@@ -456,6 +477,7 @@ class GovernedStore(ReviewDesk):
             "metadata_keys": sorted(req.metadata_patch or {}),
             "confidence": req.confidence,
             "user_id": req.user_id,
+            "reason": req.reason,
         }
         await self._phase("intent", "update", req.agent_id, [req.id], details)
         try:

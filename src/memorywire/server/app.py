@@ -56,6 +56,7 @@ def http_app(runtime: Runtime) -> Starlette:
         runtime.dispatcher,
         tokens=runtime.tokens,
         allowed_origins=runtime.config.allowed_origins,
+        defaults=runtime.config.tool_defaults(),
     )
     cfg = runtime.config
     app = create_app(

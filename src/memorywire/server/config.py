@@ -18,6 +18,7 @@ from typing import Any
 
 from memorywire.errors import InvalidRequest
 from memorywire.server.limits import Limits, Timeouts
+from memorywire.server.mcp_tools import ToolDefaults
 
 __all__ = ["ServerConfig", "data_dir", "is_loopback", "load_config"]
 
@@ -75,6 +76,13 @@ class ServerConfig:
     tracing: bool = False
     #: One JSON line per request on the ``memorywire.access`` logger.
     access_log: bool = False
+    #: ``agent_id``/``user_id`` MCP tools use when a call leaves them out (``MEMORYWIRE_AGENT``,
+    #: ``MEMORYWIRE_USER``); empty: the call must name them.
+    agent: str = ""
+    user: str = ""
+
+    def tool_defaults(self) -> ToolDefaults:
+        return ToolDefaults(agent_id=self.agent, user_id=self.user)
 
     def resolved(self) -> ServerConfig:
         """Fill in paths under the data directory and check the combination is safe."""

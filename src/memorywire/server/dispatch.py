@@ -28,9 +28,17 @@ from memorywire.server.precheck import (
     check_id_owner,
     check_merge_size,
 )
+from memorywire.server.records import RecordOperations
 from memorywire.store.base import MemoryStore
-from memorywire.wire.codec import parse_request, to_wire
+from memorywire.wire.codec import RECORD_OPERATIONS, parse_record_request, parse_request, to_wire
 from memorywire.wire.door import check_document
+from memorywire.wire.memory_ops import (
+    EraseRequest,
+    GetRequest,
+    HistoryRequest,
+    ListRequest,
+    UpdateMemoryRequest,
+)
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -71,7 +79,7 @@ def validate_request(model: type[M], doc: Any, op: str) -> M:
             f"{op} request must be a JSON object",
             [ErrorDetail("", "type", "expected an object")],
         )
-    parsed = parse_request(op, dict(doc))
+    parsed = (parse_record_request if op in RECORD_OPERATIONS else parse_request)(op, dict(doc))
     assert isinstance(parsed, model)
     return parsed
 
@@ -122,12 +130,19 @@ class Dispatcher:
         #: ``None`` means unlimited (in-process use); servers pass ones built from ``limits``.
         self.rate_limiter = rate_limiter
         self.write_limiter = write_limiter
+        #: get, list, update, history, erase (typed entry points for the in-process client)
+        self.records = RecordOperations(store)
         self._ops: dict[str, Handler] = {
             "remember": self._remember,
             "recall": self._recall,
             "forget": self._forget,
             "merge": self._merge,
             "expire": self._expire,
+            "get": self._get,
+            "list": self._list,
+            "update": self._update,
+            "history": self._history,
+            "erase": self._erase,
             "approvals.list": self._approvals_list,
             "approvals.get": self._approvals_get,
             "approvals.approve": self._approvals_approve,
@@ -226,6 +241,30 @@ class Dispatcher:
     async def _expire(self, doc: Any, p: Principal) -> DispatchResult:
         resp = await self.expire(validate_request(ExpireRequest, doc, "expire"), p)
         return DispatchResult(dump_response(resp), list(resp.errors or []))
+
+    async def _get(self, doc: Any, p: Principal) -> DispatchResult:
+        req = validate_request(GetRequest, doc, "get")
+        return DispatchResult(dump_response(await self.records.get(req, p)))
+
+    async def _list(self, doc: Any, p: Principal) -> DispatchResult:
+        req = validate_request(ListRequest, doc, "list")
+        if self.rate_limiter is not None:
+            self.rate_limiter.acquire(p.name)
+        return DispatchResult(dump_response(await self.records.list(req, p)))
+
+    async def _update(self, doc: Any, p: Principal) -> DispatchResult:
+        req = validate_request(UpdateMemoryRequest, doc, "update")
+        if req.content is not None:
+            check_content_size(req.content, self.limits)
+        return DispatchResult(dump_response(await self.records.update(req, p)))
+
+    async def _history(self, doc: Any, p: Principal) -> DispatchResult:
+        req = validate_request(HistoryRequest, doc, "history")
+        return DispatchResult(dump_response(await self.records.history(req, p)))
+
+    async def _erase(self, doc: Any, p: Principal) -> DispatchResult:
+        req = validate_request(EraseRequest, doc, "erase")
+        return DispatchResult(dump_response(await self.records.erase(req, p)))
 
     def _need_approvals(self) -> Approvals:
         if self.approvals is None:

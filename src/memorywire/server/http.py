@@ -36,7 +36,7 @@ from memorywire.server.jsonrpc import handle_rpc
 from memorywire.server.limits import parse_json_body
 from memorywire.server.openapi import openapi_document
 from memorywire.server.origin import BrowserRules, BrowserSafe
-from memorywire.wire.routes import OPERATIONS, ROUTES
+from memorywire.wire.routes import OPERATIONS, RECORD_OPERATIONS, ROUTES
 
 __all__ = ["FAILURES_HEADER", "create_app"]
 
@@ -214,7 +214,9 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return _Json(openapi_document())
 
-    endpoints: dict[str, Endpoint] = {op: operation(op) for op in OPERATIONS}
+    endpoints: dict[str, Endpoint] = {
+        op: operation(op) for op in (*OPERATIONS, *RECORD_OPERATIONS)
+    }
     endpoints |= {
         "approvals.list": approvals_list,
         "approvals.get": approvals_get,

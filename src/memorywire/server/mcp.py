@@ -1,14 +1,15 @@
-"""MCP over the dispatcher: the five operations as tools, the wire schemas as resources.
+"""MCP over the dispatcher: the operations as tools, the wire schemas as resources.
 
 Tools take the wire request as their arguments (input schemas are the shipped JSON Schemas,
 bundled so no client has to fetch a URL) and return the wire response as structured content
 plus its JSON text. Errors come back as tool errors carrying our envelope, so an MCP client
 reads the same ``code`` as a REST one; store diagnostics ride in ``_meta``.
 
-A model calling tools is not a human at a keyboard: destructive calls (hard or by-filter
-forget, expire) are never executed directly. When the dispatcher's store is a
-``GovernedStore`` they are staged for a reviewer (the tool answers ``pending_approval``);
-without governance they are refused. Soft forget by ids and merge run as over REST.
+A model calling tools is not a human at a keyboard: destructive tools (forget, erase, merge,
+expire) are never executed directly. When the dispatcher's store is a ``GovernedStore`` they
+are staged for a reviewer (the tool answers ``pending_approval``); without governance they
+are refused. Descriptions, defaults for ``agent_id``/``user_id`` and input schemas are in
+:mod:`memorywire.server.mcp_tools`.
 
 Over stdio (:mod:`memorywire.server.mcp_stdio`) the caller is the process owner. Over HTTP
 (:mod:`memorywire.server.mcp_http`) every request carries its own authenticated principal in
@@ -29,18 +30,18 @@ from memorywire.errors import Forbidden, InvalidRequest, MemorywireError, NotFou
 from memorywire.governance import GovernedStore
 from memorywire.server.auth import Principal
 from memorywire.server.dispatch import Dispatcher
-from memorywire.server.openapi import bundled_schema
+from memorywire.server.mcp_tools import (
+    DESTRUCTIVE,
+    READ_ONLY,
+    TOOLS,
+    ToolDefaults,
+    complete_args,
+    input_schema,
+)
 from memorywire.wire.registry import schema, schema_names
 
-__all__ = ["PRINCIPAL_SCOPE_KEY", "TOOLS", "build_mcp_server", "is_destructive"]
+__all__ = ["PRINCIPAL_SCOPE_KEY", "TOOLS", "ToolDefaults", "build_mcp_server", "is_destructive"]
 
-TOOLS: dict[str, str] = {
-    "remember": "Store one memory (semantic, episodic, procedural or emotional) for an agent.",
-    "recall": "Search an agent's memories; results are ordered best first.",
-    "forget": "Forget memories by ids (soft by default). Hard or by-filter deletes need review.",
-    "merge": "Merge duplicate memories into a canonical one.",
-    "expire": "Forget, archive or demote memories matching a policy (needs review).",
-}
 _SCHEMA_URI = "memorywire://schemas/"
 log = logging.getLogger(__name__)
 #: ASGI scope key where the HTTP transport leaves the request's authenticated principal.
@@ -48,9 +49,9 @@ PRINCIPAL_SCOPE_KEY = "memorywire.principal"
 
 
 def is_destructive(op: str, args: dict[str, Any]) -> bool:
-    if op == "expire":
-        return True
-    return op == "forget" and (bool(args.get("hard_delete")) or args.get("filter") is not None)
+    """Whether a tool call is staged (or refused) instead of run; ``args`` do not matter:
+    a model cannot make a forget safe by choosing its arguments."""
+    return op in DESTRUCTIVE
 
 
 def _result(body: Any, meta: dict[str, Any] | None = None) -> types.CallToolResult:
@@ -83,23 +84,31 @@ def _principal_of(ctx: ServerRequestContext[Any], local: Principal) -> Principal
     return p
 
 
-def build_mcp_server(dispatcher: Dispatcher, *, principal: Principal | None = None) -> Server[Any]:
-    """``principal``: who calls when there is no HTTP request (default: the process owner)."""
+def build_mcp_server(
+    dispatcher: Dispatcher,
+    *,
+    principal: Principal | None = None,
+    defaults: ToolDefaults | None = None,
+) -> Server[Any]:
+    """``principal``: who calls when there is no HTTP request (default: the process owner);
+    ``defaults``: the configured ``agent_id``/``user_id`` for calls that leave them out."""
     local = principal or Principal.local_admin()
+    fill = defaults or ToolDefaults()
     governed = dispatcher.store if isinstance(dispatcher.store, GovernedStore) else None
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        caller = _principal_of(ctx, local)
         tools = [
             types.Tool(
                 name=name,
                 description=desc,
-                input_schema=bundled_schema(name),
+                input_schema=input_schema(name, caller, fill),
                 annotations=types.ToolAnnotations(
-                    read_only_hint=name == "recall",
-                    destructive_hint=name in ("forget", "expire", "merge"),
-                    idempotent_hint=name in ("recall", "remember"),
+                    read_only_hint=name in READ_ONLY,
+                    destructive_hint=name in DESTRUCTIVE,
+                    idempotent_hint=name in READ_ONLY or name == "remember",
                 ),
             )
             for name, desc in TOOLS.items()
@@ -114,6 +123,7 @@ def build_mcp_server(dispatcher: Dispatcher, *, principal: Principal | None = No
             if params.name not in TOOLS:
                 raise NotFound(f"unknown tool {params.name!r}; known: {', '.join(TOOLS)}")
             caller = _principal_of(ctx, local)
+            complete_args(params.name, args, caller, fill)
             if not is_destructive(params.name, args):
                 result = await dispatcher.dispatch(params.name, args, caller)
             elif governed is None:

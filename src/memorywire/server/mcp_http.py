@@ -26,7 +26,7 @@ from memorywire.server.auth import Principal, TokenStore
 from memorywire.server.config import is_loopback
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import error_response
-from memorywire.server.mcp import PRINCIPAL_SCOPE_KEY, build_mcp_server
+from memorywire.server.mcp import PRINCIPAL_SCOPE_KEY, ToolDefaults, build_mcp_server
 
 __all__ = ["McpHttp", "origin_allowed"]
 
@@ -50,12 +50,13 @@ class McpHttp:
         *,
         tokens: TokenStore | None,
         allowed_origins: Iterable[str] = (),
+        defaults: ToolDefaults | None = None,
     ) -> None:
         """``tokens=None`` serves without authentication, as the process owner."""
         self._tokens = tokens
         self._allowed = frozenset(allowed_origins)
         self._manager = StreamableHTTPSessionManager(
-            build_mcp_server(dispatcher),
+            build_mcp_server(dispatcher, defaults=defaults),
             json_response=True,
             stateless=True,
             max_request_body_size=dispatcher.limits.max_body_bytes,

@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any
 
 from memorywire.wire.registry import BASE_URI, schema, schema_names
-from memorywire.wire.routes import OPERATIONS, ROUTES
+from memorywire.wire.routes import OPERATIONS, RECORD_OPERATIONS, ROUTES
 
 __all__ = ["bundled_schema", "component_name", "openapi_document"]
 
@@ -131,7 +131,7 @@ def _generic(description: str) -> dict[str, Any]:
 def _operations() -> dict[str, dict[str, Any]]:
     """The OpenAPI operation object for each route, by route name."""
     ops: dict[str, dict[str, Any]] = {}
-    for op in OPERATIONS:
+    for op in (*OPERATIONS, *RECORD_OPERATIONS):
         ops[op] = {
             "operationId": op,
             "summary": f"{op} (wire v0)",

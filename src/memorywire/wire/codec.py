@@ -16,6 +16,18 @@ from typing import Any, Literal, overload
 from pydantic import BaseModel, ValidationError
 
 from memorywire.errors import ErrorDetail, InvalidRequest, MemorywireError, error_from_envelope
+from memorywire.wire.memory_ops import (
+    EraseRequest,
+    EraseResponse,
+    GetRequest,
+    GetResponse,
+    HistoryRequest,
+    HistoryResponse,
+    ListRequest,
+    ListResponse,
+    UpdateMemoryRequest,
+    UpdateMemoryResponse,
+)
 from memorywire.wire.models import (
     DecisionRequest,
     EmotionalRecord,
@@ -41,11 +53,14 @@ from memorywire.wire.validate import check, pointer
 __all__ = [
     "MODELS",
     "OPERATIONS",
+    "RECORD_OPERATIONS",
     "Operation",
+    "RecordOperation",
     "Request",
     "parse",
     "parse_error",
     "parse_json",
+    "parse_record_request",
     "parse_request",
     "to_wire",
 ]
@@ -66,6 +81,16 @@ MODELS: Mapping[str, type[BaseModel]] = {
     "merge.response": MergeResponse,
     "expire": ExpireRequest,
     "expire.response": ExpireResponse,
+    "get": GetRequest,
+    "get.response": GetResponse,
+    "list": ListRequest,
+    "list.response": ListResponse,
+    "update": UpdateMemoryRequest,
+    "update.response": UpdateMemoryResponse,
+    "history": HistoryRequest,
+    "history.response": HistoryResponse,
+    "erase": EraseRequest,
+    "erase.response": EraseResponse,
     "types/memory": MemoryRecord,
     "types/semantic": SemanticRecord,
     "types/episodic": EpisodicRecord,
@@ -137,6 +162,19 @@ def parse_request(op: str, document: Any) -> Request:
     return parse(op, document)  # type: ignore[return-value]
 
 
+RecordOperation = Literal["get", "list", "update", "history", "erase"]
+RECORD_OPERATIONS: tuple[RecordOperation, ...] = ("get", "list", "update", "history", "erase")
+
+
+def parse_record_request(op: str, document: Any) -> BaseModel:
+    """The request model of record operation ``op``; any problem raises ``InvalidRequest``."""
+    if op not in RECORD_OPERATIONS:
+        raise InvalidRequest(
+            f"unknown operation {op!r}; expected one of {', '.join(RECORD_OPERATIONS)}"
+        )
+    return parse(op, document)
+
+
 def parse_error(document: Any) -> MemorywireError:
     """The exception a peer's error envelope describes (validated first)."""
     doc = _decoded(document)
@@ -146,4 +184,7 @@ def parse_error(document: Any) -> MemorywireError:
 
 def to_wire(model: BaseModel) -> dict[str, Any]:
     """The JSON body of a model: fields left ``None`` are omitted, diagnostics excluded."""
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    body = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(model, ListResponse):
+        body["next_cursor"] = model.next_cursor  # required, null on the last page
+    return body

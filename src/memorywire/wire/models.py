@@ -340,7 +340,7 @@ class Diff(_Strict):
 class ReviewRequest(_Open):
     """What a reviewer sees for one pending operation."""
 
-    operation: Literal["remember", "forget", "merge", "expire"]
+    operation: Literal["remember", "forget", "merge", "expire", "update"]
     agent_id: AgentId
     request: dict[str, Any]
     diff: Diff

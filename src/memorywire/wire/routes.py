@@ -14,10 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["OPERATIONS", "ROUTES", "Route", "route_for", "route_named"]
+__all__ = ["OPERATIONS", "RECORD_OPERATIONS", "ROUTES", "Route", "route_for", "route_named"]
 
 #: The five wire operations, each ``POST /v0/<op>`` with the wire request as its body.
 OPERATIONS = ("remember", "recall", "forget", "merge", "expire")
+#: The record operations, shaped the same way: ``POST /v0/<op>``, the wire request as body
+#: (a list request carries arrays and a filter object, which a query string cannot).
+RECORD_OPERATIONS = ("get", "list", "update", "history", "erase")
 
 _PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
 
@@ -53,7 +56,7 @@ class Route:
 
 
 ROUTES: tuple[Route, ...] = (
-    *(Route(op, "POST", f"/v0/{op}") for op in OPERATIONS),
+    *(Route(op, "POST", f"/v0/{op}") for op in (*OPERATIONS, *RECORD_OPERATIONS)),
     Route("approvals.list", "GET", "/v0/approvals"),
     Route("approvals.get", "GET", "/v0/approvals/{id}"),
     Route("approvals.approve", "POST", "/v0/approvals/{id}/approve"),

@@ -50,5 +50,7 @@ async def test_another_agents_forget_does_not_touch_the_pending_item(
     )
     assert staged.ok
     out = await transport.call("forget", {"agent_id": "B", "ids": ["n1"]}, gov.agent_b)
+    # (over MCP a forget is itself staged for review: it too forgets nothing now)
     assert out.ok and out.body["forgotten_ids"] == []
-    assert [i["request"]["id"] for i in gov.store.list_pending()] == ["n1"]
+    pending = gov.store.list_pending(operation="remember")
+    assert [i["request"]["id"] for i in pending] == ["n1"]

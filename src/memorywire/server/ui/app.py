@@ -37,7 +37,7 @@ from memorywire.governance.store import GovernedStore
 __all__ = ["review_app"]
 
 Auth = Callable[[str], str | None]
-_OPERATIONS = ("remember", "forget", "merge")
+_OPERATIONS = ("remember", "forget", "merge", "update")
 _STATUSES = ("pending", "committing", "failed", "approved", "rejected")
 _CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "

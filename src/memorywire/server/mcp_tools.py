@@ -1,0 +1,83 @@
+"""What the MCP tools tell a model, and how a call's arguments are completed.
+
+A model reads tool descriptions and input schemas literally, so each tool says what it does
+in one sentence and every argument carries a description (a test walks them all). The input
+schemas are the wire schemas; only ``required`` changes, where a default fills a field in.
+
+Defaults exist for ``agent_id`` and ``user_id`` because a model should not have to invent
+its own identity on every call: the server's configuration (``agent``/``user`` settings, i.e.
+``MEMORYWIRE_AGENT``/``MEMORYWIRE_USER``) names them. Precedence: a token scoped to exactly one
+agent (or user) supplies it first, because the token decides who the caller is; then the
+configured default. An explicit argument is never overwritten, and the dispatcher still
+refuses one outside the token's scope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from memorywire.server.auth import Principal
+from memorywire.server.openapi import bundled_schema
+
+__all__ = ["DESTRUCTIVE", "READ_ONLY", "TOOLS", "ToolDefaults", "complete_args", "input_schema"]
+
+TOOLS: dict[str, str] = {
+    "remember": "Store one memory (semantic, episodic, procedural or emotional) for an agent.",
+    "recall": "Search an agent's memories by meaning and words; results are ordered best first.",
+    "get": "Read one memory by its id.",
+    "list": "List an agent's memories oldest first, a page at a time (pass next_cursor on).",
+    "update": "Change a memory's content, metadata or confidence; its history keeps the change.",
+    "history": "Every recorded change of one memory: who, when, why and which operation.",
+    "forget": "Forget memories by ids or metadata filter. Staged for a human reviewer.",
+    "erase": "Erase every memory of an agent or of one user. Staged for a human reviewer.",
+    "merge": "Merge duplicate memories into a canonical one. Staged for a human reviewer.",
+    "expire": "Forget, archive or demote memories matching a policy. Staged for a human reviewer.",
+}
+#: Tools a model may never run directly: staged for review, or refused without governance.
+DESTRUCTIVE = frozenset({"forget", "erase", "merge", "expire"})
+READ_ONLY = frozenset({"recall", "get", "list", "history"})
+
+
+@dataclass(frozen=True)
+class ToolDefaults:
+    """Configured identity for tool calls that leave it out (empty: no default)."""
+
+    agent_id: str = ""
+    user_id: str = ""
+
+
+def _single(scope: frozenset[str] | None) -> str:
+    return next(iter(scope)) if scope is not None and len(scope) == 1 else ""
+
+
+def _fill(p: Principal, defaults: ToolDefaults) -> dict[str, str]:
+    filled = {
+        "agent_id": _single(p.agent_ids) or defaults.agent_id,
+        "user_id": _single(p.user_ids) or defaults.user_id,
+    }
+    return {k: v for k, v in filled.items() if v}
+
+
+def complete_args(name: str, args: dict[str, Any], p: Principal, defaults: ToolDefaults) -> None:
+    """Fill ``agent_id``/``user_id`` the call left out, where the tool takes them."""
+    props = bundled_schema(name).get("properties", {})
+    for key, value in _fill(p, defaults).items():
+        if key in props and args.get(key) in (None, ""):
+            args[key] = value
+
+
+def input_schema(name: str, p: Principal, defaults: ToolDefaults) -> dict[str, Any]:
+    """The wire schema, with the fields a default will fill no longer required."""
+    doc = bundled_schema(name)
+    filled = _fill(p, defaults)
+    if "agent_id" in filled:
+        doc["required"] = [r for r in doc.get("required", []) if r != "agent_id"]
+        props = dict(doc["properties"])
+        props["agent_id"] = {
+            **props["agent_id"],
+            "description": f"{props['agent_id'].get('description', '')} "
+            f"Defaults to {filled['agent_id']!r}.".strip(),
+        }
+        doc["properties"] = props
+    return doc

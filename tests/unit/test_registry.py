@@ -65,4 +65,5 @@ def test_sqlite_urls(tmp_path: Path) -> None:
         store = open_store(url, embedder=HashingEmbedder(16))
         assert isinstance(store, SqliteStore)
         anyio.run(store.aclose)
-    assert path.exists()
+    # Opening creates nothing; the first write creates the file (tests/unit/test_sqlite_url.py).
+    assert not path.exists()

@@ -33,8 +33,13 @@ if TYPE_CHECKING:
 __all__ = ["Runtime", "open_configured_store", "open_runtime", "running"]
 
 
-def open_configured_store(config: ServerConfig) -> MemoryStore:
-    """The store a configuration names, opened (the caller closes it)."""
+def open_configured_store(config: ServerConfig, *, serving: bool = False) -> MemoryStore:
+    """The store a configuration names, opened (the caller closes it).
+
+    ``serving``: for a server (HTTP, MCP) whose first caller may well read before anyone
+    wrote, a store file that does not exist yet answers reads as empty instead of naming the
+    missing path, as it does for a one-shot command.
+    """
     from memorywire.store.registry import open_store
 
     kw: dict[str, Any] = {}
@@ -42,7 +47,10 @@ def open_configured_store(config: ServerConfig) -> MemoryStore:
         from memorywire.embed.hashing import HashingEmbedder
 
         kw["embedder"] = HashingEmbedder()
-    return open_store(config.store, **kw)
+    store = open_store(config.store, **kw)
+    if serving and hasattr(store, "reads_need_file"):
+        store.reads_need_file = False
+    return store
 
 
 @dataclass
@@ -87,7 +95,7 @@ def open_runtime(
     closes the store when a later step of the setup fails.
     """
     config = config.resolved()
-    inner = store if store is not None else open_configured_store(config)
+    inner = store if store is not None else open_configured_store(config, serving=http)
     in_use = None
     if http and not config.no_auth:
         in_use = tokens if tokens is not None else TokenStore(config.tokens_db)
@@ -123,9 +131,13 @@ async def running(
     http: bool = False,
     store: MemoryStore | None = None,
     tokens: TokenStore | None = None,
+    serving: bool | None = None,
 ) -> AsyncIterator[Runtime]:
-    """:func:`open_runtime` as an async context manager: closed on exit, whatever happens."""
-    inner = store if store is not None else open_configured_store(config.resolved())
+    """:func:`open_runtime` as an async context manager: closed on exit, whatever happens.
+    ``serving`` (default: ``http``) is :func:`open_configured_store`'s."""
+    serving = http if serving is None else serving
+    inner = store if store is not None else open_configured_store(config.resolved(),
+                                                                  serving=serving)
     try:
         runtime = open_runtime(config, http=http, store=inner, tokens=tokens)
     except BaseException:

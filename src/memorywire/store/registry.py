@@ -31,6 +31,9 @@ _EXTRAS: dict[str, str] = {
     "cognee": "cognee",
 }
 
+#: Other names for a built-in scheme (``sqlite-vec://``: the first implementation's URLs).
+_ALIASES: dict[str, str] = {"sqlite-vec": "sqlite"}
+
 _registered: dict[str, StoreFactory] = {}
 
 
@@ -51,7 +54,8 @@ def _scheme_of(url: str) -> str:
         raise InvalidRequest(f"store URL {url!r} has no scheme (expected e.g. sqlite:///path.db)")
     scheme = urlsplit(url).scheme.lower() or url.split("://", 1)[0].lower()
     # "postgresql+psycopg://" style driver suffixes select the same store.
-    return scheme.split("+", 1)[0]
+    scheme = scheme.split("+", 1)[0]
+    return _ALIASES.get(scheme, scheme)
 
 
 def _as_factory(obj: Any) -> StoreFactory:

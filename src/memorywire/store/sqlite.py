@@ -40,7 +40,6 @@ from memorywire.core.ids import new_id
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import (
     Conflict,
-    InvalidRequest,
     MemorywireError,
 )
 from memorywire.store._common import (
@@ -63,6 +62,7 @@ from memorywire.store.sqlite_base import (
 from memorywire.store.sqlite_maintenance import SqliteMaintenance
 from memorywire.store.sqlite_schema import SCHEMA_VERSION, agent_number, scope_token, vid
 from memorywire.store.sqlite_search import rank_scope
+from memorywire.store.sqlite_url import sqlite_path
 from memorywire.wire.models import (
     Fusion,
     MemoryRecord,
@@ -99,13 +99,11 @@ class SqliteStore(SqliteMaintenance):
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> SqliteStore:
-        """``sqlite:///abs/path.db``, ``sqlite://relative.db`` or ``sqlite://:memory:``."""
-        if not url.lower().startswith("sqlite://"):
-            raise InvalidRequest(f"not a sqlite URL: {url!r}")
-        path = url[len("sqlite://"):].split("?", 1)[0]
-        if not path:
-            raise InvalidRequest("sqlite URL names no file (use sqlite:///path.db)")
-        return cls(path, **kw)
+        """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (memory);
+        see :mod:`memorywire.store.sqlite_url`. A path is something a person typed, so a read
+        of a file that does not exist is an error naming it (``reads_need_file``)."""
+        kw.setdefault("reads_need_file", True)
+        return cls(sqlite_path(url), **kw)
 
     @property
     def name(self) -> str:
@@ -216,6 +214,8 @@ class SqliteStore(SqliteMaintenance):
                               latency_ms=int((time.perf_counter() - started) * 1000))
 
     def _recall(self, req: RecallRequest, qvec: npt.NDArray[np.float32]) -> list[RecallHit]:
+        if self._missing():
+            return []
         with self._tx(durable=False) as conn:
             now = self._clock.now_ms()
             index = self._index(conn, req.agent_id)
@@ -245,6 +245,8 @@ class SqliteStore(SqliteMaintenance):
 
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
         def run() -> MemoryRecord | None:
+            if self._missing():
+                return None
             where, args = scope_sql(agent_id, user_id)
             with self._tx() as conn:
                 row = conn.execute(
@@ -273,6 +275,8 @@ class SqliteStore(SqliteMaintenance):
             clauses.append(f"type IN {IN_JSON}")
             args.append(json.dumps([t.value for t in query.types]))
         out: builtins.list[MemoryRecord] = []
+        if self._missing():
+            return out
         with self._tx() as conn:
             if query.after_id is not None:
                 anchor_sql = "SELECT created_at, id FROM memories WHERE id = ?"
@@ -301,6 +305,8 @@ class SqliteStore(SqliteMaintenance):
         """Live memories within ``hops`` links of each id, with their hop distance."""
 
         def run() -> dict[str, dict[str, int]]:
+            if self._missing():
+                return {}
             where, args = scope_sql(agent_id, user_id)
             with self._tx() as conn:
                 edges = conn.execute("SELECT src, dst FROM links WHERE agent_id = ? AND "
@@ -321,6 +327,9 @@ class SqliteStore(SqliteMaintenance):
 
     async def health(self) -> Health:
         def run() -> Health:
+            if self._unborn:
+                return Health("ok", {"path": self._path, "memories": 0, "created": False,
+                                     "embedder": self._embedder.name})
             with self._tx() as conn:
                 count = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
             return Health("ok", {"path": self._path, "memories": int(count),

@@ -26,6 +26,7 @@ from memorywire.errors import (
     BackendUnavailable,
     InvalidRequest,
     MemorywireError,
+    NotFound,
     StoreCorrupt,
 )
 from memorywire.store._common import (
@@ -101,6 +102,7 @@ class SqliteBase:
         lexical_floor: float = SQLITE_LEXICAL_FLOOR,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
+        reads_need_file: bool = False,
     ) -> None:
         self._path = str(path)
         self._embedder = resolve_embedder(embedder)
@@ -111,8 +113,38 @@ class SqliteBase:
         self._lock = threading.Lock()
         self._caches = ScopeCache(int(cache_mb * 2**20))
         self._on_commit: list[Callable[[], None]] = []
-        self._conn: apsw.Connection | None = open_database(self._path, self._embedder,
-                                                           busy_timeout_ms)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._conn: apsw.Connection | None = None
+        #: Whether a read of a store file that does not exist is an error naming the path
+        #: (stores opened from a URL a person typed) rather than an empty answer (a server
+        #: whose first caller asks before anyone wrote). Either way a read creates nothing.
+        self.reads_need_file = reads_need_file
+        # A file that does not exist yet is created by the first write, never by a read: a
+        # mistyped path must not become a new empty store that answers nothing.
+        self._unborn = self._path != ":memory:" and not Path(self._path).exists()
+        if not self._unborn:
+            self._conn = open_database(self._path, self._embedder, busy_timeout_ms)
+
+    def _missing(self) -> bool:
+        """For a read: True when there is no file yet and the answer is "nothing"."""
+        if not self._unborn:
+            return False
+        if self.reads_need_file:
+            raise NotFound(
+                f"no memorywire store at {Path(self._path).absolute()}: nothing has been "
+                "written there yet (a write creates it; check the path)"
+            )
+        return True
+
+    def _open_unborn(self) -> None:
+        """Under the lock: create the store file (and its folders) on the first write."""
+        parent = Path(self._path).parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot create folder {parent}: {exc.strerror}") from exc
+        self._conn = open_database(str(self._path), self._embedder, self._busy_timeout_ms)
+        self._unborn = False
 
     @contextmanager
     def _tx(self, *, durable: bool = True) -> Iterator[Any]:
@@ -126,6 +158,8 @@ class SqliteBase:
         0.5-3 ms per recall on a local SSD.
         """
         with self._lock:
+            if self._unborn:
+                self._open_unborn()
             conn = self._conn
             if conn is None:
                 raise BackendUnavailable(f"store {self._name!r} is closed")
@@ -233,6 +267,7 @@ class SqliteBase:
     async def aclose(self) -> None:
         def run() -> None:
             with self._lock:
+                self._unborn = False
                 if self._conn is not None:
                     self._conn.close()
                     self._conn = None

@@ -55,7 +55,7 @@ def _backend(family: str) -> tuple[str, ...]:
 _BELOW_BACKENDS = "errors wire core embed store"
 
 LAYERS: dict[str, Layer] = {
-    "root": _layer(("memorywire",)),
+    "root": _layer(("memorywire",), "errors wire client"),
     "errors": _layer(("memorywire.errors",)),
     "wire": _layer(_pkg("memorywire.wire"), "errors", "pydantic jsonschema referencing"),
     "core": _layer(_pkg("memorywire.core"), "errors wire", "numpy"),
@@ -101,7 +101,7 @@ LAYERS: dict[str, Layer] = {
     "server": _layer(
         _pkg("memorywire.server"),
         "errors wire core embed store router governance procedural",
-        "anyio numpy pydantic starlette uvicorn jinja2 mcp mcp_types",
+        "anyio numpy pydantic starlette uvicorn jinja2 mcp mcp_types swagger_ui_bundle",
     ),
     "client": _layer(("memorywire.client",), "errors wire store server", "anyio httpx pydantic"),
     "cli": _layer(

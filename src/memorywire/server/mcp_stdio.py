@@ -9,7 +9,7 @@ from __future__ import annotations
 import anyio
 
 from memorywire.server.config import ServerConfig
-from memorywire.server.mcp import build_mcp_server
+from memorywire.server.mcp_extra import require_mcp
 from memorywire.server.runtime import running
 
 __all__ = ["run_stdio"]
@@ -17,10 +17,13 @@ __all__ = ["run_stdio"]
 
 def run_stdio(config: ServerConfig) -> int:
     """Serve MCP on stdin/stdout until the client closes it."""
+    require_mcp("memorywire mcp")
     from mcp.server.stdio import stdio_server
 
+    from memorywire.server.mcp import build_mcp_server
+
     async def main() -> None:
-        async with running(config) as runtime:
+        async with running(config, serving=True) as runtime:
             server = build_mcp_server(runtime.dispatcher)
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())

@@ -23,7 +23,7 @@ from memorywire.cli.ops import register_ops
 from memorywire.errors import MemorywireError
 from memorywire.wire import CURRENT, parse_json, schema, schema_names, validate
 
-__all__ = ["ENTRY_POINT_GROUP", "SUBCOMMANDS", "Register", "build_parser", "main"]
+__all__ = ["ENTRY_POINT_GROUP", "SUBCOMMANDS", "Register", "build_parser", "main", "mcp_main"]
 
 Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Register = Callable[[Any], None]
@@ -150,3 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by the pipe
     return code
+
+
+def mcp_main() -> int:
+    """The ``memorywire-mcp`` script of the first implementation: ``memorywire mcp``,
+    configured by ``MEMORYWIRE_STORE`` and ``MEMORYWIRE_AGENT`` (flags still work)."""
+    return main(["mcp", *sys.argv[1:]])

@@ -333,7 +333,8 @@ def _mcp(args: argparse.Namespace) -> int:
     from memorywire.server.mcp_stdio import run_stdio
 
     try:
-        return run_stdio(_local_config(args))
+        return run_stdio(_local_config(args),
+                         default_agent=args.agent_id or os.environ.get("MEMORYWIRE_AGENT"))
     except MemorywireError as err:
         print(f"memorywire mcp: {err.code}: {err.message}", file=sys.stderr)
         return 2
@@ -356,8 +357,11 @@ def _register_serve(sub: Subparsers) -> None:
     p.add_argument("--embedder", choices=["default", "hashing"], help=argparse.SUPPRESS)
     p.set_defaults(handler=_serve)
 
-    p = sub.add_parser("mcp", help="speak MCP over stdio")
-    p.add_argument("--store", help="store URL")
+    p = sub.add_parser("mcp", help="speak MCP over stdio (no arguments: the default store)")
+    p.add_argument("--store", help="store URL (default: $MEMORYWIRE_STORE, else sqlite under "
+                                   "the data directory)")
+    p.add_argument("--agent", dest="agent_id",
+                   help="agent_id of tool calls that name none (default: $MEMORYWIRE_AGENT)")
     p.add_argument("--governance-db", dest="governance_db",
                    help="enable approvals (destructive tools are staged for review)")
     p.add_argument("--embedder", choices=["default", "hashing"], help=argparse.SUPPRESS)

@@ -101,7 +101,7 @@ LAYERS: dict[str, Layer] = {
     "server": _layer(
         _pkg("memorywire.server"),
         "errors wire core embed store router governance procedural",
-        "anyio numpy pydantic starlette uvicorn jinja2 mcp mcp_types swagger_ui_bundle",
+        "anyio numpy pydantic starlette uvicorn jinja2 markupsafe mcp mcp_types swagger_ui_bundle",
     ),
     "client": _layer(("memorywire.client",), "errors wire store server", "anyio httpx pydantic"),
     "cli": _layer(

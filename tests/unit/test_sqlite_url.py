@@ -147,3 +147,17 @@ def test_the_first_write_creates_the_file_and_its_folders(in_tmp: Path) -> None:
 
     anyio.run(go)
     assert path.is_file()
+
+
+def test_cli_recall_on_a_fresh_account_names_the_store_it_looked_for(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memorywire.cli import main
+
+    monkeypatch.setenv("MEMORYWIRE_HOME", str(in_tmp / "data"))
+    assert main(["recall", "--embedder", "hashing", "-a", "A", "anything"]) == 1
+    err = capsys.readouterr().err
+    assert "not_found" in err and str(in_tmp / "data" / "mem.db") in err
+    assert not (in_tmp / "data").exists()
+    assert main(["remember", "--embedder", "hashing", "-a", "A", "first", "--json"]) == 0
+    assert (in_tmp / "data" / "mem.db").is_file()

@@ -88,14 +88,15 @@ def test_sqlite_vec_scheme_opens_the_sqlite_store(in_tmp: Path) -> None:
     assert (in_tmp / "v.db").is_file()
 
 
-def test_reading_a_store_url_that_does_not_exist_names_the_path_and_creates_nothing(
+def test_reading_a_store_that_does_not_exist_names_the_path_and_creates_nothing(
     in_tmp: Path,
 ) -> None:
     """Regression: a recall on a mistyped path silently created an empty database."""
     typo = in_tmp / "typo" / "mem.db"
 
     async def go() -> None:
-        store = open_store(f"sqlite:///{typo}", embedder=HashingEmbedder(16))
+        store = open_store(f"sqlite:///{typo}", embedder=HashingEmbedder(16),
+                           reads_need_file=True)
         try:
             assert (await store.health()).status == "ok"
             with pytest.raises(NotFound, match=str(typo)):
@@ -111,8 +112,11 @@ def test_reading_a_store_url_that_does_not_exist_names_the_path_and_creates_noth
     assert not typo.parent.exists()
 
 
-def test_a_server_reads_a_missing_store_as_empty_without_creating_it(in_tmp: Path) -> None:
-    """A model's first MCP call is often a recall: it gets nothing, not an error."""
+def test_an_application_reads_a_missing_store_as_empty_without_creating_it(
+    in_tmp: Path,
+) -> None:
+    """An agent's first call is often a recall (MCP, an app on Memory.local): it gets
+    nothing, not an error, and no file."""
     from memorywire.server.config import load_config
     from memorywire.server.runtime import open_configured_store
 
@@ -120,7 +124,7 @@ def test_a_server_reads_a_missing_store_as_empty_without_creating_it(in_tmp: Pat
     config = load_config(overrides={"store": f"sqlite:///{path}", "embedder": "hashing"})
 
     async def go() -> None:
-        store = open_configured_store(config, serving=True)
+        store = open_configured_store(config)
         try:
             got = await store.recall(RecallRequest(agent_id="a", query="anything"))
             assert got.results == []

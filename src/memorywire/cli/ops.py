@@ -57,7 +57,8 @@ async def _memory(args: argparse.Namespace) -> AsyncIterator[Any]:
     from memorywire.client import Memory
     from memorywire.server.runtime import running
 
-    async with running(_local_config(args)) as runtime:
+    # A person typed the path: a read of a store that does not exist names it.
+    async with running(_local_config(args), reads_need_file=True) as runtime:
         yield Memory(runtime.store, approvals=runtime.approvals)
 
 

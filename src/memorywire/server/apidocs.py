@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import Mount, Route
 
-__all__ = ["DOCS_PATH", "docs_routes"]
+__all__ = ["DOCS_PATH", "docs_mount"]
 
 DOCS_PATH = "/docs"
 
@@ -44,8 +44,9 @@ _INIT = """window.ui = SwaggerUIBundle({{
 _ASSETS = {"swagger-ui.css": "text/css", "swagger-ui-bundle.js": "text/javascript"}
 
 
-def docs_routes(spec_url: str = "/openapi.json") -> list[BaseRoute]:
-    """The page, its initialiser and the two vendored files."""
+def docs_mount(spec_url: str = "/openapi.json") -> Mount:
+    """The page, its initialiser and the two vendored files, mounted apart from the API's
+    route table (like ``/ui`` and ``/mcp``)."""
     from swagger_ui_bundle import swagger_ui_path
 
     async def page(request: Request) -> Response:
@@ -58,10 +59,10 @@ def docs_routes(spec_url: str = "/openapi.json") -> list[BaseRoute]:
         async def serve(request: Request) -> Response:
             return FileResponse(str(swagger_ui_path / name), media_type=media_type)
 
-        return Route(f"{DOCS_PATH}/{name}", serve, methods=["GET"])
+        return Route(f"/{name}", serve, methods=["GET"])
 
-    return [
-        Route(DOCS_PATH, page, methods=["GET"]),
-        Route(f"{DOCS_PATH}/init.js", init, methods=["GET"]),
+    return Mount(DOCS_PATH, routes=[
+        Route("/", page, methods=["GET"]),
+        Route("/init.js", init, methods=["GET"]),
         *(asset(name, media) for name, media in _ASSETS.items()),
-    ]
+    ])

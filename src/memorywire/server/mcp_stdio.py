@@ -43,7 +43,7 @@ def run_stdio(config: ServerConfig, *, default_agent: str | None = None) -> int:
     from memorywire.server.mcp import build_mcp_server
 
     async def main() -> None:
-        async with running(config, serving=True) as runtime:
+        async with running(config) as runtime:
             dispatcher = runtime.dispatcher
             if default_agent:
                 dispatcher = _DefaultAgent(dispatcher, default_agent)

@@ -33,12 +33,14 @@ if TYPE_CHECKING:
 __all__ = ["Runtime", "open_configured_store", "open_runtime", "running"]
 
 
-def open_configured_store(config: ServerConfig, *, serving: bool = False) -> MemoryStore:
+def open_configured_store(
+    config: ServerConfig, *, reads_need_file: bool = False
+) -> MemoryStore:
     """The store a configuration names, opened (the caller closes it).
 
-    ``serving``: for a server (HTTP, MCP) whose first caller may well read before anyone
-    wrote, a store file that does not exist yet answers reads as empty instead of naming the
-    missing path, as it does for a one-shot command.
+    ``reads_need_file``: for a one-shot command, a read of a store file that does not exist
+    is an error naming the path (a mistyped path is the likely cause); servers, whose first
+    caller may well read before anyone wrote, get an empty answer. Neither creates a file.
     """
     from memorywire.store.registry import open_store
 
@@ -48,8 +50,8 @@ def open_configured_store(config: ServerConfig, *, serving: bool = False) -> Mem
 
         kw["embedder"] = HashingEmbedder()
     store = open_store(config.store, **kw)
-    if serving and hasattr(store, "reads_need_file"):
-        store.reads_need_file = False
+    if reads_need_file and hasattr(store, "reads_need_file"):
+        store.reads_need_file = True
     return store
 
 
@@ -95,7 +97,7 @@ def open_runtime(
     closes the store when a later step of the setup fails.
     """
     config = config.resolved()
-    inner = store if store is not None else open_configured_store(config, serving=http)
+    inner = store if store is not None else open_configured_store(config)
     in_use = None
     if http and not config.no_auth:
         in_use = tokens if tokens is not None else TokenStore(config.tokens_db)
@@ -131,13 +133,12 @@ async def running(
     http: bool = False,
     store: MemoryStore | None = None,
     tokens: TokenStore | None = None,
-    serving: bool | None = None,
+    reads_need_file: bool = False,
 ) -> AsyncIterator[Runtime]:
     """:func:`open_runtime` as an async context manager: closed on exit, whatever happens.
-    ``serving`` (default: ``http``) is :func:`open_configured_store`'s."""
-    serving = http if serving is None else serving
-    inner = store if store is not None else open_configured_store(config.resolved(),
-                                                                  serving=serving)
+    ``reads_need_file`` is :func:`open_configured_store`'s."""
+    inner = store if store is not None else open_configured_store(
+        config.resolved(), reads_need_file=reads_need_file)
     try:
         runtime = open_runtime(config, http=http, store=inner, tokens=tokens)
     except BaseException:

@@ -100,9 +100,7 @@ class SqliteStore(SqliteMaintenance):
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> SqliteStore:
         """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (memory);
-        see :mod:`memorywire.store.sqlite_url`. A path is something a person typed, so a read
-        of a file that does not exist is an error naming it (``reads_need_file``)."""
-        kw.setdefault("reads_need_file", True)
+        see :mod:`memorywire.store.sqlite_url`."""
         return cls(sqlite_path(url), **kw)
 
     @property

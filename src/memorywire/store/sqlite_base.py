@@ -115,9 +115,10 @@ class SqliteBase:
         self._on_commit: list[Callable[[], None]] = []
         self._busy_timeout_ms = busy_timeout_ms
         self._conn: apsw.Connection | None = None
-        #: Whether a read of a store file that does not exist is an error naming the path
-        #: (stores opened from a URL a person typed) rather than an empty answer (a server
-        #: whose first caller asks before anyone wrote). Either way a read creates nothing.
+        #: Whether a read of a store file that does not exist is an error naming the path (a
+        #: one-shot command, where a mistyped path is the likely cause) rather than an empty
+        #: answer (an application or server whose first call may well be a recall). Either
+        #: way a read creates nothing.
         self.reads_need_file = reads_need_file
         # A file that does not exist yet is created by the first write, never by a read: a
         # mistyped path must not become a new empty store that answers nothing.

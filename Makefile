@@ -24,7 +24,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks backends backends_tests
+	$(BIN)/ruff check src tests benchmarks backends backends_tests packaging_tests
 	$(BIN)/mypy
 
 bench: $(STAMP)
@@ -42,3 +42,13 @@ test-letta:
 .PHONY: test-cognee
 test-cognee:
 	bash backends/cognee/test.sh
+
+# The built wheel in a clean venv: no extras, the README example verbatim, both scripts.
+.PHONY: test-wheel
+test-wheel: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider packaging_tests
+
+# The MCP extra at its lowest allowed versions, in its own venv (.cache/venv-lower-bounds).
+.PHONY: test-lower-bounds
+test-lower-bounds:
+	PY=$(PY) bash scripts/test-lower-bounds.sh

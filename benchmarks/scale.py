@@ -35,6 +35,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,8 @@ from typing import Any
 import anyio
 import numpy as np
 import numpy.typing as npt
+from rich.console import Console
+from rich.progress import Progress, TimeElapsedColumn
 
 from memorywire.embed.base import Embedder
 from memorywire.store.sqlite import SqliteStore
@@ -145,8 +148,18 @@ async def run_scale(
     end_to_end: int = 30,
     seed: int = 1,
     embed_cache: Path | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
+    """``progress`` (a started rich Progress, on stderr) shows the write and recall passes;
+    a 1M-row run writes for minutes and should not look hung."""
     rng = np.random.default_rng(seed)
+
+    def step(description: str, total: int) -> Callable[[int], None]:
+        if progress is None:
+            return lambda advance: None
+        task = progress.add_task(description, total=total)
+        return lambda advance: progress.advance(task, advance)
+
     texts = base_texts(min(base, n))
     base_vecs, embed_rate = embed_base(embedder, texts, embed_cache)
     query_agents = sorted(rng.choice(agents, size=min(queries, agents), replace=False).tolist())
@@ -155,6 +168,7 @@ async def run_scale(
                         cache_mb=cache_mb)
     try:
         t0 = time.perf_counter()
+        wrote = step(f"writing {n:,} memories", n)
         for start in range(0, n, batch):
             rows = np.arange(start, min(start + batch, n), dtype=np.int64)
             vecs = perturbed(base_vecs, rows, rng)
@@ -170,6 +184,7 @@ async def run_scale(
                 sel = (rows % agents) == a
                 if sel.any():
                     t.chunks.append(vecs[sel])
+            wrote(len(rows))
         ingest_s = time.perf_counter() - t0
 
         plan = [(a, int(rng.integers(len(texts)))) for a in query_agents]
@@ -177,6 +192,7 @@ async def run_scale(
             plan.append((int(rng.choice(query_agents)), int(rng.integers(len(texts)))))
         qvecs = perturbed(base_vecs, np.array([b for _, b in plan], dtype=np.int64), rng)
         matrices = {a: t.matrix() for a, t in truth.items()}
+        recalled = step("recalling (cold, warm, hybrid, end to end)", 3 * len(plan) + end_to_end)
 
         async def db_pass(text: str | None) -> tuple[list[float], int]:
             times: list[float] = []
@@ -189,6 +205,7 @@ async def run_scale(
                 sims = matrices[a] @ q
                 want = [truth[a].ids[j] for j in np.argsort(-sims, kind="stable")[:k]]
                 exact += [h.id for h in resp.results] == want
+                recalled(1)
             return times, exact
 
         cold, exact_cold = await db_pass(VECTOR_ONLY_QUERY)
@@ -200,6 +217,7 @@ async def run_scale(
             t1 = time.perf_counter()
             await store.recall(req)
             e2e.append((time.perf_counter() - t1) * 1000)
+            recalled(1)
         cache_mb_used = store._caches.nbytes / 2**20
     finally:
         await store.aclose()
@@ -270,12 +288,14 @@ def main(argv: list[str] | None = None) -> int:
     from memorywire.embed import default_embedder
 
     embedder = default_embedder()
-    with tempfile.TemporaryDirectory() as tmp:
+    bars = Progress(*Progress.get_default_columns(), TimeElapsedColumn(),
+                    console=Console(stderr=True), transient=True)
+    with tempfile.TemporaryDirectory() as tmp, bars:
         db = args.db or Path(tmp) / "scale.db"
         result = anyio.run(lambda: run_scale(
             embedder, n=args.n, agents=args.agents, base=args.base, queries=args.queries,
             k=args.k, db_path=db, cache_mb=args.cache_mb,
-            embed_cache=Path(tempfile.gettempdir())))
+            embed_cache=Path(tempfile.gettempdir()), progress=bars))
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"scale-{args.n}-{args.agents}.json"
     with out.open("w", encoding="utf-8") as fh:

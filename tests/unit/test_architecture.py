@@ -55,7 +55,7 @@ def _backend(family: str) -> tuple[str, ...]:
 _BELOW_BACKENDS = "errors wire core embed store"
 
 LAYERS: dict[str, Layer] = {
-    "root": _layer(("memorywire",)),
+    "root": _layer(("memorywire",), "errors wire client"),
     "errors": _layer(("memorywire.errors",)),
     "wire": _layer(_pkg("memorywire.wire"), "errors", "pydantic jsonschema referencing"),
     # pydantic and transitions are pure libraries: the procedure rules validate with them.
@@ -105,7 +105,8 @@ LAYERS: dict[str, Layer] = {
     "server": _layer(
         _pkg("memorywire.server"),
         "errors wire core embed store router governance procedural",
-        "anyio numpy pydantic starlette uvicorn h11 jinja2 mcp mcp_types opentelemetry",
+        "anyio numpy pydantic starlette uvicorn h11 jinja2 markupsafe mcp mcp_types "
+        "opentelemetry swagger_ui_bundle",
     ),
     "client": _layer(
         ("memorywire.client", "memorywire.sync_loop"),

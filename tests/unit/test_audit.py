@@ -115,5 +115,14 @@ async def test_record_is_an_audit_sink(log: AuditLog) -> None:
 
 
 def test_unwritable_database_is_backend_unavailable(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
     with pytest.raises(BackendUnavailable):
-        AuditLog.open(tmp_path / "missing-dir" / "gov.db")
+        AuditLog.open(blocker / "gov.db")
+
+
+def test_a_missing_folder_is_created(tmp_path: Path) -> None:
+    """Data folders on demand: a fresh account has no folder for the governance database."""
+    log = AuditLog.open(tmp_path / "missing-dir" / "gov.db")
+    log.close()
+    assert (tmp_path / "missing-dir" / "gov.db").is_file()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -304,8 +305,13 @@ async def test_context_manager_runs_in_background(store: InMemoryStore, clock: F
 def test_cli_consolidate_once(capsys: pytest.CaptureFixture[str]) -> None:
     from memorywire.cli import main
 
-    assert main(["consolidate", "--store", "memory://", "--once"]) == 0
+    assert main(["consolidate", "--store", "memory://", "--once", "--json"]) == 0
     out = capsys.readouterr().out
     assert json.loads(out) == {"promoted": [], "evicted": [], "kept": [], "skipped": []}
+    # For people: one line of counts per tick, never every id.
+    assert main(["consolidate", "--store", "memory://", "--once"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ tick: 0 promoted, 0 evicted, "
+                        r"0 kept, 0 skipped", line), line
     assert main(["consolidate", "--store", "nosuch://x", "--once"]) == 1
     assert "unknown store URL scheme" in capsys.readouterr().err

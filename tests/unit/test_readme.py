@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -23,13 +24,26 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert first_block.group(1).splitlines()[:2][1].startswith("make test")
 
 
-def test_readme_example_runs(tmp_path: Path) -> None:
+def test_readme_example_runs_verbatim_in_an_empty_folder_with_an_empty_home(
+    tmp_path: Path,
+) -> None:
+    """As on a fresh machine: no data folder, no model cache, no file the example expects."""
     blocks = _python_blocks()
     assert blocks, "README lost its example"
-    code = blocks[0].replace("/tmp/memorywire-readme", str(tmp_path))
+    code = blocks[0]
     assert len([ln for ln in code.splitlines() if ln.strip()]) <= 10
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    ).stdout.splitlines()
+    cwd, home = tmp_path / "work", tmp_path / "home"
+    cwd.mkdir()
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MEMORYWIRE_", "XDG_"))}
+    env["HOME"] = str(home)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=180, cwd=cwd,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
     assert "peanuts" in out[0]
     assert out[-1] == "[]"
+    assert [p.name for p in cwd.iterdir() if p.suffix == ".db"] == ["memorywire-readme.db"]

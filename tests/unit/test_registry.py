@@ -65,7 +65,8 @@ def test_sqlite_urls(tmp_path: Path) -> None:
         store = open_store(url, embedder=HashingEmbedder(16))
         assert isinstance(store, SqliteStore)
         anyio.run(store.aclose)
-    assert path.exists()
+    # Opening creates nothing; the first write creates the file (tests/unit/test_sqlite_url.py).
+    assert not path.exists()
 
 
 # --- every registered scheme opens, or names the extra that brings it ---------------------
@@ -74,7 +75,8 @@ def test_sqlite_urls(tmp_path: Path) -> None:
 #: Cognee connect on first use).
 _SAMPLE_URLS = {
     "memory": "memory://",
-    "sqlite": "sqlite://:memory:",
+    "sqlite": "sqlite://",
+    "sqlite-vec": "sqlite://",
     "postgresql": "postgresql://127.0.0.1:9/none",
     "postgres": "postgres://127.0.0.1:9/none",
     "mem0": "mem0://",

@@ -5,15 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
 import anyio
 
+from memorywire.cli.render import iso
 from memorywire.consolidation import Consolidator
 from memorywire.errors import MemorywireError
 from memorywire.store.registry import open_store
 
 __all__ = ["register_consolidate"]
+
+
+def _summary(report: dict[str, list[str]]) -> str:
+    """One line a tick: counts, not ids (``--json`` has the ids)."""
+    counts = ", ".join(f"{len(ids)} {what}" for what, ids in report.items())
+    return f"{iso(int(time.time() * 1000))} tick: {counts}"
 
 
 def _consolidate(args: argparse.Namespace) -> int:
@@ -29,7 +37,10 @@ def _consolidate(args: argparse.Namespace) -> int:
             )
             while True:
                 report = await c.tick()
-                print(json.dumps(report.to_dict()), flush=True)
+                if args.json:
+                    print(json.dumps(report.to_dict()), flush=True)
+                else:
+                    print(_summary(report.to_dict()), flush=True)
                 if args.once:
                     return 0
                 await anyio.sleep(args.interval)
@@ -47,7 +58,8 @@ def register_consolidate(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "consolidate",
         help="promote salient short-term memories to long-term, evict expired ones",
-        description="Print one JSON report {promoted, evicted, kept, skipped} per tick.",
+        description="Print one line per tick with how many memories were promoted, evicted, "
+        "kept and skipped; --json prints the report with their ids instead.",
     )
     p.add_argument("--store", required=True, metavar="URL", help="e.g. sqlite:///mem.db")
     p.add_argument("--once", action="store_true", help="run one tick and exit")
@@ -55,4 +67,6 @@ def register_consolidate(subparsers: Any) -> None:
     p.add_argument("--threshold", type=float, default=0.5, help="promotion score (0..1)")
     p.add_argument("--ttl-hours", type=float, default=7 * 24.0, help="STM lifetime")
     p.add_argument("--interval", type=float, default=300.0, help="seconds between ticks")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON report per tick {promoted, evicted, kept, skipped} with ids")
     p.set_defaults(handler=_consolidate)

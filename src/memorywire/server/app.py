@@ -13,18 +13,24 @@ from dataclasses import dataclass
 
 from starlette.applications import Starlette
 
-from memorywire.errors import MemorywireError
+from memorywire.errors import InvalidRequest, MemorywireError
+from memorywire.server.apidocs import DOCS_PATH
 from memorywire.server.auth import Role, TokenStore
 from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
+from memorywire.server.mcp_extra import INSTALL_HINT, mcp_available
 from memorywire.server.mcp_http import McpHttp
 from memorywire.server.observability import Observability
 from memorywire.server.origin import BrowserRules
 from memorywire.server.runtime import Runtime, open_runtime, running
 from memorywire.store.base import MemoryStore
+from memorywire.wire.routes import route_named
 
-__all__ = ["Server", "build_server", "http_app", "serve"]
+__all__ = ["LOG_LEVELS", "Server", "build_server", "endpoints", "http_app", "serve"]
+
+#: uvicorn's levels; ``info`` and below add its access log (one line per request).
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 def _ui_auth(tokens: TokenStore | None) -> Callable[[str], str | None]:
@@ -52,6 +58,11 @@ def http_app(runtime: Runtime) -> Starlette:
         from memorywire.server.ui import review_app
 
         ui_app = review_app(runtime.governed, _ui_auth(runtime.tokens))
+    if not mcp_available():
+        # Without the ``mcp`` extra the server still speaks REST and JSON-RPC; /mcp answers
+        # 404 and the start-up line says how to install it.
+        return create_app(runtime.dispatcher, tokens=runtime.tokens, ui_app=ui_app)
+
     mcp = McpHttp(
         runtime.dispatcher,
         tokens=runtime.tokens,
@@ -113,23 +124,50 @@ def build_server(
     return Server(runtime, http_app(runtime))
 
 
+def endpoints(app: Starlette, config: ServerConfig) -> list[tuple[str, str]]:
+    """(what, where) for each surface ``app`` really serves, for the start-up message; a
+    surface that is off says how to turn it on."""
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    base = f"http://{host}:{config.port}"
+    paths = {getattr(r, "path", "") for r in app.routes}
+    out = [("REST", f"{base}/v0/"), ("JSON-RPC", base + route_named("rpc").path)]
+    out.append(("MCP", f"{base}/mcp" if "/mcp" in paths
+                else f"not installed: {INSTALL_HINT}"))
+    out.append(("review UI", f"{base}/ui/" if "/ui" in paths
+                else "off: start with --governance-db PATH"))
+    if DOCS_PATH in paths:
+        out.append(("API docs", base + DOCS_PATH))
+    out.append(("OpenAPI", base + route_named("openapi").path))
+    if "/metrics" in paths:
+        out.append(("metrics", f"{base}/metrics"))
+    return out
+
+
 def serve(
-    config: ServerConfig, *, on_ready: Callable[[ServerConfig], None] | None = None
+    config: ServerConfig,
+    *,
+    on_ready: Callable[[ServerConfig, list[tuple[str, str]]], None] | None = None,
+    log_level: str = "warning",
 ) -> None:
     """Open the runtime, serve it until interrupted, close it. ``on_ready`` sees the resolved
-    configuration once everything is open, before the first request."""
+    configuration and :func:`endpoints` once everything is open, before the first request.
+    ``log_level`` is uvicorn's; ``info`` or lower logs every request (its access log)."""
     import anyio
     import uvicorn
 
     from memorywire.server.timeouts import uvicorn_config
 
+    if log_level not in LOG_LEVELS:
+        raise InvalidRequest(f"log level {log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+
     async def main() -> None:
         async with running(config, http=True) as runtime:
             cfg = runtime.config
+            app = http_app(runtime)
             if on_ready is not None:
-                on_ready(cfg)
+                on_ready(cfg, endpoints(app, cfg))
             server = uvicorn.Server(
-                uvicorn_config(http_app(runtime), cfg.host, cfg.port, cfg.timeouts())
+                uvicorn_config(app, cfg.host, cfg.port, cfg.timeouts(), log_level=log_level)
             )
             await server.serve()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import anyio
 
 from memorywire.server.config import ServerConfig
-from memorywire.server.mcp import build_mcp_server
+from memorywire.server.mcp_extra import require_mcp
 from memorywire.server.runtime import running
 
 __all__ = ["run_stdio"]
@@ -17,6 +17,8 @@ __all__ = ["run_stdio"]
 
 def run_stdio(config: ServerConfig) -> int:
     """Serve MCP on stdin/stdout until the client closes it."""
+    require_mcp("memorywire mcp")
+    from memorywire.server.mcp import build_mcp_server
     from memorywire.server.stdio_guard import guarded_stdio_server
 
     async def main() -> None:

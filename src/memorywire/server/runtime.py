@@ -34,8 +34,15 @@ if TYPE_CHECKING:
 __all__ = ["Runtime", "open_configured_store", "open_runtime", "running"]
 
 
-def open_configured_store(config: ServerConfig) -> MemoryStore:
-    """The store a configuration names, opened (the caller closes it)."""
+def open_configured_store(
+    config: ServerConfig, *, reads_need_file: bool = False
+) -> MemoryStore:
+    """The store a configuration names, opened (the caller closes it).
+
+    ``reads_need_file``: for a one-shot command, a read of a store file that does not exist
+    is an error naming the path (a mistyped path is the likely cause); servers, whose first
+    caller may well read before anyone wrote, get an empty answer. Neither creates a file.
+    """
     from memorywire.store.registry import open_store
 
     kw: dict[str, Any] = {}
@@ -43,7 +50,10 @@ def open_configured_store(config: ServerConfig) -> MemoryStore:
         from memorywire.embed.hashing import HashingEmbedder
 
         kw["embedder"] = HashingEmbedder()
-    return open_store(config.store, **kw)
+    store = open_store(config.store, **kw)
+    if reads_need_file and hasattr(store, "reads_need_file"):
+        store.reads_need_file = True
+    return store
 
 
 @dataclass
@@ -138,9 +148,12 @@ async def running(
     http: bool = False,
     store: MemoryStore | None = None,
     tokens: TokenStore | None = None,
+    reads_need_file: bool = False,
 ) -> AsyncIterator[Runtime]:
-    """:func:`open_runtime` as an async context manager: closed on exit, whatever happens."""
-    inner = store if store is not None else open_configured_store(config.resolved())
+    """:func:`open_runtime` as an async context manager: closed on exit, whatever happens.
+    ``reads_need_file`` is :func:`open_configured_store`'s."""
+    inner = store if store is not None else open_configured_store(
+        config.resolved(), reads_need_file=reads_need_file)
     try:
         runtime = open_runtime(config, http=http, store=inner, tokens=tokens)
     except BaseException:

@@ -62,8 +62,11 @@ class DeadlineProtocol(H11Protocol):
         super().connection_lost(exc)
 
 
-def uvicorn_config(app: Any, host: str, port: int, timeouts: Timeouts) -> uvicorn.Config:
-    """A uvicorn config serving ``app`` with these deadlines (``uvicorn.Server(cfg).run()``)."""
+def uvicorn_config(
+    app: Any, host: str, port: int, timeouts: Timeouts, *, log_level: str = "warning"
+) -> uvicorn.Config:
+    """A uvicorn config serving ``app`` with these deadlines (``uvicorn.Server(cfg).run()``);
+    at ``log_level`` info or lower uvicorn also writes its access log."""
     protocol = type(
         "BoundDeadlineProtocol",
         (DeadlineProtocol,),
@@ -75,5 +78,6 @@ def uvicorn_config(app: Any, host: str, port: int, timeouts: Timeouts) -> uvicor
         port=port,
         http=protocol,
         timeout_keep_alive=max(1, round(timeouts.idle_s)),
-        log_level="warning",
+        log_level=log_level,
+        access_log=log_level in ("trace", "debug", "info"),
     )

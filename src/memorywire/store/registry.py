@@ -39,8 +39,9 @@ EXTRAS: dict[str, str] = {
     "cognee": "cognee",
 }
 
-#: Other spellings of a scheme; the entry point is registered under the canonical name only.
-ALIASES: dict[str, str] = {"postgres": "postgresql"}
+#: Other spellings of a scheme; the entry point is registered under the canonical name only
+#: (``sqlite-vec://``: the first implementation's URLs).
+ALIASES: dict[str, str] = {"postgres": "postgresql", "sqlite-vec": "sqlite"}
 
 _registered: dict[str, StoreFactory] = {}
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 from starlette.applications import Starlette
@@ -33,6 +35,7 @@ from memorywire.errors import MemorywireError
 from memorywire.governance.compare import pretty, side_by_side
 from memorywire.governance.sessions import ReviewSessions
 from memorywire.governance.store import GovernedStore
+from memorywire.server.ui.present import install as install_filters
 
 __all__ = ["review_app"]
 
@@ -43,6 +46,8 @@ _CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
+#: How many decided items keep the comparison their reviewer saw (in memory, newest kept).
+_DECIDED_KEPT = 500
 
 
 class _SecurityHeaders:
@@ -84,8 +89,12 @@ def review_app(
         autoescape=jinja2.select_autoescape(["html"]),
         undefined=jinja2.StrictUndefined,
     )
+    install_filters(env)
     templates = Jinja2Templates(env=env)
     sessions = ReviewSessions(auth, max_age_s=session_max_age)
+    # After a decision the store has changed, so the comparison cannot be recomputed; keep
+    # the one the reviewer decided on, so the page still shows what was approved.
+    decided: OrderedDict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = OrderedDict()
     css = env.loader.get_source(env, "ui.css")[0] if env.loader else ""
 
     def page(request: Request, name: str, http_status: int = 200, **ctx: Any) -> Response:
@@ -111,7 +120,15 @@ def review_app(
             request.state.reviewer = reviewer
             if not reviewer:
                 base = request.scope.get("root_path", "")
-                return RedirectResponse(f"{base}/login", status_code=303)
+                # The link a reviewer followed (an approval_url) survives the sign-in.
+                target = request.url.path
+                if request.url.query:
+                    target += "?" + request.url.query
+                # where signing in leads anyway; a form post cannot be replayed by a GET
+                if target == f"{base}/approvals" or request.method != "GET":
+                    return RedirectResponse(f"{base}/login", status_code=303)
+                return RedirectResponse(f"{base}/login?next={quote(target, safe='/')}",
+                                        status_code=303)
             try:
                 return await handler(request, str(reviewer))
             except MemorywireError as exc:
@@ -119,25 +136,33 @@ def review_app(
 
         return wrapped
 
+    def next_of(request: Request, value: Any) -> str:
+        """Where to go after signing in: a path inside this UI only (no open redirect)."""
+        base = request.scope.get("root_path", "")
+        if (isinstance(value, str) and value.startswith(f"{base}/") and not value.startswith("//")
+                and "\\" not in value and "/login" not in value):
+            return value
+        return f"{base}/approvals"
+
     async def login_form(request: Request) -> Response:
         if "csrf" not in request.session:
             request.session["csrf"] = secrets.token_urlsafe(32)
-        return page(request, "login.html")
+        return page(request, "login.html", next=next_of(request, request.query_params.get("next")))
 
     async def login(request: Request) -> Response:
         form = await request.form()
         if not csrf_ok(request, form.get("csrf")):
             return error(request, 403, "The form expired or did not come from this site.")
         token = form.get("token")
-        opened = sessions.open(token) if isinstance(token, str) else None
+        opened = sessions.open(token) if isinstance(token, str) and token else None
+        target = next_of(request, form.get("next"))
         if opened is None:
-            return page(request, "login.html", 401, failed=True)
+            return page(request, "login.html", 401, failed=True, next=target)
         sessions.close(request.session.get("sid"))
         request.session.clear()
         request.session["sid"] = opened[0]
         request.session["csrf"] = secrets.token_urlsafe(32)  # rotate on privilege change
-        base = request.scope.get("root_path", "")
-        return RedirectResponse(f"{base}/approvals", status_code=303)
+        return RedirectResponse(target, status_code=303)
 
     async def logout(request: Request) -> Response:
         form = await request.form()
@@ -179,12 +204,17 @@ def review_app(
     async def approval(request: Request, reviewer: str) -> Response:
         review = await governed.get_review(request.path_params["item_id"])
         now, after = side_by_side(review)
+        kept = review["id"] in decided and not review.get("diff_included")
+        if kept:
+            now, after = decided[review["id"]]
         return page(
             request,
             "approval.html",
             item=review,
             now=now,
             after=after,
+            kept=kept,
+            contradictions=sum(1 for c in now if str(c["note"]).startswith("contradiction")),
             request_json=pretty(review["request"]),
             own=review.get("requested_by") == reviewer,
         )
@@ -200,7 +230,12 @@ def review_app(
         seen = form.get("content_hash")
         if action not in ("approve", "reject") or not isinstance(seen, str) or not seen:
             return error(request, 400, "Choose approve or reject.")
+        seen_review = await governed.get_review(item_id)
         await governed.decide(item_id, reviewer, action == "approve", reason, seen)
+        if seen_review.get("diff_included"):
+            decided[item_id] = side_by_side(seen_review)
+            while len(decided) > _DECIDED_KEPT:
+                decided.popitem(last=False)
         base = request.scope.get("root_path", "")
         return RedirectResponse(f"{base}/approvals/{item_id}", status_code=303)
 

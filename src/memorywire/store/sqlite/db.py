@@ -27,6 +27,7 @@ from memorywire.errors import (
     BackendUnavailable,
     InvalidRequest,
     MemorywireError,
+    NotFound,
     StoreCorrupt,
 )
 from memorywire.store._vector_cache import CachedRow, ScopeCache, ScopeIndex
@@ -90,7 +91,7 @@ class SqliteDb:
     """
 
     def __init__(self, path: str | Path, embedder: Embedder, clock: Clock, name: str, *,
-                 busy_timeout_ms: int, cache_mb: float) -> None:
+                 busy_timeout_ms: int, cache_mb: float, reads_need_file: bool = False) -> None:
         self.path = str(path)
         self.embedder = embedder
         self.clock = clock
@@ -98,8 +99,39 @@ class SqliteDb:
         self._lock = threading.Lock()
         self.caches = ScopeCache(int(cache_mb * 2**20))
         self._on_commit: list[Callable[[], None]] = []
-        self._conn: apsw.Connection | None = open_database(self.path, self.embedder,
-                                                           busy_timeout_ms)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._conn: apsw.Connection | None = None
+        #: Whether a read of a store file that does not exist is an error naming the path (a
+        #: one-shot command, where a mistyped path is the likely cause) rather than an empty
+        #: answer (an application or server whose first call may well be a recall). Either
+        #: way a read creates nothing.
+        self.reads_need_file = reads_need_file
+        # A file that does not exist yet is created by the first write, never by a read: a
+        # mistyped path must not become a new empty store that answers nothing.
+        self.unborn = self.path != ":memory:" and not Path(self.path).exists()
+        if not self.unborn:
+            self._conn = open_database(self.path, self.embedder, busy_timeout_ms)
+
+    def missing(self) -> bool:
+        """For a read: True when there is no file yet and the answer is "nothing"."""
+        if not self.unborn:
+            return False
+        if self.reads_need_file:
+            raise NotFound(
+                f"no memorywire store at {Path(self.path).absolute()}: nothing has been "
+                "written there yet (a write creates it; check the path)"
+            )
+        return True
+
+    def _open_unborn(self) -> None:
+        """Under the lock: create the store file (and its folders) on the first write."""
+        parent = Path(self.path).parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot create folder {parent}: {exc.strerror}") from exc
+        self._conn = open_database(self.path, self.embedder, self._busy_timeout_ms)
+        self.unborn = False
 
     @contextmanager
     def tx(self, *, durable: bool = True) -> Iterator[Any]:
@@ -113,6 +145,8 @@ class SqliteDb:
         0.5-3 ms per recall on a local SSD.
         """
         with self._lock:
+            if self.unborn:
+                self._open_unborn()
             conn = self._conn
             if conn is None:
                 raise BackendUnavailable(f"store {self.name!r} is closed")
@@ -220,6 +254,7 @@ class SqliteDb:
     async def close(self) -> None:
         def run() -> None:
             with self._lock:
+                self.unborn = False
                 if self._conn is not None:
                     self._conn.close()
                     self._conn = None

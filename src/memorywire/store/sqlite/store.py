@@ -45,7 +45,7 @@ from memorywire.core.content import content_from_storage
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import ListQuery, UpdateRequest
 from memorywire.embed.base import Embedder, Vectors
-from memorywire.errors import InvalidRequest, MemorywireError
+from memorywire.errors import MemorywireError
 from memorywire.store._common import DEFAULT_RELEVANCE_FLOOR, resolve_embedder, shortest_hops
 from memorywire.store.base import Capability, Health
 from memorywire.store.sqlite import maintenance, writes
@@ -60,6 +60,7 @@ from memorywire.store.sqlite.db import (
 )
 from memorywire.store.sqlite.schema import SCHEMA_VERSION
 from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR, rank_scope
+from memorywire.store.sqlite.url import sqlite_path
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -111,6 +112,7 @@ class SqliteStore:
         lexical_floor: float = SQLITE_LEXICAL_FLOOR,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
+        reads_need_file: bool = False,
     ) -> None:
         self._embedder = resolve_embedder(embedder)
         self._clock: Clock = clock or SystemClock()
@@ -119,23 +121,30 @@ class SqliteStore:
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
         self._db = SqliteDb(path, self._embedder, self._clock, name,
-                            busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb)
+                            busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
+                            reads_need_file=reads_need_file)
         #: The per-agent vector cache (benchmarks and tests read its counters).
         self._caches = self._db.caches
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> SqliteStore:
-        """``sqlite:///abs/path.db``, ``sqlite://relative.db`` or ``sqlite://:memory:``."""
-        if not url.lower().startswith("sqlite://"):
-            raise InvalidRequest(f"not a sqlite URL: {url!r}")
-        path = url[len("sqlite://"):].split("?", 1)[0]
-        if not path:
-            raise InvalidRequest("sqlite URL names no file (use sqlite:///path.db)")
-        return cls(path, **kw)
+        """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (memory);
+        see :mod:`memorywire.store.sqlite.url`."""
+        return cls(sqlite_path(url), **kw)
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def reads_need_file(self) -> bool:
+        """Whether a read of a store file that does not exist yet is ``not_found`` naming the
+        path (one-shot commands) instead of an empty answer; a read never creates the file."""
+        return self._db.reads_need_file
+
+    @reads_need_file.setter
+    def reads_need_file(self, value: bool) -> None:
+        self._db.reads_need_file = value
 
     @property
     def capabilities(self) -> frozenset[Capability]:
@@ -207,6 +216,8 @@ class SqliteStore:
                               latency_ms=int((time.perf_counter() - started) * 1000))
 
     def _recall(self, req: RecallRequest, qvec: npt.NDArray[np.float32]) -> list[RecallHit]:
+        if self._db.missing():
+            return []
         with self._db.tx(durable=False) as conn:
             now = self._clock.now_ms()
             index = self._db.index(conn, req.agent_id)
@@ -236,6 +247,8 @@ class SqliteStore:
 
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
         def run() -> MemoryRecord | None:
+            if self._db.missing():
+                return None
             where, args = scope_sql(agent_id, user_id)
             with self._db.tx() as conn:
                 row = conn.execute(
@@ -264,6 +277,8 @@ class SqliteStore:
             clauses.append(f"type IN {IN_JSON}")
             args.append(json.dumps([t.value for t in query.types]))
         out: builtins.list[MemoryRecord] = []
+        if self._db.missing():
+            return out
         with self._db.tx() as conn:
             if query.after_id is not None:
                 anchor_sql = "SELECT created_at, id FROM memories WHERE id = ?"
@@ -292,6 +307,8 @@ class SqliteStore:
         """Live memories within ``hops`` links of each id, with their hop distance."""
 
         def run() -> dict[str, dict[str, int]]:
+            if self._db.missing():
+                return {}
             where, args = scope_sql(agent_id, user_id)
             with self._db.tx() as conn:
                 edges = conn.execute("SELECT src, dst FROM links WHERE agent_id = ? AND "
@@ -312,6 +329,9 @@ class SqliteStore:
 
     async def health(self) -> Health:
         def run() -> Health:
+            if self._db.unborn:
+                return Health("ok", {"path": self._path, "memories": 0, "created": False,
+                                     "embedder": self._embedder.name})
             with self._db.tx() as conn:
                 count = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
             return Health("ok", {"path": self._path, "memories": int(count),

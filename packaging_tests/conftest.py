@@ -1,0 +1,1 @@
+"""Packaging checks run apart from the main suite (``make test-wheel``)."""

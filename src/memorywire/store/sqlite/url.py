@@ -1,0 +1,65 @@
+"""SQLite store URLs, read the way SQLAlchemy and Datasette users already write them.
+
+``sqlite:///relative.db`` is relative to the working directory, ``sqlite:////abs/file.db``
+is absolute, ``sqlite://`` and ``sqlite://:memory:`` are in memory. ``sqlite-vec://`` (the
+first implementation's scheme) means the same store.
+
+Before 0.2 this package read ``sqlite:///tmp/m.db`` as the absolute ``/tmp/m.db``. So that a
+configuration written then does not silently start an empty store elsewhere, that spelling
+is still read the old way for one version, with a :class:`FutureWarning`, when only the old
+reading points into an existing folder.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+from memorywire.errors import InvalidRequest
+
+__all__ = ["SCHEMES", "sqlite_path"]
+
+SCHEMES = ("sqlite", "sqlite-vec")
+
+
+def _old_absolute(rest: str) -> bool:
+    """Whether ``sqlite:///<rest>`` was meant as the absolute ``/<rest>`` (the old reading)."""
+    parent = Path(rest).parent
+    if parent == Path(".") or parent.exists():
+        return False
+    return Path("/" + rest).parent.is_dir()
+
+
+def sqlite_path(url: str) -> str:
+    """The file (or ``:memory:``) a SQLite store URL names."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in SCHEMES:
+        raise InvalidRequest(f"not a sqlite URL: {url!r}")
+    rest = rest.split("?", 1)[0]
+    if rest in ("", ":memory:", "/:memory:"):
+        return ":memory:"
+    if not rest.startswith("/"):
+        warnings.warn(
+            f"store URL {url!r}: a relative path takes three slashes "
+            f"(sqlite:///{rest}); the two-slash form is read the same until 0.2",
+            FutureWarning,
+            stacklevel=3,
+        )
+        return rest
+    rest = rest[1:]
+    if rest.startswith("/"):
+        return rest
+    if not rest:
+        raise InvalidRequest("sqlite URL names no file (use sqlite:///relative.db or "
+                             "sqlite:////absolute/path.db)")
+    if _old_absolute(rest):
+        warnings.warn(
+            f"store URL {url!r} is read as the absolute path /{rest} because the folder "
+            f"{Path(rest).parent} does not exist here; write sqlite:////{rest} (four slashes) "
+            f"for an absolute path: from 0.2 three slashes always mean a path relative to the "
+            "working directory, as in SQLAlchemy",
+            FutureWarning,
+            stacklevel=3,
+        )
+        return "/" + rest
+    return rest

@@ -45,6 +45,8 @@ import numpy as np
 import numpy.typing as npt
 from _retrieval import (
     BM25,
+    DEFAULT_CACHE_ROOT,
+    default_cache,
     embed_cached,
     format_table,
     machine_info,
@@ -299,16 +301,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--limit-conversations", type=int, default=None)
     parser.add_argument("--vector-cache", type=Path, default=None,
-                        help=".npz reused across runs (embedding time then drops out)")
+                        help="vector cache folder, saved as it embeds (default "
+                             "~/.cache/memorywire/bench/<data name>, or $MEMORYWIRE_BENCH_CACHE)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="result file (default benchmarks/results/locomo[-limitN].json)")
+                        help="result file (default ~/.cache/memorywire/results/locomo[-limitN].json)")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     result = anyio.run(run, args.data, sorted(set(args.k)), args.limit_conversations,
-                       args.vector_cache)
+                       args.vector_cache or default_cache(args.data))
     suffix = f"-limit{args.limit_conversations}" if args.limit_conversations else ""
-    out = args.out or HERE / "results" / f"locomo{suffix}.json"
+    out = args.out or DEFAULT_CACHE_ROOT.parent / "results" / f"locomo{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:
         json.dump(result, fh, indent=2)

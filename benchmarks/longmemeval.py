@@ -50,6 +50,8 @@ import numpy.typing as npt
 from _retrieval import (
     BM25,
     dedupe,
+    DEFAULT_CACHE_ROOT,
+    default_cache,
     embed_cached,
     format_table,
     machine_info,
@@ -319,18 +321,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None,
                         help="first N non-abstention questions, question types interleaved")
     parser.add_argument("--vector-cache", type=Path, default=None,
-                        help=".npz reused across runs (embedding time then drops out)")
+                        help="vector cache folder, saved as it embeds (default "
+                             "~/.cache/memorywire/bench/<data name>, or $MEMORYWIRE_BENCH_CACHE)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="result file (default benchmarks/results/<data stem>[-limitN].json)")
+                        help="result file (default ~/.cache/memorywire/results/<data stem>[-limitN].json)")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
-    result = anyio.run(run, args.data, sorted(set(args.k)), args.limit, args.vector_cache)
+    result = anyio.run(run, args.data, sorted(set(args.k)), args.limit, args.vector_cache or default_cache(args.data))
     stem = args.data.name.removesuffix(".gz").removesuffix(".json")
     if not stem.startswith("longmemeval"):
         stem = f"longmemeval_{stem}"
     suffix = f"-limit{args.limit}" if args.limit else ""
-    out = args.out or HERE / "results" / f"{stem}{suffix}.json"
+    out = args.out or DEFAULT_CACHE_ROOT.parent / "results" / f"{stem}{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:
         json.dump(result, fh, indent=2)

@@ -53,6 +53,7 @@ from _retrieval import (
     mean,
     recall_at_k,
     stderr,
+    stemmed_tokenize,
     top_indices,
 )
 
@@ -63,7 +64,7 @@ from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 HERE = Path(__file__).resolve().parent
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-RETRIEVERS = ("store", "store-floor", "vector", "bm25")
+RETRIEVERS = ("store", "store-floor", "vector", "bm25", "bm25-stemmed")
 #: Maharana et al. 2024, Table 3: DRAGON retriever, dialogue turns as units.
 PUBLISHED = {"DRAGON (paper, turns)": {5: 0.567, 10: 0.662},
              "DRAGON (paper, session summaries)": {5: 0.721, 10: 0.847}}
@@ -173,6 +174,7 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
             timing["write_s"] += time.perf_counter() - started
             await stores["store-floor"].remember_many(reqs, vectors=vecs)
             bm25 = BM25([t.content for t in conv.turns])
+            bm25s = BM25([t.content for t in conv.turns], analyzer=stemmed_tokenize)
             ids = [t.dia_id for t in conv.turns]
             for q in conv.questions:
                 qvec = q_vecs[q_at]
@@ -188,6 +190,7 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
                 started = time.perf_counter()
                 ranks["bm25"].append([ids[i] for i in bm25.top(q.text, depth)])
                 timing["bm25_ms"].append((time.perf_counter() - started) * 1e3)
+                ranks["bm25-stemmed"].append([ids[i] for i in bm25s.top(q.text, depth)])
     finally:
         for store in stores.values():
             await store.aclose()

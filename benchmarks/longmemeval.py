@@ -49,8 +49,8 @@ import numpy as np
 import numpy.typing as npt
 from _retrieval import (
     BM25,
-    dedupe,
     DEFAULT_CACHE_ROOT,
+    dedupe,
     default_cache,
     embed_cached,
     format_table,
@@ -60,6 +60,7 @@ from _retrieval import (
     recall_all_at_k,
     recall_any_at_k,
     stderr,
+    stemmed_tokenize,
     top_indices,
 )
 
@@ -69,7 +70,7 @@ from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 HERE = Path(__file__).resolve().parent
-RETRIEVERS = ("store", "store-floor", "vector", "bm25")
+RETRIEVERS = ("store", "store-floor", "vector", "bm25", "bm25-stemmed")
 TURN_EXTRA_K = 50
 #: Wu et al. 2025, Table 9, on the *M* setting (not S): (Recall, NDCG) per k; round@5 Recall.
 PUBLISHED: dict[str, dict[str, Any]] = {
@@ -179,6 +180,8 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
             ranks["vector"].append([q.turns[i].key for i in top_indices(mine @ qvec, depth)])
             ranks["bm25"].append([q.turns[i].key
                                   for i in BM25([t.content for t in q.turns]).top(q.text, depth)])
+            stemmed = BM25([t.content for t in q.turns], analyzer=stemmed_tokenize)
+            ranks["bm25-stemmed"].append([q.turns[i].key for i in stemmed.top(q.text, depth)])
     finally:
         for store in stores.values():
             await store.aclose()

@@ -11,9 +11,9 @@ import importlib.util
 import json
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np

@@ -187,8 +187,8 @@ class PostgresStore:
             if tsq is not None:
                 cur = await conn.execute(
                     f"SELECT id, 1 - (embedding <=> %s::vector) AS cos, score_factor FROM {TABLE} "
-                    f"WHERE {w.sql()} AND tsv @@ to_tsquery('simple', %s) "
-                    "ORDER BY ts_rank_cd(tsv, to_tsquery('simple', %s)) DESC, created_at, id "
+                    f"WHERE {w.sql()} AND tsv @@ to_tsquery('english', %s) "
+                    "ORDER BY ts_rank_cd(tsv, to_tsquery('english', %s)) DESC, created_at, id "
                     "LIMIT %s",
                     [qvec, *w.params, tsq, tsq, pool],
                 )

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from memorywire.core.relevance import relevance
+
 __all__ = [
     "DEMOTE_FACTOR",
     "RRF_K",
@@ -35,6 +37,8 @@ class Scored:
     id: str
     score: float
     cosine: float
+    #: Calibrated 0..1 (see :mod:`memorywire.core.relevance`).
+    relevance: float = 0.0
 
 
 def exact_top(scores: npt.NDArray[np.float32], m: int) -> npt.NDArray[np.intp]:
@@ -64,8 +68,13 @@ def hybrid_rank(
     lexical_floor: float,
     factors: Mapping[str, float] | None = None,
     rrf_k: int = RRF_K,
+    min_relevance: float | None = None,
 ) -> list[Scored]:
-    """Fuse the two ranked lists with RRF, keep rows that clear the floor, best ``k`` first."""
+    """Fuse the two ranked lists with RRF, keep rows that clear the floor, best ``k`` first.
+
+    With ``min_relevance`` (a caller's per-recall choice) a row is kept when its calibrated
+    relevance reaches it, and the store's cosine floors do not apply.
+    """
     fused: dict[str, float] = {}
     for rank, mid in enumerate(vector_ranked):
         fused[mid] = fused.get(mid, 0.0) + 1.0 / (rrf_k + rank)
@@ -75,10 +84,14 @@ def hybrid_rank(
     out: list[Scored] = []
     for mid, score in fused.items():
         cos = cosines.get(mid, -1.0)
-        if cos < floor and not (mid in lexical and cos >= lexical_floor):
+        rel = relevance(cos, lexical=mid in lexical)
+        if min_relevance is not None:
+            if rel < min_relevance:
+                continue
+        elif cos < floor and not (mid in lexical and cos >= lexical_floor):
             continue
         factor = 1.0 if factors is None else factors.get(mid, 1.0)
-        out.append(Scored(mid, score * factor, cos))
+        out.append(Scored(mid, score * factor, cos, rel))
     out.sort(key=lambda s: (-s.score, -s.cosine, s.id))
     return out[:k]
 

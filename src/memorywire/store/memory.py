@@ -178,7 +178,7 @@ class InMemoryStore:
             factors = {r.id: DEMOTE_FACTOR for r in rows if r.demoted}
             ranked = hybrid_rank(cosines, vector_ranked, lexical_ranked, k=req.k,
                                  floor=self._floor, lexical_floor=self._lexical_floor,
-                                 factors=factors)
+                                 factors=factors, min_relevance=req.min_relevance)
             by_id = {r.id: r for r in rows}
             for s in ranked:
                 row = by_id[s.id]
@@ -187,6 +187,7 @@ class InMemoryStore:
                 hits.append(RecallHit(
                     id=row.id, type=row.type, content=content_from_storage(row.type, row.stored),
                     score=s.score, metadata=dict(row.metadata), created_at=row.created_at,
+                    relevance=round(s.relevance, 4),
                     supporting=[], source_store=self._name, user_id=row.user_id,
                     source=row.source, confidence=row.confidence,
                 ))

@@ -199,6 +199,7 @@ class PostgresStore:
             ranked = hybrid_rank(
                 cosines, [r["id"] for r in vector], [r["id"] for r in lexical], k=req.k,
                 floor=self._floor, lexical_floor=self._lexical_floor, factors=factors,
+                min_relevance=req.min_relevance,
             )
             if ranked:
                 cur = await conn.execute(
@@ -213,6 +214,7 @@ class PostgresStore:
                     hits.append(RecallHit(
                         id=row["id"], type=mtype,
                         content=content_from_storage(mtype, row["content"]), score=s.score,
+                        relevance=round(s.relevance, 4),
                         metadata=dict(row["metadata"] or {}), created_at=row["created_at"],
                         supporting=[], source_store=self._name, user_id=row["user_id"],
                         source=row["source"], confidence=row["confidence"],

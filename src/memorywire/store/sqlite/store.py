@@ -229,6 +229,7 @@ class SqliteStore:
             mtype = MemoryType(r[3])
             hits.append(RecallHit(
                 id=r[0], type=mtype, content=content_from_storage(mtype, r[4]), score=s.score,
+                relevance=round(s.relevance, 4),
                 metadata=json.loads(r[5]), created_at=r[8], supporting=[],
                 source_store=self._name, user_id=r[2], source=r[7], confidence=r[6],
             ))

@@ -37,6 +37,7 @@ __all__ = [
     "BM25",
     "DEFAULT_CACHE_ROOT",
     "EmbedStats",
+    "bootstrap_ci",
     "dedupe",
     "default_cache",
     "embed_cached",
@@ -71,7 +72,11 @@ def stemmed_tokenize(text: str) -> list[str]:
 
 
 #: Lucene's classic English stop list (what the ``english`` analyzers of BM25 toolkits use).
-BM25_STOP_WORDS = frozenset(["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with"])
+BM25_STOP_WORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is",
+    "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there",
+    "these", "they", "this", "to", "was", "will", "with",
+})
 
 
 class BM25:
@@ -165,6 +170,19 @@ def ndcg_any_at_k(ranked: Sequence[str], gold: Collection[str], k: int) -> float
 def mean(values: Sequence[float]) -> float | None:
     """``None`` for an empty group, so a table shows a gap instead of a fake zero."""
     return round(sum(values) / len(values), 4) if values else None
+
+
+def bootstrap_ci(values: Sequence[float], *, rounds: int = 1000,
+                 seed: int = 0) -> tuple[float, float] | None:
+    """A percentile bootstrap 95% interval of the mean (questions resampled with
+    replacement, fixed seed so a rerun prints the same interval)."""
+    if not values:
+        return None
+    arr = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    means = arr[rng.integers(0, arr.size, size=(rounds, arr.size))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return round(float(lo), 4), round(float(hi), 4)
 
 
 @dataclass

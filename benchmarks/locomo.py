@@ -46,6 +46,7 @@ import numpy.typing as npt
 from _retrieval import (
     BM25,
     DEFAULT_CACHE_ROOT,
+    bootstrap_ci,
     default_cache,
     embed_cached,
     format_table,
@@ -203,8 +204,10 @@ def score(questions: list[Question], ranked: list[list[str]], k: int) -> dict[st
         by_cat.setdefault(q.category, []).append(recall_at_k(r, q.evidence, k))
     core = [v for c, vals in by_cat.items() if c != 5 for v in vals]
     return {"overall_1_4": mean(core),
+            "overall_1_4_ci95": bootstrap_ci(core),
             "all_1_5": mean([v for vals in by_cat.values() for v in vals]),
-            "by_category": {str(c): mean(v) for c, v in sorted(by_cat.items())}}
+            "by_category": {str(c): mean(v) for c, v in sorted(by_cat.items())},
+            "by_category_ci95": {str(c): bootstrap_ci(v) for c, v in sorted(by_cat.items())}}
 
 
 async def run(data: Path, ks: list[int], limit: int | None,
@@ -307,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="vector cache folder, saved as it embeds (default "
                              "~/.cache/memorywire/bench/<data name>, or $MEMORYWIRE_BENCH_CACHE)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="result file (default ~/.cache/memorywire/results/locomo[-limitN].json)")
+                        help="result file (default "
+                             "~/.cache/memorywire/results/locomo[-limitN].json)")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")

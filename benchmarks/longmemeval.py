@@ -50,6 +50,7 @@ import numpy.typing as npt
 from _retrieval import (
     BM25,
     DEFAULT_CACHE_ROOT,
+    bootstrap_ci,
     dedupe,
     default_cache,
     embed_cached,
@@ -209,12 +210,13 @@ def score(questions: list[Question], ranked: list[list[str]], ks: list[int]) -> 
         per_q.append(m)
     names = list(per_q[0]) if per_q else []
     overall = {n: mean([m[n] for m in per_q]) for n in names}
+    ci95 = {n: bootstrap_ci([m[n] for m in per_q]) for n in names if "recall_all" in n}
     by_type: dict[str, dict[str, float | None]] = {}
     for qtype in sorted({q.qtype for q in questions}):
         rows = [m for q, m in zip(questions, per_q, strict=True) if q.qtype == qtype]
         by_type[qtype] = {f"session_recall_all@{k}": mean([m[f"session_recall_all@{k}"]
                                                            for m in rows]) for k in ks}
-    return {"overall": overall, "by_type": by_type}
+    return {"overall": overall, "overall_ci95": ci95, "by_type": by_type}
 
 
 async def run(data: Path, ks: list[int], limit: int | None,
@@ -327,11 +329,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="vector cache folder, saved as it embeds (default "
                              "~/.cache/memorywire/bench/<data name>, or $MEMORYWIRE_BENCH_CACHE)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="result file (default ~/.cache/memorywire/results/<data stem>[-limitN].json)")
+                        help="result file (default "
+                             "~/.cache/memorywire/results/<data stem>[-limitN].json)")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
-    result = anyio.run(run, args.data, sorted(set(args.k)), args.limit, args.vector_cache or default_cache(args.data))
+    result = anyio.run(run, args.data, sorted(set(args.k)), args.limit,
+                       args.vector_cache or default_cache(args.data))
     stem = args.data.name.removesuffix(".gz").removesuffix(".json")
     if not stem.startswith("longmemeval"):
         stem = f"longmemeval_{stem}"

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.anyio
 
 def test_relevance_is_monotone_in_cosine_and_half_at_the_default_floor() -> None:
     values = [relevance(c / 10, lexical=False) for c in range(-10, 11)]
-    assert values == sorted(values) and 0.0 <= values[0] and values[-1] <= 1.0
+    assert values == sorted(values) and values[0] >= 0.0 and values[-1] <= 1.0
     assert relevance(0.36, lexical=False) == pytest.approx(0.5)
     assert relevance(0.20, lexical=False) == pytest.approx(0.1, abs=1e-3)
     assert relevance(0.52, lexical=False) == pytest.approx(0.9, abs=1e-3)
@@ -64,3 +64,16 @@ async def test_sqlite_recall_reports_relevance_and_honours_min_relevance(tmp_pat
 def test_min_relevance_outside_0_1_is_refused() -> None:
     with pytest.raises(ValueError, match="min_relevance"):
         RecallRequest(agent_id="a", query="q", min_relevance=1.5)
+
+
+def test_tail_gap_lets_the_best_hit_decide_and_keeps_the_tail() -> None:
+    cos = {"a": 0.5, "b": 0.25, "c": 0.05}
+    rows = ["a", "b", "c"]
+    per_row = hybrid_rank(cos, rows, [], k=5, floor=0.36, lexical_floor=0.36)
+    assert [s.id for s in per_row] == ["a"]
+    listed = hybrid_rank(cos, rows, [], k=5, floor=0.36, lexical_floor=0.36, tail_gap=0.2)
+    assert [s.id for s in listed] == ["a", "b"]  # c is more than 0.2 below the floor
+    # nothing clears the floor: "nothing relevant", however close the tail
+    weak = {"a": 0.35, "b": 0.34}
+    assert hybrid_rank(weak, ["a", "b"], [], k=5, floor=0.36, lexical_floor=0.36,
+                       tail_gap=1.0) == []

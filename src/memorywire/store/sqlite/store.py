@@ -109,6 +109,7 @@ class SqliteStore:
         *,
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
         lexical_floor: float = SQLITE_LEXICAL_FLOOR,
+        tail_gap: float | None = None,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
     ) -> None:
@@ -118,6 +119,7 @@ class SqliteStore:
         self._path = str(path)
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
+        self._tail_gap = tail_gap
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb)
         #: The per-agent vector cache (benchmarks and tests read its counters).
@@ -211,7 +213,7 @@ class SqliteStore:
             now = self._clock.now_ms()
             index = self._db.index(conn, req.agent_id)
             ranked = rank_scope(conn, index, req, qvec, now, floor=self._floor,
-                                lexical_floor=self._lexical_floor)
+                                lexical_floor=self._lexical_floor, tail_gap=self._tail_gap)
             if not ranked:
                 return []
             wanted = json.dumps([s.id for s in ranked])

@@ -33,7 +33,11 @@ from memorywire.core.scoring import candidate_pool, hybrid_rank
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
 from memorywire.errors import InvalidRequest, MemorywireError
-from memorywire.store._common import DEFAULT_LEXICAL_FLOOR, DEFAULT_RELEVANCE_FLOOR, shortest_hops
+from memorywire.store._common import (
+    DEFAULT_LEXICAL_FLOOR,
+    DEFAULT_RELEVANCE_FLOOR,
+    shortest_hops,
+)
 from memorywire.store.base import Capability, Health
 from memorywire.store.postgres import maintenance, writes
 from memorywire.store.postgres.db import Conn, PgDb
@@ -97,10 +101,12 @@ class PostgresStore:
         exact_scope_limit: int = 50_000,
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
         lexical_floor: float = DEFAULT_LEXICAL_FLOOR,
+        tail_gap: float | None = None,
     ) -> None:
         self._name = name
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
+        self._tail_gap = tail_gap
         self._exact_limit = exact_scope_limit
         self._db = PgDb(conninfo, embedder, clock or SystemClock(), name,
                         min_size=min_size, max_size=max_size, timeout=timeout)
@@ -200,6 +206,7 @@ class PostgresStore:
                 cosines, [r["id"] for r in vector], [r["id"] for r in lexical], k=req.k,
                 floor=self._floor, lexical_floor=self._lexical_floor, factors=factors,
                 min_relevance=req.min_relevance,
+                tail_gap=self._tail_gap,
             )
             if ranked:
                 cur = await conn.execute(

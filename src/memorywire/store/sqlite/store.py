@@ -46,7 +46,11 @@ from memorywire.core.filters import matches_filter
 from memorywire.core.records import ListQuery, UpdateRequest
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import InvalidRequest, MemorywireError
-from memorywire.store._common import DEFAULT_RELEVANCE_FLOOR, resolve_embedder, shortest_hops
+from memorywire.store._common import (
+    DEFAULT_RELEVANCE_FLOOR,
+    resolve_embedder,
+    shortest_hops,
+)
 from memorywire.store.base import Capability, Health
 from memorywire.store.sqlite import maintenance, writes
 from memorywire.store.sqlite.db import (

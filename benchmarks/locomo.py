@@ -60,12 +60,13 @@ from _retrieval import (
 
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
+from memorywire.store._common import RECOMMENDED_TAIL_GAP
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 HERE = Path(__file__).resolve().parent
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-RETRIEVERS = ("store", "store-floor", "vector", "bm25", "bm25-stemmed")
+RETRIEVERS = ("store", "store-floor", "store-gate", "vector", "bm25", "bm25-stemmed")
 #: Maharana et al. 2024, Table 3: DRAGON retriever, dialogue turns as units.
 PUBLISHED = {"DRAGON (paper, turns)": {5: 0.567, 10: 0.662},
              "DRAGON (paper, session summaries)": {5: 0.721, 10: 0.847}}
@@ -157,7 +158,9 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
                     tmp: Path) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
     stores = {"store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
                                    lexical_floor=-1.0),
-              "store-floor": SqliteStore(tmp / "floor-default.db", embedder)}
+              "store-floor": SqliteStore(tmp / "floor-default.db", embedder),
+              "store-gate": SqliteStore(tmp / "floor-gate.db", embedder,
+                                        tail_gap=RECOMMENDED_TAIL_GAP)}
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "bm25_ms": []}
     try:
@@ -174,6 +177,7 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
             await stores["store"].remember_many(reqs, vectors=vecs)
             timing["write_s"] += time.perf_counter() - started
             await stores["store-floor"].remember_many(reqs, vectors=vecs)
+            await stores["store-gate"].remember_many(reqs, vectors=vecs)
             bm25 = BM25([t.content for t in conv.turns])
             bm25s = BM25([t.content for t in conv.turns], analyzer=stemmed_tokenize)
             ids = [t.dia_id for t in conv.turns]
@@ -233,7 +237,8 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "data": data.name,
         "embedder": embedder.name,
         "store": "SqliteStore (hybrid RRF); 'store' with relevance_floor=lexical_floor=-1 "
-                 "(off), 'store-floor' with the defaults",
+                 "(off), 'store-floor' with the defaults, 'store-gate' the defaults with the "
+                 f"list gate (tail_gap={RECOMMENDED_TAIL_GAP})",
         "conversations": len(convs),
         "turns": n_turns,
         "questions_scored": len(questions),

@@ -67,11 +67,12 @@ from _retrieval import (
 
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
+from memorywire.store._common import RECOMMENDED_TAIL_GAP
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 HERE = Path(__file__).resolve().parent
-RETRIEVERS = ("store", "store-floor", "vector", "bm25", "bm25-stemmed")
+RETRIEVERS = ("store", "store-floor", "store-gate", "vector", "bm25", "bm25-stemmed")
 TURN_EXTRA_K = 50
 #: Wu et al. 2025, Table 9, on the *M* setting (not S): (Recall, NDCG) per k; round@5 Recall.
 PUBLISHED: dict[str, dict[str, Any]] = {
@@ -153,7 +154,9 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
     """Turn rankings (official keys, best first) per retriever, one list per question."""
     stores = {"store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
                                    lexical_floor=-1.0),
-              "store-floor": SqliteStore(tmp / "floor-default.db", embedder)}
+              "store-floor": SqliteStore(tmp / "floor-default.db", embedder),
+              "store-gate": SqliteStore(tmp / "floor-gate.db", embedder,
+                                        tail_gap=RECOMMENDED_TAIL_GAP)}
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": []}
     try:
@@ -170,6 +173,7 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
             await stores["store"].remember_many(reqs, vectors=mine)
             timing["write_s"] += time.perf_counter() - started
             await stores["store-floor"].remember_many(reqs, vectors=mine)
+            await stores["store-gate"].remember_many(reqs, vectors=mine)
             depth = min(len(q.turns), 1000)
             req = RecallRequest(agent_id=q.qid, query=q.text, k=depth)
             for name, store in stores.items():
@@ -241,7 +245,8 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "limit": limit,
         "embedder": embedder.name,
         "store": "SqliteStore (hybrid RRF); 'store' with relevance_floor=lexical_floor=-1 "
-                 "(off), 'store-floor' with the defaults",
+                 "(off), 'store-floor' with the defaults, 'store-gate' the defaults with the "
+                 f"list gate (tail_gap={RECOMMENDED_TAIL_GAP})",
         "questions_in_file": notes["total"],
         "abstention_in_file": notes["abstention"],
         "questions_scored": len(questions),

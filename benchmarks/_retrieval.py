@@ -35,8 +35,11 @@ from memorywire.embed.base import Embedder
 
 __all__ = [
     "BM25",
+    "DEFAULT_CACHE_ROOT",
     "EmbedStats",
+    "bootstrap_ci",
     "dedupe",
+    "default_cache",
     "embed_cached",
     "format_table",
     "machine_info",
@@ -46,6 +49,7 @@ __all__ = [
     "recall_any_at_k",
     "recall_at_k",
     "stderr",
+    "stemmed_tokenize",
     "tokenize",
     "top_indices",
 ]
@@ -58,6 +62,23 @@ def tokenize(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def stemmed_tokenize(text: str) -> list[str]:
+    """The standard BM25 analysis: stop words dropped, Porter stems (as Lucene/Pyserini's
+    English analyzer does), so a baseline row is what an IR reader expects, not a strawman."""
+    import snowballstemmer  # benchmark-only dependency (the dev extra)
+
+    words = [w for w in tokenize(text) if w not in BM25_STOP_WORDS]
+    return list(snowballstemmer.stemmer("porter").stemWords(words))
+
+
+#: Lucene's classic English stop list (what the ``english`` analyzers of BM25 toolkits use).
+BM25_STOP_WORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is",
+    "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there",
+    "these", "they", "this", "to", "was", "will", "with",
+})
+
+
 class BM25:
     """Okapi BM25 over a fixed list of documents (k1=1.5, b=0.75, as in ``rank_bm25``).
 
@@ -66,12 +87,14 @@ class BM25:
     query counts once per occurrence, as in ``rank_bm25``.
     """
 
-    def __init__(self, docs: Sequence[str], *, k1: float = 1.5, b: float = 0.75) -> None:
+    def __init__(self, docs: Sequence[str], *, k1: float = 1.5, b: float = 0.75,
+                 analyzer: Callable[[str], list[str]] = tokenize) -> None:
         self.n = len(docs)
+        self._analyze = analyzer
         postings: dict[str, dict[int, int]] = {}
         lengths = np.zeros(self.n, dtype=np.float64)
         for i, doc in enumerate(docs):
-            tokens = tokenize(doc)
+            tokens = analyzer(doc)
             lengths[i] = len(tokens)
             for tok in tokens:
                 row = postings.setdefault(tok, {})
@@ -87,7 +110,7 @@ class BM25:
 
     def scores(self, query: str) -> npt.NDArray[np.float64]:
         out = np.zeros(self.n, dtype=np.float64)
-        for tok in tokenize(query):
+        for tok in self._analyze(query):
             hit = self._terms.get(tok)
             if hit is not None:
                 out[hit[0]] += hit[1]
@@ -149,6 +172,19 @@ def mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
+def bootstrap_ci(values: Sequence[float], *, rounds: int = 1000,
+                 seed: int = 0) -> tuple[float, float] | None:
+    """A percentile bootstrap 95% interval of the mean (questions resampled with
+    replacement, fixed seed so a rerun prints the same interval)."""
+    if not values:
+        return None
+    arr = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    means = arr[rng.integers(0, arr.size, size=(rounds, arr.size))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return round(float(lo), 4), round(float(hi), 4)
+
+
 @dataclass
 class EmbedStats:
     texts: int
@@ -164,41 +200,79 @@ def _key(text: str) -> str:
     return hashlib.sha1(text.encode()).hexdigest()
 
 
+#: Where the benchmarks keep their vectors unless told otherwise: outside the repository, so
+#: an embedding of a dataset (tens of minutes on a small machine) is paid once per machine.
+DEFAULT_CACHE_ROOT = Path(os.environ.get(
+    "MEMORYWIRE_BENCH_CACHE", str(Path.home() / ".cache" / "memorywire" / "bench")))
+
+
+def default_cache(dataset: Path) -> Path:
+    """The cache folder of one dataset file (by name: the same file anywhere shares it)."""
+    return DEFAULT_CACHE_ROOT / dataset.name.split(".")[0]
+
+
+def _shard_dir(cache: Path, model: str) -> Path:
+    return cache / hashlib.sha1(model.encode()).hexdigest()[:16]
+
+
+def _load_shards(cache: Path, model: str) -> dict[str, npt.NDArray[np.float32]]:
+    known: dict[str, npt.NDArray[np.float32]] = {}
+    folder = _shard_dir(cache, model)
+    if not folder.is_dir():
+        return known
+    for shard in sorted(folder.glob("*.npz")):
+        try:
+            with np.load(shard) as saved:
+                if str(saved["model"]) != model:
+                    continue
+                known.update(zip(saved["keys"].tolist(), saved["vectors"], strict=True))
+        except (OSError, ValueError, KeyError, EOFError):
+            continue  # a shard cut short by a kill: its texts are embedded again
+    return known
+
+
+def _save_shard(cache: Path, model: str, keys: list[str],
+                vectors: npt.NDArray[np.float32]) -> None:
+    folder = _shard_dir(cache, model)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{time.time_ns()}-{os.getpid()}"
+    tmp = folder / f"{name}.part"
+    with tmp.open("wb") as fh:
+        np.savez(fh, model=np.asarray(model), keys=np.asarray(keys), vectors=vectors)
+    tmp.replace(folder / f"{name}.npz")  # atomic: a reader sees a whole shard or none
+
+
 def embed_cached(
     embedder: Embedder,
     texts: Sequence[str],
     cache: Path | None = None,
     *,
-    chunk: int = 1024,
+    chunk: int = 256,
     log: Callable[[str], None] | None = None,
 ) -> tuple[npt.NDArray[np.float32], EmbedStats]:
-    """Embed each distinct text once; with ``cache`` (an .npz), reuse vectors across runs.
+    """Embed each distinct text once; with ``cache`` (a folder), reuse vectors across runs.
 
-    A cache file holds one embedder's vectors (its ``name`` is stored with them); a file
-    written by another embedder is ignored and then replaced.
+    Every ``chunk`` of new vectors is written at once as its own shard (atomically renamed),
+    so an interrupted run keeps all it embedded and the next run starts where it stopped.
+    Shards live under a sub-folder per embedder ``name``: another model's vectors are never
+    reused.
     """
     keys = [_key(t) for t in texts]
-    known: dict[str, npt.NDArray[np.float32]] = {}
-    if cache is not None and cache.is_file():
-        with np.load(cache) as saved:
-            if "model" in saved.files and str(saved["model"]) == embedder.name:
-                known = dict(zip(saved["keys"].tolist(), saved["vectors"], strict=True))
+    known = _load_shards(cache, embedder.name) if cache is not None else {}
     todo = dedupe(k for k in keys if k not in known)
     text_of = dict(zip(keys, texts, strict=True))
     started = time.perf_counter()
     for lo in range(0, len(todo), chunk):
         part = todo[lo:lo + chunk]
-        for key, vec in zip(part, embedder.embed([text_of[k] for k in part]), strict=True):
-            known[key] = vec
+        vecs = np.asarray(embedder.embed([text_of[k] for k in part]), dtype=np.float32)
+        known.update(zip(part, vecs, strict=True))
+        if cache is not None:
+            _save_shard(cache, embedder.name, part, vecs)
         if log is not None:
             done = min(lo + chunk, len(todo))
             rate = done / max(time.perf_counter() - started, 1e-9)
             log(f"embedded {done}/{len(todo)} ({rate:.0f}/s)")
     seconds = time.perf_counter() - started
-    if cache is not None and todo:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(cache, model=np.asarray(embedder.name), keys=np.asarray(list(known)),
-                 vectors=np.stack(list(known.values())))
     out = np.stack([known[k] for k in keys]) if keys else np.zeros((0, embedder.dim), np.float32)
     return out.astype(np.float32, copy=False), EmbedStats(len(texts), len(todo), seconds)
 

@@ -45,23 +45,28 @@ import numpy as np
 import numpy.typing as npt
 from _retrieval import (
     BM25,
+    DEFAULT_CACHE_ROOT,
+    bootstrap_ci,
+    default_cache,
     embed_cached,
     format_table,
     machine_info,
     mean,
     recall_at_k,
     stderr,
+    stemmed_tokenize,
     top_indices,
 )
 
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
+from memorywire.store._common import RECOMMENDED_TAIL_GAP
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 HERE = Path(__file__).resolve().parent
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-RETRIEVERS = ("store", "store-floor", "vector", "bm25")
+RETRIEVERS = ("store", "store-floor", "store-gate", "vector", "bm25", "bm25-stemmed")
 #: Maharana et al. 2024, Table 3: DRAGON retriever, dialogue turns as units.
 PUBLISHED = {"DRAGON (paper, turns)": {5: 0.567, 10: 0.662},
              "DRAGON (paper, session summaries)": {5: 0.721, 10: 0.847}}
@@ -153,7 +158,9 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
                     tmp: Path) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
     stores = {"store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
                                    lexical_floor=-1.0),
-              "store-floor": SqliteStore(tmp / "floor-default.db", embedder)}
+              "store-floor": SqliteStore(tmp / "floor-default.db", embedder),
+              "store-gate": SqliteStore(tmp / "floor-gate.db", embedder,
+                                        tail_gap=RECOMMENDED_TAIL_GAP)}
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "bm25_ms": []}
     try:
@@ -170,7 +177,9 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
             await stores["store"].remember_many(reqs, vectors=vecs)
             timing["write_s"] += time.perf_counter() - started
             await stores["store-floor"].remember_many(reqs, vectors=vecs)
+            await stores["store-gate"].remember_many(reqs, vectors=vecs)
             bm25 = BM25([t.content for t in conv.turns])
+            bm25s = BM25([t.content for t in conv.turns], analyzer=stemmed_tokenize)
             ids = [t.dia_id for t in conv.turns]
             for q in conv.questions:
                 qvec = q_vecs[q_at]
@@ -186,6 +195,7 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
                 started = time.perf_counter()
                 ranks["bm25"].append([ids[i] for i in bm25.top(q.text, depth)])
                 timing["bm25_ms"].append((time.perf_counter() - started) * 1e3)
+                ranks["bm25-stemmed"].append([ids[i] for i in bm25s.top(q.text, depth)])
     finally:
         for store in stores.values():
             await store.aclose()
@@ -198,8 +208,10 @@ def score(questions: list[Question], ranked: list[list[str]], k: int) -> dict[st
         by_cat.setdefault(q.category, []).append(recall_at_k(r, q.evidence, k))
     core = [v for c, vals in by_cat.items() if c != 5 for v in vals]
     return {"overall_1_4": mean(core),
+            "overall_1_4_ci95": bootstrap_ci(core),
             "all_1_5": mean([v for vals in by_cat.values() for v in vals]),
-            "by_category": {str(c): mean(v) for c, v in sorted(by_cat.items())}}
+            "by_category": {str(c): mean(v) for c, v in sorted(by_cat.items())},
+            "by_category_ci95": {str(c): bootstrap_ci(v) for c, v in sorted(by_cat.items())}}
 
 
 async def run(data: Path, ks: list[int], limit: int | None,
@@ -225,7 +237,8 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "data": data.name,
         "embedder": embedder.name,
         "store": "SqliteStore (hybrid RRF); 'store' with relevance_floor=lexical_floor=-1 "
-                 "(off), 'store-floor' with the defaults",
+                 "(off), 'store-floor' with the defaults, 'store-gate' the defaults with the "
+                 f"list gate (tail_gap={RECOMMENDED_TAIL_GAP})",
         "conversations": len(convs),
         "turns": n_turns,
         "questions_scored": len(questions),
@@ -299,16 +312,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--limit-conversations", type=int, default=None)
     parser.add_argument("--vector-cache", type=Path, default=None,
-                        help=".npz reused across runs (embedding time then drops out)")
+                        help="vector cache folder, saved as it embeds (default "
+                             "~/.cache/memorywire/bench/<data name>, or $MEMORYWIRE_BENCH_CACHE)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="result file (default benchmarks/results/locomo[-limitN].json)")
+                        help="result file (default "
+                             "~/.cache/memorywire/results/locomo[-limitN].json)")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     result = anyio.run(run, args.data, sorted(set(args.k)), args.limit_conversations,
-                       args.vector_cache)
+                       args.vector_cache or default_cache(args.data))
     suffix = f"-limit{args.limit_conversations}" if args.limit_conversations else ""
-    out = args.out or HERE / "results" / f"locomo{suffix}.json"
+    out = args.out or DEFAULT_CACHE_ROOT.parent / "results" / f"locomo{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:
         json.dump(result, fh, indent=2)

@@ -49,7 +49,10 @@ import numpy as np
 import numpy.typing as npt
 from _retrieval import (
     BM25,
+    DEFAULT_CACHE_ROOT,
+    bootstrap_ci,
     dedupe,
+    default_cache,
     embed_cached,
     format_table,
     machine_info,
@@ -58,16 +61,18 @@ from _retrieval import (
     recall_all_at_k,
     recall_any_at_k,
     stderr,
+    stemmed_tokenize,
     top_indices,
 )
 
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
+from memorywire.store._common import RECOMMENDED_TAIL_GAP
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 HERE = Path(__file__).resolve().parent
-RETRIEVERS = ("store", "store-floor", "vector", "bm25")
+RETRIEVERS = ("store", "store-floor", "store-gate", "vector", "bm25", "bm25-stemmed")
 TURN_EXTRA_K = 50
 #: Wu et al. 2025, Table 9, on the *M* setting (not S): (Recall, NDCG) per k; round@5 Recall.
 PUBLISHED: dict[str, dict[str, Any]] = {
@@ -149,7 +154,9 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
     """Turn rankings (official keys, best first) per retriever, one list per question."""
     stores = {"store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
                                    lexical_floor=-1.0),
-              "store-floor": SqliteStore(tmp / "floor-default.db", embedder)}
+              "store-floor": SqliteStore(tmp / "floor-default.db", embedder),
+              "store-gate": SqliteStore(tmp / "floor-gate.db", embedder,
+                                        tail_gap=RECOMMENDED_TAIL_GAP)}
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": []}
     try:
@@ -166,6 +173,7 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
             await stores["store"].remember_many(reqs, vectors=mine)
             timing["write_s"] += time.perf_counter() - started
             await stores["store-floor"].remember_many(reqs, vectors=mine)
+            await stores["store-gate"].remember_many(reqs, vectors=mine)
             depth = min(len(q.turns), 1000)
             req = RecallRequest(agent_id=q.qid, query=q.text, k=depth)
             for name, store in stores.items():
@@ -177,6 +185,8 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
             ranks["vector"].append([q.turns[i].key for i in top_indices(mine @ qvec, depth)])
             ranks["bm25"].append([q.turns[i].key
                                   for i in BM25([t.content for t in q.turns]).top(q.text, depth)])
+            stemmed = BM25([t.content for t in q.turns], analyzer=stemmed_tokenize)
+            ranks["bm25-stemmed"].append([q.turns[i].key for i in stemmed.top(q.text, depth)])
     finally:
         for store in stores.values():
             await store.aclose()
@@ -204,12 +214,13 @@ def score(questions: list[Question], ranked: list[list[str]], ks: list[int]) -> 
         per_q.append(m)
     names = list(per_q[0]) if per_q else []
     overall = {n: mean([m[n] for m in per_q]) for n in names}
+    ci95 = {n: bootstrap_ci([m[n] for m in per_q]) for n in names if "recall_all" in n}
     by_type: dict[str, dict[str, float | None]] = {}
     for qtype in sorted({q.qtype for q in questions}):
         rows = [m for q, m in zip(questions, per_q, strict=True) if q.qtype == qtype]
         by_type[qtype] = {f"session_recall_all@{k}": mean([m[f"session_recall_all@{k}"]
                                                            for m in rows]) for k in ks}
-    return {"overall": overall, "by_type": by_type}
+    return {"overall": overall, "overall_ci95": ci95, "by_type": by_type}
 
 
 async def run(data: Path, ks: list[int], limit: int | None,
@@ -234,7 +245,8 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "limit": limit,
         "embedder": embedder.name,
         "store": "SqliteStore (hybrid RRF); 'store' with relevance_floor=lexical_floor=-1 "
-                 "(off), 'store-floor' with the defaults",
+                 "(off), 'store-floor' with the defaults, 'store-gate' the defaults with the "
+                 f"list gate (tail_gap={RECOMMENDED_TAIL_GAP})",
         "questions_in_file": notes["total"],
         "abstention_in_file": notes["abstention"],
         "questions_scored": len(questions),
@@ -319,18 +331,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None,
                         help="first N non-abstention questions, question types interleaved")
     parser.add_argument("--vector-cache", type=Path, default=None,
-                        help=".npz reused across runs (embedding time then drops out)")
+                        help="vector cache folder, saved as it embeds (default "
+                             "~/.cache/memorywire/bench/<data name>, or $MEMORYWIRE_BENCH_CACHE)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="result file (default benchmarks/results/<data stem>[-limitN].json)")
+                        help="result file (default "
+                             "~/.cache/memorywire/results/<data stem>[-limitN].json)")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
-    result = anyio.run(run, args.data, sorted(set(args.k)), args.limit, args.vector_cache)
+    result = anyio.run(run, args.data, sorted(set(args.k)), args.limit,
+                       args.vector_cache or default_cache(args.data))
     stem = args.data.name.removesuffix(".gz").removesuffix(".json")
     if not stem.startswith("longmemeval"):
         stem = f"longmemeval_{stem}"
     suffix = f"-limit{args.limit}" if args.limit else ""
-    out = args.out or HERE / "results" / f"{stem}{suffix}.json"
+    out = args.out or DEFAULT_CACHE_ROOT.parent / "results" / f"{stem}{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:
         json.dump(result, fh, indent=2)

@@ -2,7 +2,10 @@
 
 Corpus (benchmarks/corpus/, written for this project): 100 facts about 10 people covering all
 four memory types, and 50 labelled queries (24 paraphrases, 10 exact restatements, 8
-multi-hit, 8 about things never stored). All memories belong to one agent and every query
+multi-hit, 8 about things never stored), and 24 no-match probes that name a stored person
+but ask for something never stored ("What is Alice's shoe size?", corpus/nomatch_named.jsonl):
+a cosine floor cannot tell "about Alice" from "answers the question", so these are the hard
+case of "nothing relevant". All memories belong to one agent and every query
 searches all 100, so a query must find its fact among the other 99.
 
 Floor calibration. Floors are *not* tuned on the 50 test queries but on a separate set of
@@ -167,6 +170,17 @@ async def evaluate(store: SqliteStore, queries: list[dict[str, Any]]) -> dict[st
     }
 
 
+async def empty_answers(store: SqliteStore, queries: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many of these no-match probes come back empty, and what the others returned."""
+    misses = []
+    for q in queries:
+        got = [h.id for h in (await store.recall(
+            RecallRequest(agent_id=AGENT, query=q["query"], k=5))).results]
+        if got:
+            misses.append({"query": q["query"], "got": got})
+    return {"empty": len(queries) - len(misses), "total": len(queries), "misses": misses}
+
+
 async def _ingest(store: SqliteStore, facts: list[dict[str, Any]]) -> list[float]:
     ingest_ms: list[float] = []
     for f in facts:
@@ -306,6 +320,7 @@ async def run(floor: float | None, lexical_floor: float | None) -> dict[str, Any
                 await store.recall(RecallRequest(agent_id=AGENT, query=q["query"]))
             _forget_cached_embeddings(embedder)
             quality = await evaluate(store, queries)
+            named = await empty_answers(store, _load("nomatch_named.jsonl"))
             store_only = await _store_only(store, embedder, facts, queries)
         finally:
             await store.aclose()
@@ -335,6 +350,9 @@ async def run(floor: float | None, lexical_floor: float | None) -> dict[str, Any
         "calibration_false_positives": cal.false_positives(used, used_lexical),
         "load_avg": [round(x, 2) for x in os.getloadavg()],
         **{k: v for k, v in quality.items() if k != "misses"},
+        "named_no_match_empty": named["empty"],
+        "named_no_match_total": named["total"],
+        "named_no_match_misses": named["misses"],
         "ingest_p50_ms": round(_pct(ingest_ms, 50), 3),
         "ingest_p95_ms": round(_pct(ingest_ms, 95), 3),
         "ingest_p99_ms": round(_pct(ingest_ms, 99), 3),
@@ -362,6 +380,8 @@ def _table(r: dict[str, Any]) -> str:
         ("Recall@5", f"{r['recall_at_5']:.3f}"),
         ("Precision@5", f"{r['precision_at_5']:.3f}"),
         ("no-match probes empty", f"{r['no_match_empty']}/{r['no_match_total']}"),
+        ("named no-match probes empty (corpus/nomatch_named.jsonl)",
+         f"{r['named_no_match_empty']}/{r['named_no_match_total']}"),
         ("ingest p50/p95/p99 ms",
          f"{r['ingest_p50_ms']:.2f} / {r['ingest_p95_ms']:.2f} / {r['ingest_p99_ms']:.2f}"),
         ("batched ingest memories/s", f"{r['batch_ingest_per_s']:.0f}"),

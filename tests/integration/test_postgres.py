@@ -192,6 +192,40 @@ async def test_migration_from_v1_keeps_data(pg_dsn: str) -> None:
         await s.aclose()
 
 
+async def test_migration_to_v3_stems_the_full_text_index(pg_dsn: str) -> None:
+    """A v2 database indexed its words unstemmed ('simple'); v3 re-indexes them in English, so
+    "allergy" finds "allergies" and a procedure keeps the words it was indexed by."""
+    with psycopg.connect(pg_dsn, autocommit=False) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute("CREATE TABLE memorywire_schema_version "
+                     "(version integer PRIMARY KEY, applied_at bigint NOT NULL)")
+        for version in (1, 2):
+            for stmt in migration_sql(version, EMB.dim):
+                conn.execute(stmt)  # type: ignore[call-overload]
+            conn.execute("INSERT INTO memorywire_schema_version VALUES (%s, 0)", (version,))
+        conn.execute("INSERT INTO memorywire_meta VALUES ('embedder_name', %s), "
+                     "('embedder_dim', %s)", (EMB.name, str(EMB.dim)))
+        vec = "[" + ",".join(str(float(x)) for x in EMB.embed(["x"])[0]) + "]"
+        for rid, typ, content, words in (
+                ("s1", "semantic", "Carol has allergies to cats", None),
+                ("p1", "procedural", '{"steps": []}', "deploying services nightly")):
+            conn.execute(
+                "INSERT INTO memorywire_memories (agent_id, id, type, content, created_at, "
+                "embedding, tsv) VALUES ('a', %s, %s, %s, 1, %s::vector, "
+                "to_tsvector('simple', %s))", (rid, typ, content, vec, words or content))
+        conn.commit()
+    s = PostgresStore(pg_dsn, EMB, relevance_floor=-1.0, lexical_floor=-1.0)
+    try:
+        assert (await s.health()).details["schema_version"] == LATEST_VERSION == 3
+    finally:
+        await s.aclose()
+    with psycopg.connect(pg_dsn) as conn:
+        found = dict(conn.execute(
+            "SELECT id, tsv @@ to_tsquery('english', %s) FROM memorywire_memories",
+            ("allergy | deploy",)).fetchall())
+    assert found == {"s1": True, "p1": True}
+
+
 async def test_newer_schema_is_refused(pg_dsn: str) -> None:
     s = PostgresStore(pg_dsn, EMB)
     await s.remember(_rem("a", "x"))

@@ -11,6 +11,7 @@ import importlib.util
 import json
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -130,10 +131,10 @@ def test_bm25_ties_go_to_the_lower_index() -> None:
 
 def test_embed_cached_embeds_each_text_once_and_reuses_the_cache(tmp_path: Path) -> None:
     emb = HashingEmbedder(32)
-    cache = tmp_path / "v.npz"
+    cache = tmp_path / "v"
     texts = ["alpha beta", "gamma", "alpha beta"]
     first, stats = R.embed_cached(emb, texts, cache)
-    assert stats.embedded == 2 and cache.is_file()
+    assert stats.embedded == 2 and cache.is_dir()
     np.testing.assert_array_equal(first, emb.embed(texts))
     again, stats2 = R.embed_cached(emb, [*texts, "delta"], cache)
     assert stats2.embedded == 1
@@ -142,6 +143,23 @@ def test_embed_cached_embeds_each_text_once_and_reuses_the_cache(tmp_path: Path)
     _, other = R.embed_cached(HashingEmbedder(16), texts, cache)
     assert other.embedded == 2
     assert R.embed_cached(HashingEmbedder(16), texts, cache)[1].embedded == 0
+
+
+def test_embed_cached_keeps_what_an_interrupted_run_embedded(tmp_path: Path) -> None:
+    class Dies(HashingEmbedder):
+        calls = 0
+
+        def embed(self, texts: Sequence[str]) -> Any:
+            Dies.calls += 1
+            if Dies.calls == 2:
+                raise KeyboardInterrupt
+            return super().embed(texts)
+
+    texts = [f"text {i}" for i in range(5)]
+    with pytest.raises(KeyboardInterrupt):
+        R.embed_cached(Dies(8), texts, tmp_path / "c", chunk=2)
+    _, stats = R.embed_cached(HashingEmbedder(8), texts, tmp_path / "c", chunk=2)
+    assert stats.embedded == 3  # the first chunk of 2 survived the interruption
 
 
 # --- LoCoMo --------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 from memorywire.embed.base import Vectors
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import Conflict, EmbedderMismatch, StoreCorrupt
+from memorywire.store._common import RECOMMENDED_TAIL_GAP
 from memorywire.store.base import ListQuery
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import ForgetRequest, MemoryType, RecallRequest, RememberRequest
@@ -281,12 +282,26 @@ async def test_full_text_evidence_admits_a_row_below_the_cosine_floor(tmp_path: 
         "Carol has a pollen allergy.": [0.2, 0.98, 0.0],  # shares a word, cosine too low
     })
     store = SqliteStore(tmp_path / "l.db", embedder=emb, relevance_floor=0.36,
-                        lexical_floor=0.30)
+                        lexical_floor=0.30, tail_gap=None)  # the per-row rule
     try:
         await store.remember_many([req("a", t, id=t.split()[0].lower())
                                    for t in emb.vectors if t != q])
         resp = await store.recall(RecallRequest(agent_id="a", query=q, k=5))
         assert [h.id for h in resp.results] == ["alice"]
+    finally:
+        await store.aclose()
+    # The list gate: alice clears the floors, so the others need only come within
+    # RECOMMENDED_TAIL_GAP (0.3) of them; with nothing clearing them the answer stays empty.
+    store = SqliteStore(tmp_path / "g.db", embedder=emb, relevance_floor=0.36,
+                        lexical_floor=0.30, tail_gap=RECOMMENDED_TAIL_GAP)
+    try:
+        await store.remember_many([req("a", t, id=t.split()[0].lower())
+                                   for t in emb.vectors if t != q])
+        resp = await store.recall(RecallRequest(agent_id="a", query=q, k=5))
+        assert [h.id for h in resp.results] == ["alice", "carol", "bob"]
+        await store.forget(ForgetRequest(agent_id="a", ids=["alice"]))
+        resp = await store.recall(RecallRequest(agent_id="a", query=q, k=5))
+        assert resp.results == []
     finally:
         await store.aclose()
 

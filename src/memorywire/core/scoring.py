@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from memorywire.core.relevance import relevance
+
 __all__ = [
     "DEMOTE_FACTOR",
     "RRF_K",
@@ -35,6 +37,8 @@ class Scored:
     id: str
     score: float
     cosine: float
+    #: Calibrated 0..1 (see :mod:`memorywire.core.relevance`).
+    relevance: float = 0.0
 
 
 def exact_top(scores: npt.NDArray[np.float32], m: int) -> npt.NDArray[np.intp]:
@@ -64,8 +68,21 @@ def hybrid_rank(
     lexical_floor: float,
     factors: Mapping[str, float] | None = None,
     rrf_k: int = RRF_K,
+    min_relevance: float | None = None,
+    tail_gap: float | None = None,
 ) -> list[Scored]:
-    """Fuse the two ranked lists with RRF, keep rows that clear the floor, best ``k`` first."""
+    """Fuse the two ranked lists with RRF, keep rows that clear the floor, best ``k`` first.
+
+    With ``min_relevance`` (a caller's per-recall choice) a row is kept when its calibrated
+    relevance reaches it, and the store's cosine floors do not apply.
+
+    With ``tail_gap`` the floors judge the *list*, not each row: when no row clears them the
+    answer is "nothing relevant"; when one does, the other rows need only come within
+    ``tail_gap`` of the floors. A conversational turn that answers a question often sits well
+    below the cosine of a short stated fact, so a per-row floor tuned on facts cuts it (it
+    cost LongMemEval 20+ points), while "is anything here about the question" is still
+    decided by the best hit.
+    """
     fused: dict[str, float] = {}
     for rank, mid in enumerate(vector_ranked):
         fused[mid] = fused.get(mid, 0.0) + 1.0 / (rrf_k + rank)
@@ -73,14 +90,28 @@ def hybrid_rank(
     for rank, mid in enumerate(lexical_ranked):
         fused[mid] = fused.get(mid, 0.0) + 1.0 / (rrf_k + rank)
     out: list[Scored] = []
+    gap = 0.0
+    if min_relevance is None and tail_gap is not None:
+        if not any(_clears(cosines.get(m, -1.0), m in lexical, floor, lexical_floor)
+                   for m in fused):
+            return []
+        gap = tail_gap
     for mid, score in fused.items():
         cos = cosines.get(mid, -1.0)
-        if cos < floor and not (mid in lexical and cos >= lexical_floor):
+        rel = relevance(cos, lexical=mid in lexical)
+        if min_relevance is not None:
+            if rel < min_relevance:
+                continue
+        elif not _clears(cos, mid in lexical, floor - gap, lexical_floor - gap):
             continue
         factor = 1.0 if factors is None else factors.get(mid, 1.0)
-        out.append(Scored(mid, score * factor, cos))
+        out.append(Scored(mid, score * factor, cos, rel))
     out.sort(key=lambda s: (-s.score, -s.cosine, s.id))
     return out[:k]
+
+
+def _clears(cos: float, lexical: bool, floor: float, lexical_floor: float) -> bool:
+    return cos >= floor or (lexical and cos >= lexical_floor)
 
 
 def candidate_pool(k: int) -> int:

@@ -351,13 +351,15 @@ class LettaStore:
                              key=lambda o: (-o[0], o[1].created_at, o[1].id))
             ranked = hybrid_rank(cosines, vector_ranked, [r.id for _, r in lexical[:pool]],
                                  k=req.k, floor=self._floor, lexical_floor=self._lexical_floor,
-                                 factors={r.id: DEMOTE_FACTOR for r in rows if r.demoted})
+                                 factors={r.id: DEMOTE_FACTOR for r in rows if r.demoted},
+                                 min_relevance=req.min_relevance)
             by_id = {r.id: r for r in rows}
             for s in ranked:
                 row = by_id[s.id]
                 hits.append(RecallHit(
                     id=row.id, type=row.type, content=content_from_storage(row.type, row.stored),
                     score=s.score, metadata=dict(row.metadata), created_at=row.created_at,
+                    relevance=round(s.relevance, 4),
                     supporting=[], source_store=self._name, user_id=row.user_id,
                     source=row.source, confidence=row.confidence))
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],

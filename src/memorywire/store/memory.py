@@ -81,12 +81,14 @@ class InMemoryStore:
         *,
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
         lexical_floor: float = DEFAULT_LEXICAL_FLOOR,
+        tail_gap: float | None = None,
     ) -> None:
         self._embedder = embedder
         self._clock: Clock = clock or SystemClock()
         self._name = name
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
+        self._tail_gap = tail_gap
         #: agent_id -> id -> row: ids are scoped by agent.
         self._rows: dict[str, dict[str, _Row]] = {}
         self._ops: RowOps[_Row] = RowOps(_Backend(self), name=name, clock=self._clock,
@@ -178,7 +180,8 @@ class InMemoryStore:
             factors = {r.id: DEMOTE_FACTOR for r in rows if r.demoted}
             ranked = hybrid_rank(cosines, vector_ranked, lexical_ranked, k=req.k,
                                  floor=self._floor, lexical_floor=self._lexical_floor,
-                                 factors=factors)
+                                 factors=factors, min_relevance=req.min_relevance,
+                                 tail_gap=self._tail_gap)
             by_id = {r.id: r for r in rows}
             for s in ranked:
                 row = by_id[s.id]
@@ -187,6 +190,7 @@ class InMemoryStore:
                 hits.append(RecallHit(
                     id=row.id, type=row.type, content=content_from_storage(row.type, row.stored),
                     score=s.score, metadata=dict(row.metadata), created_at=row.created_at,
+                    relevance=round(s.relevance, 4),
                     supporting=[], source_store=self._name, user_id=row.user_id,
                     source=row.source, confidence=row.confidence,
                 ))

@@ -157,6 +157,9 @@ class RecallRequest(_Strict):
     fusion: Fusion = Fusion.RRF
     filter: dict[str, Any] | None = None
     fresher_than_days: Annotated[int, Field(ge=0)] | None = None
+    #: Keep only hits whose calibrated ``relevance`` reaches this (instead of the store's
+    #: configured floor); 0 keeps every ranked hit.
+    min_relevance: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
 
 
 class ForgetRequest(_Strict):
@@ -235,6 +238,8 @@ class RecallHit(_Open):
     score: float
     metadata: dict[str, Any] | None = None
     created_at: Millis | None = None
+    #: Calibrated 0..1 (memorywire.core.relevance); absent where a store cannot compute it.
+    relevance: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
     supporting: list[str] = Field(default_factory=list)
     source_store: str | None = None
     user_id: str | None = None

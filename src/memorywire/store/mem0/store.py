@@ -49,6 +49,7 @@ from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import embed_text
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import ListQuery, Row, UpdateRequest
+from memorywire.core.relevance import relevance
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
@@ -336,44 +337,55 @@ class Mem0Store:
         if req.fresher_than_days is not None:
             extra["mw_created_at"] = {"gte": now - req.fresher_than_days * DAY_MS}
         filters = {**self._filters(req.agent_id, req.user_id), **extra}
-        threshold = min(max(min(self._floor, self._lexical_floor), 0.0), 1.0)
+        threshold = (0.0 if req.min_relevance is not None
+                     else min(max(min(self._floor, self._lexical_floor), 0.0), 1.0))
         terms = set(query_terms(req.query))
         fetch = candidate_pool(req.k)
         while True:
             found = self._live().search(req.query, top_k=fetch, filters=filters,
                                         threshold=threshold, explain=True)["results"]
             exhausted = len(found) < fetch
-            scored: builtins.list[tuple[float, Mem0Row]] = []
+            scored: builtins.list[tuple[float, Mem0Row, float]] = []
             for item in found:
                 row = row_from_item(item)
                 if not (row.in_scope(req.agent_id, req.user_id) and row.live(now)
                         and (req.types is None or row.type in req.types)
-                        and matches_filter(row.metadata, req.filter)
-                        and self._admitted(item, row, terms)):
+                        and matches_filter(row.metadata, req.filter)):
+                    continue
+                rel = self._admitted(item, row, terms, req.min_relevance)
+                if rel is None:
                     continue
                 score = float(item.get("score") or 0.0)
-                scored.append((score * DEMOTE_FACTOR if row.demoted else score, row))
+                scored.append((score * DEMOTE_FACTOR if row.demoted else score, row, rel))
             scored.sort(key=lambda s: (-s[0], s[1].created_at, s[1].id))
             # Anything not fetched yet scores at most the last raw score seen.
             bound = float(found[-1].get("score") or 0.0) if found else 0.0
-            if exhausted or sum(1 for s, _ in scored if s >= bound) >= req.k:
+            if exhausted or sum(1 for s, _, _ in scored if s >= bound) >= req.k:
                 break
             fetch *= 4
         return [
             RecallHit(id=row.id, type=row.type, content=row.content(), score=score,
-                      metadata=dict(row.metadata), created_at=row.created_at, supporting=[],
+                      relevance=round(rel, 4), metadata=dict(row.metadata),
+                      created_at=row.created_at, supporting=[],
                       source_store=self._name, user_id=row.user_id, source=row.source,
                       confidence=row.confidence)
-            for score, row in scored[: req.k]
+            for score, row, rel in scored[: req.k]
         ]
 
-    def _admitted(self, item: dict[str, Any], row: Mem0Row, terms: set[str]) -> bool:
+    def _admitted(self, item: dict[str, Any], row: Mem0Row, terms: set[str],
+                  min_relevance: float | None) -> float | None:
+        """The hit's calibrated relevance, or ``None`` when the floor (or ``min_relevance``,
+        a caller's per-recall choice) refuses it."""
         details = item.get("score_details") or {}
         cosine = float(details.get("semantic_score", item.get("score") or 0.0))
-        if cosine >= self._floor:
-            return True
-        return cosine >= self._lexical_floor and not terms.isdisjoint(
+        lexical = not terms.isdisjoint(
             query_terms(embed_text(row.type, row.stored), max_terms=10_000))
+        rel = relevance(cosine, lexical=lexical)
+        if min_relevance is not None:
+            return rel if rel >= min_relevance else None
+        if cosine >= self._floor or (lexical and cosine >= self._lexical_floor):
+            return rel
+        return None
 
     async def health(self) -> Health:
         def probe() -> Health:

@@ -15,7 +15,10 @@ import psycopg
 from memorywire.embed.base import Embedder
 from memorywire.errors import EmbedderMismatch, StoreCorrupt
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "migrate", "migration_sql"]
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "TS_CONFIG", "migrate", "migration_sql"]
+
+#: The text search configuration of the full-text index and of every query against it.
+TS_CONFIG = "english"
 
 Conn = psycopg.AsyncConnection[dict[str, Any]]
 
@@ -69,7 +72,18 @@ _V2 = [
         SELECT agent_id, count(*) FROM memorywire_memories GROUP BY agent_id""",
 ]
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (tuple(_V1), tuple(_V2))
+# v3: the full-text index stems English words and drops stop words (the ``english`` text
+# search configuration), as SQLite's porter tokenizer does, so "allergies" finds "allergy".
+# A row's text is re-indexed from its content; a procedure (indexed by its words, not its
+# JSON) from the words its old index held, which is all the database has of them.
+_V3 = [
+    f"""UPDATE memorywire_memories SET tsv = CASE
+        WHEN type = 'procedural' THEN
+            to_tsvector('{TS_CONFIG}', array_to_string(tsvector_to_array(tsv), ' '))
+        ELSE to_tsvector('{TS_CONFIG}', content) END""",
+]
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (tuple(_V1), tuple(_V2), tuple(_V3))
 LATEST_VERSION = len(MIGRATIONS)
 
 

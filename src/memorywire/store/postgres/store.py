@@ -33,7 +33,11 @@ from memorywire.core.scoring import candidate_pool, hybrid_rank
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
 from memorywire.errors import InvalidRequest, MemorywireError
-from memorywire.store._common import DEFAULT_LEXICAL_FLOOR, DEFAULT_RELEVANCE_FLOOR, shortest_hops
+from memorywire.store._common import (
+    DEFAULT_LEXICAL_FLOOR,
+    DEFAULT_RELEVANCE_FLOOR,
+    shortest_hops,
+)
 from memorywire.store.base import Capability, Health
 from memorywire.store.postgres import maintenance, writes
 from memorywire.store.postgres.db import Conn, PgDb
@@ -97,10 +101,12 @@ class PostgresStore:
         exact_scope_limit: int = 50_000,
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
         lexical_floor: float = DEFAULT_LEXICAL_FLOOR,
+        tail_gap: float | None = None,
     ) -> None:
         self._name = name
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
+        self._tail_gap = tail_gap
         self._exact_limit = exact_scope_limit
         self._db = PgDb(conninfo, embedder, clock or SystemClock(), name,
                         min_size=min_size, max_size=max_size, timeout=timeout)
@@ -187,8 +193,8 @@ class PostgresStore:
             if tsq is not None:
                 cur = await conn.execute(
                     f"SELECT id, 1 - (embedding <=> %s::vector) AS cos, score_factor FROM {TABLE} "
-                    f"WHERE {w.sql()} AND tsv @@ to_tsquery('simple', %s) "
-                    "ORDER BY ts_rank_cd(tsv, to_tsquery('simple', %s)) DESC, created_at, id "
+                    f"WHERE {w.sql()} AND tsv @@ to_tsquery('english', %s) "
+                    "ORDER BY ts_rank_cd(tsv, to_tsquery('english', %s)) DESC, created_at, id "
                     "LIMIT %s",
                     [qvec, *w.params, tsq, tsq, pool],
                 )
@@ -199,6 +205,8 @@ class PostgresStore:
             ranked = hybrid_rank(
                 cosines, [r["id"] for r in vector], [r["id"] for r in lexical], k=req.k,
                 floor=self._floor, lexical_floor=self._lexical_floor, factors=factors,
+                min_relevance=req.min_relevance,
+                tail_gap=self._tail_gap,
             )
             if ranked:
                 cur = await conn.execute(
@@ -213,6 +221,7 @@ class PostgresStore:
                     hits.append(RecallHit(
                         id=row["id"], type=mtype,
                         content=content_from_storage(mtype, row["content"]), score=s.score,
+                        relevance=round(s.relevance, 4),
                         metadata=dict(row["metadata"] or {}), created_at=row["created_at"],
                         supporting=[], source_store=self._name, user_id=row["user_id"],
                         source=row["source"], confidence=row["confidence"],

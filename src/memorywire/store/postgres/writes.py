@@ -43,7 +43,7 @@ async def write_row(db: PgDb, conn: Conn, new: Row, text_changed: bool,
         text = embed_text(new.type, new.stored)
         if vector is None:
             vector = (await db.embed([text]))[0]
-        sets += ", content = %s, embedding = %s::vector, tsv = to_tsvector('simple', %s)"
+        sets += ", content = %s, embedding = %s::vector, tsv = to_tsvector('english', %s)"
         params += [new.stored, vector_literal(vector), text]
     await conn.execute(f"UPDATE {TABLE} SET {sets} WHERE agent_id = %s AND id = %s",
                        [*params, new.agent_id, new.id])
@@ -71,7 +71,7 @@ async def remember_many(db: PgDb, reqs: Sequence[RememberRequest]) -> list[Remem
                 f"INSERT INTO {TABLE} (agent_id, id, user_id, type, content, metadata, "
                 "confidence, source, created_at, expires_at, embedding, tsv) VALUES "
                 "(%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s::vector, "
-                "to_tsvector('simple', %s)) ON CONFLICT (agent_id, id) DO NOTHING "
+                "to_tsvector('english', %s)) ON CONFLICT (agent_id, id) DO NOTHING "
                 "RETURNING created_at",
                 (r.agent_id, mid, r.user_id, r.type.value, stored, json.dumps(metadata),
                  r.confidence, r.source, now, r.expires_at, vector_literal(vec),

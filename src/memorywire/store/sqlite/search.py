@@ -182,6 +182,7 @@ def rank_scope(
     *,
     floor: float,
     lexical_floor: float,
+    tail_gap: float | None = None,
 ) -> list[Scored]:
     mask = _mask(conn, index, req, now)
     positions = np.flatnonzero(mask)
@@ -207,4 +208,5 @@ def rank_scope(
     demoted = index.demoted
     factors = {ids[p]: DEMOTE_FACTOR for p in candidates if demoted[p]}
     return hybrid_rank(cosines, [ids[p] for p in top], [ids[p] for p in lexical], k=req.k,
-                       floor=floor, lexical_floor=lexical_floor, factors=factors)
+                       floor=floor, lexical_floor=lexical_floor, factors=factors,
+                       min_relevance=req.min_relevance, tail_gap=tail_gap)

@@ -46,7 +46,11 @@ from memorywire.core.filters import matches_filter
 from memorywire.core.records import ListQuery, UpdateRequest
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import MemorywireError
-from memorywire.store._common import DEFAULT_RELEVANCE_FLOOR, resolve_embedder, shortest_hops
+from memorywire.store._common import (
+    DEFAULT_RELEVANCE_FLOOR,
+    resolve_embedder,
+    shortest_hops,
+)
 from memorywire.store.base import Capability, Health
 from memorywire.store.sqlite import maintenance, writes
 from memorywire.store.sqlite.db import (
@@ -110,6 +114,7 @@ class SqliteStore:
         *,
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
         lexical_floor: float = SQLITE_LEXICAL_FLOOR,
+        tail_gap: float | None = None,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -120,6 +125,7 @@ class SqliteStore:
         self._path = str(path)
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
+        self._tail_gap = tail_gap
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)
@@ -222,7 +228,7 @@ class SqliteStore:
             now = self._clock.now_ms()
             index = self._db.index(conn, req.agent_id)
             ranked = rank_scope(conn, index, req, qvec, now, floor=self._floor,
-                                lexical_floor=self._lexical_floor)
+                                lexical_floor=self._lexical_floor, tail_gap=self._tail_gap)
             if not ranked:
                 return []
             wanted = json.dumps([s.id for s in ranked])
@@ -240,6 +246,7 @@ class SqliteStore:
             mtype = MemoryType(r[3])
             hits.append(RecallHit(
                 id=r[0], type=mtype, content=content_from_storage(mtype, r[4]), score=s.score,
+                relevance=round(s.relevance, 4),
                 metadata=json.loads(r[5]), created_at=r[8], supporting=[],
                 source_store=self._name, user_id=r[2], source=r[7], confidence=r[6],
             ))

@@ -58,6 +58,8 @@ class ServerConfig:
     recall_burst: int = Limits.recall_burst
     write_rate: float = Limits.write_rate
     write_burst: int = Limits.write_burst
+    anonymous_rate: float = Limits.anonymous_rate
+    anonymous_burst: int = Limits.anonymous_burst
     #: Seconds a client may take to send request headers, then the body; idle keep-alive.
     header_timeout_s: float = Timeouts.header_s
     body_timeout_s: float = Timeouts.body_s
@@ -124,6 +126,8 @@ class ServerConfig:
             write_rate=self.write_rate,
             write_burst=self.write_burst,
             body_timeout_s=self.body_timeout_s,
+            anonymous_rate=self.anonymous_rate,
+            anonymous_burst=self.anonymous_burst,
         )
 
 

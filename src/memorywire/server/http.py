@@ -34,7 +34,7 @@ from memorywire.server.apidocs import docs_mount
 from memorywire.server.auth import Principal, Role, TokenStore
 from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, DispatchResult
 from memorywire.server.jsonrpc import handle_rpc
-from memorywire.server.limits import parse_json_body
+from memorywire.server.limits import AnonymousPacer, parse_json_body
 from memorywire.server.openapi import openapi_document
 from memorywire.server.origin import BrowserRules, BrowserSafe
 from memorywire.wire.routes import OPERATIONS, RECORD_OPERATIONS, ROUTES
@@ -147,8 +147,15 @@ def create_app(
             raise Unauthorized("a valid bearer token is required")
         return tokens.authenticate(secret.strip())
 
+    limits = dispatcher.limits
+    pacer = AnonymousPacer(limits.anonymous_rate, limits.anonymous_burst)
+
     async def run(request: Request, op: str, doc: Any, *, anonymous_ok: bool = False) -> Response:
         p = principal_of(request, anonymous_ok=anonymous_ok)
+        if p is _ANONYMOUS:
+            wait = pacer.reserve()
+            if wait > 0:
+                await anyio.sleep(wait)
         return _ok(await dispatcher.dispatch(op, doc, p))
 
     async def body_json(request: Request) -> Any:

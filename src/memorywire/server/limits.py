@@ -20,6 +20,7 @@ from memorywire.errors import ErrorDetail, InvalidRequest, PayloadTooLarge, Rate
 from memorywire.wire.codec import parse_json
 
 __all__ = [
+    "AnonymousPacer",
     "Limits",
     "RateLimiter",
     "Timeouts",
@@ -46,6 +47,10 @@ class Limits:
     write_burst: int = 50
     #: Seconds to receive a whole request body once its headers are in (then 408).
     body_timeout_s: float = 30.0
+    #: Requests without a token (health, schemas) per second for the whole server, and the
+    #: burst above it; over it a request waits its turn (up to a second), then gets 429.
+    anonymous_rate: float = 20.0
+    anonymous_burst: int = 40
 
 
 @dataclass(frozen=True)
@@ -155,3 +160,49 @@ def rate_limiters(limits: Limits, *, enabled: bool) -> dict[str, RateLimiter | N
         "rate_limiter": RateLimiter(limits.recall_rate, limits.recall_burst, kind="recall"),
         "write_limiter": RateLimiter(limits.write_rate, limits.write_burst, kind="write"),
     }
+
+
+class AnonymousPacer:
+    """One token bucket for every caller without a token, that makes the excess wait.
+
+    Anonymous endpoints (health, schemas) cost little each, but a flood of them still takes
+    event-loop turns from authenticated work. Waiting here is free (the coroutine sleeps), so
+    a client that floods in a closed loop is slowed to the budget instead of being answered
+    at once with a 429 it can retry immediately; a request that would wait more than
+    ``max_wait_s`` gets the 429 with ``Retry-After``.
+    """
+
+    def __init__(
+        self,
+        rate: float,
+        burst: int,
+        *,
+        max_wait_s: float = 1.0,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError("rate must be > 0 and burst >= 1")
+        self._rate = rate
+        self._burst = float(burst)
+        self._max_wait = max_wait_s
+        self._now = now
+        self._tokens = float(burst)
+        self._last = now()
+
+    def reserve(self) -> float:
+        """Take a token, possibly one not yet earned: the seconds to wait before using it.
+        Raises ``RateLimited`` when that wait would exceed ``max_wait_s``."""
+        now = self._now()
+        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._rate)
+        self._last = now
+        wait = (1.0 - self._tokens) / self._rate if self._tokens < 1.0 else 0.0
+        if wait > self._max_wait:
+            limit = f"{self._rate:g}/s, burst {self._burst:g}"
+            raise RateLimited(
+                f"requests without a token are limited to {limit} for this server; "
+                f"retry in {wait:.3f} s",
+                [ErrorDetail("", "rate_limit", f"anonymous: {limit}")],
+                retry_after=round(wait, 3),
+            )
+        self._tokens -= 1.0
+        return wait

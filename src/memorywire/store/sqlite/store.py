@@ -52,6 +52,7 @@ from memorywire.store._common import (
     shortest_hops,
 )
 from memorywire.store.base import Capability, Health
+from memorywire.store.graph import graph_recall
 from memorywire.store.sqlite import maintenance, writes
 from memorywire.store.sqlite.db import (
     COLS,
@@ -197,6 +198,8 @@ class SqliteStore:
     # --- reads -------------------------------------------------------------------------------
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
+        if req.hops:
+            return await graph_recall(self, req, self.recall)
         started = time.perf_counter()
 
         def run() -> list[RecallHit]:

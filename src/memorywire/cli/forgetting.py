@@ -1,4 +1,6 @@
-"""``memorywire receipt verify`` and ``memorywire recover``: forgetting you can prove.
+"""``memorywire receipt verify``, ``recover`` and ``purge``: forgetting you can prove.
+
+``purge`` is the expiry sweep (``--once``, or every ``--every`` seconds until stopped).
 
 ``receipt verify FILE`` needs nothing but the file (exit 0 valid, 1 not, 2 unreadable).
 ``recover`` runs on a local ``--store`` (the data directory's by default): it prints the plan,
@@ -24,6 +26,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from memorywire.core.clock import SystemClock
 from memorywire.errors import MemorywireError
 from memorywire.governance.audit import AuditLog
+from memorywire.governance.purge import purgeable, run_sweeper, sweep_once
 from memorywire.governance.receipts import dump_receipt, verify_receipt
 from memorywire.governance.recover import (
     RecoverySelector,
@@ -92,6 +95,41 @@ def _recover(args: argparse.Namespace) -> int:
     return 0
 
 
+def _purge(args: argparse.Namespace) -> int:
+    from memorywire.cli.ops import _local_config
+    from memorywire.server.runtime import running
+
+    key = load_signing_key(args.key)
+    grace_ms = int(args.grace_hours * 3_600_000)
+
+    def keep(receipts: list[dict[str, Any]]) -> None:
+        for rc in receipts:
+            if args.receipts_dir:
+                Path(args.receipts_dir).mkdir(parents=True, exist_ok=True)
+                (Path(args.receipts_dir) / f"{rc['receipt_id']}.json").write_bytes(
+                    dump_receipt(rc))
+            print(json.dumps({"receipt_id": rc["receipt_id"],
+                              "erased": sum(len(v) for v in rc["erased"].values())}),
+                  flush=True)
+
+    async def go() -> None:
+        async with running(_local_config(args), reads_need_file=True) as rt:
+            store = purgeable(rt.store)
+            audit = AuditLog.open(args.governance_db) if args.governance_db else None
+            try:
+                if args.once:
+                    keep(await sweep_once(store, key, grace_ms=grace_ms, audit=audit))
+                else:
+                    await run_sweeper(store, key, grace_ms=grace_ms, interval_s=args.every,
+                                      audit=audit, on_receipts=keep)
+            finally:
+                if audit is not None:
+                    audit.close()
+
+    anyio.run(go)
+    return 0
+
+
 def _guard(name: str, handler: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
         try:
@@ -127,3 +165,18 @@ def register_forgetting(sub: Any) -> None:
     p.add_argument("--key", help="Ed25519 signing key, PEM (or MEMORYWIRE_SIGNING_KEY)")
     p.add_argument("--receipt", metavar="FILE", help="write the signed receipt here")
     p.set_defaults(handler=_guard("recover", _recover))
+
+    p = sub.add_parser("purge", help="physically remove memories expired past a grace period")
+    p.add_argument("--store", help="store URL (default: sqlite under the data directory)")
+    p.add_argument("--embedder", choices=["default", "hashing"], default=None,
+                   help=argparse.SUPPRESS)
+    p.add_argument("--governance-db", dest="governance_db",
+                   help="governance database whose audit log records the receipts")
+    p.add_argument("--grace-hours", type=float, default=24.0,
+                   help="purge only what expired at least this long ago (default 24)")
+    p.add_argument("--once", action="store_true", help="one sweep, then exit")
+    p.add_argument("--every", type=float, default=300.0, metavar="SECONDS",
+                   help="without --once: seconds between sweeps (default 300)")
+    p.add_argument("--key", help="Ed25519 signing key, PEM (or MEMORYWIRE_SIGNING_KEY)")
+    p.add_argument("--receipts-dir", metavar="DIR", help="write each receipt here as JSON")
+    p.set_defaults(handler=_guard("purge", _purge))

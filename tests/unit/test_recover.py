@@ -17,7 +17,13 @@ from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import InvalidRequest
 from memorywire.governance.recover import RecoverySelector, plan_recovery, scan_all
 from memorywire.store.sqlite import SqliteStore
-from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
+from memorywire.wire.models import (
+    MemoryType,
+    MergeRequest,
+    MergeStrategy,
+    RecallRequest,
+    RememberRequest,
+)
 
 
 def _req(id_: str, text: str, source: str, agent: str = "a", **meta: Any) -> RememberRequest:
@@ -106,3 +112,28 @@ def test_cli_dry_run_changes_nothing_then_recover_erases_with_receipt(
     assert not set(anyio.run(left)) & {"p1", "d1", "d2", "d3"}
     for f in tmp_path.glob("m.db*"):
         assert b"account 999" not in f.read_bytes(), f"{f.name} still holds poison bytes"
+
+
+def test_merge_records_derivation_and_recover_quarantines_the_survivor(tmp_path: Path) -> None:
+    """A merge deletes the poisoned row it absorbs; its source travels on the survivor."""
+    db = tmp_path / "m.db"
+
+    async def go() -> dict[str, Any]:
+        store = SqliteStore(db, embedder=HashingEmbedder(64))
+        try:
+            await store.remember(_req("g", "the office opens at 9", "chat"))
+            await store.remember(_req("p", "the office opens at 9; badge code 0000", "evil"))
+            await store.merge(MergeRequest(agent_id="a", canonical="g", duplicates=["p"],
+                                           strategy=MergeStrategy.MERGE_CONTENT))
+            survivor = await store.get("a", "g")
+            assert survivor is not None and survivor.metadata is not None
+            assert survivor.metadata["derived_from"] == ["p"]
+            assert survivor.metadata["derived_sources"] == ["evil"]
+            return plan_recovery(await scan_all(store),
+                                 RecoverySelector(source="evil")).to_dict()
+        finally:
+            await store.aclose()
+
+    plan = anyio.run(go)
+    assert [i["id"] for i in plan["quarantined"]] == ["g"]
+    assert plan["goes"] == []

@@ -2,7 +2,9 @@
 
 What a merge does, for every backend: the survivor takes the strategy's content, metadata
 and confidence; its ``metadata.links`` become the union of its own and the absorbed rows'
-links (self-references dropped); every other live row in scope that linked an absorbed row
+links (self-references dropped); when the survivor's content changed, it records the absorbed
+rows in ``metadata.derived_from`` and their sources in ``derived_sources``
+(:mod:`memorywire.core.provenance`); every other live row in scope that linked an absorbed row
 links the survivor instead; each absorbed row is deleted and records ``merged_into``.
 
 ``canonical`` and ``duplicates`` may be ids or entity names (``metadata.entity_name``). A
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memorywire.core.content import content_to_storage
+from memorywire.core.provenance import with_derivation
 from memorywire.core.records import Row
 from memorywire.errors import NotFound
 from memorywire.wire.models import MergeRequest, MergeStrategy
@@ -228,7 +231,10 @@ def plan_row_merge(live: Sequence[Row], req: MergeRequest, now: int) -> RowMerge
     links = plan_links(plan, {r.id: r.links() for r in live})
     old = by_id[plan.canonical_id]
     stored = content_to_storage(old.type, plan.content)
-    changes = [(old, replace(old, stored=stored, metadata=links.survivor_metadata(plan.metadata),
+    metadata = links.survivor_metadata(plan.metadata)
+    if stored != old.stored:  # the survivor's text now carries the absorbed rows' content
+        metadata = with_derivation(metadata, [by_id[m] for m in plan.absorbed_ids])
+    changes = [(old, replace(old, stored=stored, metadata=metadata,
                              confidence=plan.confidence, updated_at=now), stored != old.stored)]
     for mid in plan.absorbed_ids:
         changes.append((by_id[mid], replace(by_id[mid], deleted_at=now,

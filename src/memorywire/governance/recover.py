@@ -13,8 +13,10 @@ what acting would do:
 * **stays**, with the reason: a memory that only *links* to a seed (``related`` is not
   derivation), so an attacker cannot make a benign memory collateral by linking to it.
 
-Derivation is read from :data:`DERIVED_FROM` (``metadata.derived_from``, a list of ids). The
-closure is followed to a fixed point, so derivations of derivations are caught.
+Derivation is read from :mod:`memorywire.core.provenance` (``metadata.derived_from`` and
+``derived_sources``); the closure is followed to a fixed point, so derivations of derivations
+are caught. A memory whose ``derived_sources`` name the selected source is tainted even when
+the parent is gone (a merge deletes the rows it absorbs): it is quarantined.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from memorywire.core.content import links_of
+from memorywire.core.provenance import derived_from, derived_sources
 from memorywire.core.records import ListQuery
 from memorywire.errors import InvalidRequest
 from memorywire.governance.erasure import AuditSink, erase_with_receipt
@@ -35,24 +38,14 @@ from memorywire.store.base import MemoryStore
 from memorywire.wire.models import ForgetRequest, MemoryRecord
 
 __all__ = [
-    "DERIVED_FROM",
     "RecoveryPlan",
     "RecoverySelector",
     "apply_recovery",
-    "derived_from",
     "plan_recovery",
     "scan_all",
 ]
 
-#: The metadata key naming the memories a memory was derived from (consolidation, merge).
-DERIVED_FROM = "derived_from"
-
 _PAGE = 1000
-
-
-def derived_from(rec: MemoryRecord) -> list[str]:
-    raw = (rec.metadata or {}).get(DERIVED_FROM)
-    return [x for x in raw if isinstance(x, str)] if isinstance(raw, list) else []
 
 
 @dataclass(frozen=True)
@@ -130,16 +123,20 @@ def plan_recovery(records: Sequence[MemoryRecord], selector: RecoverySelector) -
         for r in records:
             if r.id in goes:
                 continue
-            parents = derived_from(r)
+            parents = derived_from(r.metadata)
             tainted = [p for p in parents if p in goes]
-            if not tainted:
+            by_source = selector.source is not None \
+                and selector.source in derived_sources(r.metadata)
+            if not tainted and not by_source:
                 continue
-            if all(p in goes for p in parents):
+            if tainted and all(p in goes for p in parents):
                 goes[r.id] = f"derived only from removed memories {sorted(tainted)}"
                 quarantined.pop(r.id, None)
                 changed = True
             elif r.id not in quarantined:
-                quarantined[r.id] = f"derived from removed {sorted(tainted)} and from others"
+                quarantined[r.id] = (
+                    f"derived from removed {sorted(tainted)} and from others" if tainted
+                    else f"absorbed content from source {selector.source!r} in a merge")
                 changed = True
     stays: dict[str, str] = {}
     for r in records:

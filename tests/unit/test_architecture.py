@@ -73,6 +73,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store._common",
             "memorywire.store._revision",
             "memorywire.store._vector_cache",
+            "memorywire.store.graph",
             "memorywire.store.rowstore",
         ),
         "errors wire core embed",

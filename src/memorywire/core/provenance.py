@@ -1,10 +1,11 @@
 """Derivation edges: what a memory was made from, so "what came from X" is a question a
 plain listing answers.
 
-A derived memory carries ``metadata.derived_from`` (the ids whose content went into it) and
-``metadata.derived_sources`` (those parents' ``source`` values, and their own derived
-sources). The sources travel with the derivation because a parent absorbed by a merge is
-deleted: recovery by source must still find the memory it flowed into.
+A derived memory holds a typed ``derived_from`` edge (see :mod:`memorywire.core.content`) to
+each memory whose content went into it, and ``metadata.derived_sources``: those parents'
+``source`` values and their own derived sources. The sources travel with the derivation
+because a parent absorbed by a merge is deleted: recovery by source must still find the
+memory its content flowed into.
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from memorywire.core.content import Edge, edges_of, edges_to_storage
+
 __all__ = ["DERIVED_FROM", "DERIVED_SOURCES", "Parent", "derived_from", "derived_sources",
            "with_derivation"]
 
+#: The edge type naming a parent.
 DERIVED_FROM = "derived_from"
+#: The metadata key listing the sources a memory's content came from through derivation.
 DERIVED_SOURCES = "derived_sources"
 
 
@@ -30,29 +35,27 @@ class Parent(Protocol):
     def metadata(self) -> Mapping[str, Any] | None: ...
 
 
-def _strings(raw: Any) -> list[str]:
-    return [x for x in raw if isinstance(x, str)] if isinstance(raw, list) else []
-
-
 def derived_from(metadata: Mapping[str, Any] | None) -> list[str]:
-    return _strings((metadata or {}).get(DERIVED_FROM))
+    """The ids a memory's ``derived_from`` edges point at."""
+    return [e.id for e in edges_of(metadata) if e.type == DERIVED_FROM]
 
 
 def derived_sources(metadata: Mapping[str, Any] | None) -> list[str]:
-    return _strings((metadata or {}).get(DERIVED_SOURCES))
+    raw = (metadata or {}).get(DERIVED_SOURCES)
+    return [x for x in raw if isinstance(x, str)] if isinstance(raw, list) else []
 
 
 def with_derivation(metadata: Mapping[str, Any], parents: Iterable[Parent]) -> dict[str, Any]:
-    """``metadata`` plus the parents' ids and sources (and what they were derived from)."""
+    """``metadata`` plus a ``derived_from`` edge to each parent and the parents' sources."""
     out = dict(metadata)
-    ids = derived_from(metadata)
+    edges = edges_of(metadata)
     sources = derived_sources(metadata)
     for p in parents:
-        ids.extend([p.id, *derived_from(p.metadata)])
+        edges.append(Edge(p.id, DERIVED_FROM))
         if p.source is not None:
             sources.append(p.source)
         sources.extend(derived_sources(p.metadata))
-    out[DERIVED_FROM] = list(dict.fromkeys(ids))
+    out["links"] = edges_to_storage(edges)
     if sources:
         out[DERIVED_SOURCES] = sorted(set(sources))
     return out

@@ -60,6 +60,7 @@ from memorywire.store._common import (
 )
 from memorywire.store._revision import RevisionRow, revision_fields
 from memorywire.store.base import Capability, Health
+from memorywire.store.graph import refuse_hops
 from memorywire.store.rowstore import RowOps, live_in_scope
 from memorywire.wire.models import (
     ExpireRequest,
@@ -324,6 +325,7 @@ class LettaStore:
     # --- reads -------------------------------------------------------------------------------
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
+        refuse_hops(self._name, req)
         started = time.perf_counter()
         now = self._clock.now_ms()
         _, live = await self._live(req.agent_id, req.user_id)

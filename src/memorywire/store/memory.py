@@ -29,6 +29,7 @@ from memorywire.store._common import (
     shortest_hops,
 )
 from memorywire.store.base import Capability, Health
+from memorywire.store.graph import graph_recall
 from memorywire.store.rowstore import RowOps, live_in_scope
 from memorywire.wire.models import (
     ExpireRequest,
@@ -158,6 +159,8 @@ class InMemoryStore:
     # --- reads -------------------------------------------------------------------------------
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
+        if req.hops:
+            return await graph_recall(self, req, self.recall)
         started = time.perf_counter()
         now = self._clock.now_ms()
         rows = [

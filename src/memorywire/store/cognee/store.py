@@ -75,6 +75,7 @@ from memorywire.store.base import Capability, Health
 from memorywire.store.cognee.engine import engine
 from memorywire.store.cognee.row import KEY, Row, row_from_data
 from memorywire.store.cognee.writes import RememberBatcher
+from memorywire.store.graph import refuse_hops
 from memorywire.store.rowstore import RowOps
 from memorywire.wire.models import (
     ExpireRequest,
@@ -316,6 +317,7 @@ class CogneeStore:
         return best
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
+        refuse_hops(self._name, req)
         started = time.perf_counter()
         now = self._clock.now_ms()
         scanned = await self._scan(req.agent_id)

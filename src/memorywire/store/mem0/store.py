@@ -63,6 +63,7 @@ from memorywire.store._common import (
     resolve_embedder,
 )
 from memorywire.store.base import Capability, Health
+from memorywire.store.graph import refuse_hops
 from memorywire.store.mem0.backend import Mem0Backend
 from memorywire.store.mem0.mapping import (
     LIVE,
@@ -322,6 +323,7 @@ class Mem0Store:
     # --- reads -----------------------------------------------------------------------------
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
+        refuse_hops(self._name, req)
         started = time.perf_counter()
         hits = await self._call(lambda: self._recall(req))
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],

@@ -124,12 +124,14 @@ def plan_recovery(records: Sequence[MemoryRecord], selector: RecoverySelector) -
             if r.id in goes:
                 continue
             parents = derived_from(r.metadata)
-            tainted = [p for p in parents if p in goes]
+            # A merge repoints edges to the row it absorbs at the survivor, so taint flows
+            # through quarantined memories too.
+            tainted = [p for p in parents if p in goes or p in quarantined]
             by_source = selector.source is not None \
                 and selector.source in derived_sources(r.metadata)
             if not tainted and not by_source:
                 continue
-            if tainted and all(p in goes for p in parents):
+            if parents and all(p in goes for p in parents):
                 goes[r.id] = f"derived only from removed memories {sorted(tainted)}"
                 quarantined.pop(r.id, None)
                 changed = True

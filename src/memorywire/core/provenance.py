@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from memorywire.core.content import Edge, edges_of, edges_to_storage
 
 __all__ = ["DERIVED_FROM", "DERIVED_SOURCES", "Parent", "derived_from", "derived_sources",
-           "with_derivation"]
+           "descendants", "with_derivation"]
 
 #: The edge type naming a parent.
 DERIVED_FROM = "derived_from"
@@ -59,3 +59,22 @@ def with_derivation(metadata: Mapping[str, Any], parents: Iterable[Parent]) -> d
     if sources:
         out[DERIVED_SOURCES] = sorted(set(sources))
     return out
+
+
+def descendants(memories: Iterable[Parent], seeds: Iterable[str]) -> list[str]:
+    """Every memory derived, directly or through other derived ones, from ``seeds``; in
+    ``memories`` order. This is what a cascading forget removes with the seeds: a derived
+    memory may quote any parent, so it goes whether or not it had other parents too."""
+    rows = list(memories)
+    gone = set(seeds)
+    out: list[str] = []
+    changed = True
+    while changed:
+        changed = False
+        for r in rows:
+            if r.id not in gone and gone.intersection(derived_from(r.metadata)):
+                gone.add(r.id)
+                out.append(r.id)
+                changed = True
+    order = {r.id: i for i, r in enumerate(rows)}
+    return sorted(out, key=order.__getitem__)

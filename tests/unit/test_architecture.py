@@ -74,6 +74,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store._revision",
             "memorywire.store._vector_cache",
             "memorywire.store.graph",
+            "memorywire.store.refs",
             "memorywire.store.rowstore",
         ),
         "errors wire core embed",

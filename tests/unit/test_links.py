@@ -74,3 +74,30 @@ def test_a_malformed_deprecated_link_is_refused_naming_links(tmp_path: Path) -> 
             await store.remember(_rem("x", "t", metadata={"links": [{"id": "y", "type": "A"}]}))
 
     anyio.run(main)
+
+
+def test_update_sets_typed_edges_and_the_router_boosts_with_them(tmp_path: Path) -> None:
+    """Edges change through update's metadata patch (``links`` takes typed entries), and a
+    router over a graph store boosts with the typed edges its children hold."""
+    from memorywire.router import MemoryRouter
+    from memorywire.store.base import UpdateRequest
+
+    async def main() -> None:
+        sqlite = SqliteStore(tmp_path / "r.db", embedder=HashingEmbedder(64),
+                             relevance_floor=-2.0, lexical_floor=-2.0)
+        router = MemoryRouter([sqlite, InMemoryStore(embedder=HashingEmbedder(64),
+                                                     relevance_floor=-2.0,
+                                                     lexical_floor=-2.0)])
+        await router.remember(_rem("t1", "tea brewed hot water"))
+        await router.remember(_rem("t2", "tea brewed cooler"))
+        await router.update(UpdateRequest(agent_id="a", id="t2", metadata_patch={
+            "links": [{"id": "t1", "type": "derived_from"}]}))
+        got = await sqlite.get("a", "t2")
+        assert got is not None and [(x.id, x.type) for x in got.links or ()] == [
+            ("t1", "derived_from")]
+        hits = await router.recall(RecallRequest(agent_id="a", query="tea brewed", k=2, hops=1))
+        assert {h.id: h.supporting for h in hits.results} == {"t1": ["t2"], "t2": ["t1"]}
+        assert [r.id for r in await linked(router, "a", "t1", "derived_from")] == ["t2"]
+        await router.aclose()
+
+    anyio.run(main)

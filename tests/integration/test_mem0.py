@@ -225,7 +225,9 @@ async def test_merge_strategies_follow_the_core_rules(store: Mem0Store, clock: F
     assert (out.canonical, out.merged_count) == (a.id, 1)
     got = await store.get(A, a.id)
     assert got is not None and got.content == "Ana likes tea\nAna lives in Porto"
-    assert got.metadata == {"entity_name": "Ana", "k": 2, "z": 1} and got.confidence == 0.9
+    assert got.metadata == {"entity_name": "Ana", "k": 2, "z": 1,
+                            "links": [{"id": b.id, "type": "derived_from"}]}
+    assert got.confidence == 0.9
     assert await store.get(A, b.id) is None
     assert [h.id for h in (await store.recall(rec("Porto"))).results] == [a.id]
 

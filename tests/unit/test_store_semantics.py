@@ -228,7 +228,8 @@ async def test_merge_strategies_and_links(store: Store, clock: FakeClock, strate
     assert set(live) == {win, c}
     assert live[win].content == content
     if strategy == "merge_content":
-        assert live[win].metadata == {"entity_name": "carol", "k": 2}
+        assert live[win].metadata == {"entity_name": "carol", "k": 2,
+                                      "links": [{"id": b, "type": "derived_from"}]}
         assert live[win].confidence == 0.9
     assert (await store.neighbours("a1", [c], 1)) == {c: {win: 1}}
     with pytest.raises(NotFound):

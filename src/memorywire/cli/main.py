@@ -19,6 +19,7 @@ from typing import Any
 
 from memorywire.cli.audit import register_audit
 from memorywire.cli.consolidate import register_consolidate
+from memorywire.cli.forgetting import register_forgetting
 from memorywire.cli.ops import register_ops
 from memorywire.cli.records import register_records
 from memorywire.errors import MemorywireError
@@ -108,6 +109,7 @@ SUBCOMMANDS: list[Register] = [
     register_ops,
     register_records,
     register_audit,
+    register_forgetting,
 ]
 
 

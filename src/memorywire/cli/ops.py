@@ -139,7 +139,31 @@ def _forget(args: argparse.Namespace) -> int:
     doc = _doc(args, "agent_id", "user_id", "ids", "filter", "reason")
     if args.hard_delete:
         doc["hard_delete"] = True
-    return _run(args, lambda m: m.forget(doc))
+    if not args.cascade:
+        return _run(args, lambda m: m.forget(doc))
+
+    async def cascade(m: Any) -> Any:
+        # Derivations are read through the public list, so this works on any transport.
+        from memorywire.core.filters import matches_filter
+        from memorywire.core.provenance import descendants
+
+        scope = _doc(args, "agent_id", "user_id")
+        page = await m.list({**scope, "include_archived": True, "limit": 1000})
+        rows = list(page.memories)
+        while page.next_cursor is not None:
+            page = await m.list({**scope, "include_archived": True, "limit": 1000,
+                                 "cursor": page.next_cursor})
+            rows += page.memories
+        if args.filter is not None:
+            seeds = [r.id for r in rows if matches_filter(r.metadata or {}, args.filter)]
+        else:
+            seeds = list(args.ids or [])
+        ids = list(dict.fromkeys([*(args.ids or []), *seeds, *descendants(rows, seeds)]))
+        if not ids:
+            return await m.forget(doc)
+        return await m.forget({**{k: v for k, v in doc.items() if k != "filter"}, "ids": ids})
+
+    return _run(args, cascade)
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -200,6 +224,8 @@ def _register_ops(sub: Subparsers) -> None:
     p.add_argument("--id", dest="ids", action="append", help="repeatable")
     p.add_argument("--filter", type=_json_arg)
     p.add_argument("--hard", dest="hard_delete", action="store_true")
+    p.add_argument("--cascade", action="store_true",
+                   help="also forget every memory derived from these (derived_from edges)")
     p.add_argument("--reason")
     p.set_defaults(handler=_forget)
 

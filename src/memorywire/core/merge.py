@@ -5,7 +5,9 @@ and confidence; its edges (``metadata.links``, typed) become the union of its ow
 absorbed rows' edges, each keeping its type (self-references dropped); every other live row
 in scope with an edge to an absorbed row points that edge at the survivor instead; each
 absorbed row is deleted, records ``merged_into`` and gains a ``merged_into`` edge to the
-survivor.
+survivor. When the survivor's content changed, it records the absorbed rows in
+``metadata.derived_from`` and their sources in ``derived_sources``
+(:mod:`memorywire.core.provenance`).
 
 ``canonical`` and ``duplicates`` may be ids or entity names (``metadata.entity_name``). A
 name for the canonical picks the oldest live row carrying it; a name among the duplicates
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memorywire.core.content import Edge, content_to_storage, edges_to_storage
+from memorywire.core.provenance import with_derivation
 from memorywire.core.records import Row
 from memorywire.errors import NotFound
 from memorywire.wire.models import MergeRequest, MergeStrategy
@@ -230,7 +233,10 @@ def plan_row_merge(live: Sequence[Row], req: MergeRequest, now: int) -> RowMerge
     links = plan_links(plan, {r.id: r.edges() for r in live})
     old = by_id[plan.canonical_id]
     stored = content_to_storage(old.type, plan.content)
-    changes = [(old, replace(old, stored=stored, metadata=links.survivor_metadata(plan.metadata),
+    metadata = links.survivor_metadata(plan.metadata)
+    if stored != old.stored:  # the survivor's text now carries the absorbed rows' content
+        metadata = with_derivation(metadata, [by_id[m] for m in plan.absorbed_ids])
+    changes = [(old, replace(old, stored=stored, metadata=metadata,
                              confidence=plan.confidence, updated_at=now), stored != old.stored)]
     for mid in plan.absorbed_ids:
         gone = by_id[mid]

@@ -140,6 +140,10 @@ class InMemoryStore:
     async def list(self, query: ListQuery) -> list[MemoryRecord]:
         return await self._ops.list(query)
 
+    async def purge_expired(self, before_ms: int, limit: int = 500) -> builtins.list[MemoryRecord]:
+        """Erase memories expired at or before ``before_ms``; what the expiry sweep calls."""
+        return await self._ops.purge_expired(before_ms, limit)
+
     async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
         return await self._ops.merged_into(agent_id, id, user_id)
 

@@ -231,6 +231,23 @@ class RowOps(Generic[R]):
         return [r.record(recall_stats=self._recall_tracking)
                 for r in list_page(rows, query, now)]
 
+    async def purge_expired(self, before_ms: int, limit: int = 500) -> builtins.list[MemoryRecord]:
+        """Erase up to ``limit`` memories expired at or before ``before_ms``; each agent's
+        rows are re-read under its lock, so one revived since the scan is never erased."""
+        candidates = sorted((r for r in await self._backend.scan_all()
+                             if r.expires_at is not None and r.expires_at <= before_ms),
+                            key=lambda r: (r.expires_at or 0, r.id))[:limit]
+        out: list[MemoryRecord] = []
+        for agent_id in sorted({r.agent_id for r in candidates}):
+            ids = [r.id for r in candidates if r.agent_id == agent_id]
+            async with self.lock(agent_id):
+                fresh = await self._backend.fetch(agent_id, ids)
+                gone = [r for r in fresh.values()
+                        if r.expires_at is not None and r.expires_at <= before_ms]
+                await self._backend.erase(gone)
+            out.extend(r.record() for r in gone)
+        return out
+
     async def merged_into(self, agent_id: str, id: str,
                           user_id: str | None = None) -> str | None:
         """The id that absorbed memory ``id`` in a merge, or ``None`` (also for another

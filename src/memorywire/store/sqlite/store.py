@@ -53,7 +53,7 @@ from memorywire.store._common import (
 )
 from memorywire.store.base import Capability, Health
 from memorywire.store.graph import graph_recall
-from memorywire.store.sqlite import maintenance, writes
+from memorywire.store.sqlite import maintenance, purge, writes
 from memorywire.store.sqlite.db import (
     COLS,
     IN_JSON,
@@ -189,6 +189,10 @@ class SqliteStore:
 
     async def update(self, req: UpdateRequest) -> MemoryRecord:
         return await self._db.call(lambda: maintenance.update(self._db, req))
+
+    async def purge_expired(self, before_ms: int, limit: int = 500) -> builtins.list[MemoryRecord]:
+        """Erase memories expired at or before ``before_ms``; what the expiry sweep calls."""
+        return await self._db.call(lambda: purge.purge_expired(self._db, before_ms, limit))
 
     async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
         """The id that absorbed memory ``id`` in a merge, or ``None``."""

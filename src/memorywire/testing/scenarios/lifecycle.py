@@ -49,8 +49,9 @@ async def _seed_graph(h: Harness, store: MemoryStore) -> None:
 
 
 async def merge_same_everywhere(h: Harness, store: MemoryStore) -> None:
-    """merge_content of b into a gives the same content, metadata, links, confidence and
-    merged_into on every backend; links to b now point at a."""
+    """merge_content of b into a gives the same content, metadata, links, confidence,
+    derivation (a ``derived_from`` edge to b) and merged_into on every backend; links to b
+    now point at a."""
     await _seed_graph(h, store)
     res = await store.merge(MergeRequest(agent_id="ag", canonical="a", duplicates=["b"],
                                          strategy=MergeStrategy.MERGE_CONTENT))
@@ -59,7 +60,8 @@ async def merge_same_everywhere(h: Harness, store: MemoryStore) -> None:
     assert got is not None
     assert got.content == ("Ada Lovelace wrote the first program\n"
                            "Ada Lovelace was the first programmer")
-    assert got.metadata == {"topic": "computing", "era": "victorian", "links": ["x", "y"]}, \
+    assert got.metadata == {"topic": "computing", "era": "victorian",
+                            "links": ["x", "y", {"id": "b", "type": "derived_from"}]}, \
         f"survivor metadata: {got.metadata}"
     assert got.confidence == 0.9
     other = await store.get("ag", "c")

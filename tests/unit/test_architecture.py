@@ -74,6 +74,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store._revision",
             "memorywire.store._vector_cache",
             "memorywire.store.rowstore",
+            "memorywire.store.timeline",
         ),
         "errors wire core embed",
         "anyio numpy",

@@ -11,7 +11,8 @@ from memorywire.core.clock import FakeClock
 from memorywire.core.contradiction import find_conflicts, judge
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import NotFound
-from memorywire.store.base import MemoryStore
+from memorywire.router import MemoryRouter
+from memorywire.store.base import Capability, MemoryStore
 from memorywire.store.memory import InMemoryStore
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import ForgetRequest, MemoryType, RecallRequest, RememberRequest
@@ -102,3 +103,36 @@ def test_detector_separates_changed_values_from_neighbours() -> None:
     assert judge(KLM, KLM) is None
     assert [c.id for c in find_conflicts(RYANAIR, [("x", KLM), ("y", "The user is 30.")])] \
         == ["x"]
+
+
+class _NoTime(InMemoryStore):
+    """A real store that does not declare (nor honour) time: what a third-party child is."""
+
+    @property
+    def capabilities(self):  # type: ignore[no-untyped-def]
+        return super().capabilities - {Capability.TIME}
+
+    async def remember_many(self, reqs):  # type: ignore[no-untyped-def]
+        return await self._ops.remember_many(reqs)
+
+    async def recall(self, req: RecallRequest):  # type: ignore[no-untyped-def]
+        return await self._search(req)
+
+
+async def test_router_applies_time_around_a_child_without_it() -> None:
+    child = _NoTime(embedder=HashingEmbedder(), clock=FakeClock(), name="plain")
+    router = MemoryRouter([child])
+    await router.remember(RememberRequest(agent_id="a", type=MemoryType.SEMANTIC, content=KLM,
+                                          id="old"))
+    resp = await router.remember(RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
+                                                 content=RYANAIR, supersedes=["old"]))
+    assert [c.id for c in resp.conflicts] == []  # named in supersedes: not a conflict
+    # the child alone would still answer both
+    raw = await child.recall(RecallRequest(agent_id="a", query="favourite airline"))
+    assert {h.content for h in raw.results} == {KLM, RYANAIR}
+    got = await router.recall(RecallRequest(agent_id="a", query="favourite airline"))
+    assert [h.content for h in got.results] == [RYANAIR]
+    shown = await router.recall(RecallRequest(agent_id="a", query="favourite airline",
+                                              include_superseded=True))
+    assert [(h.content, h.superseded_by) for h in shown.results] == [(RYANAIR, None),
+                                                                     (KLM, resp.id)]

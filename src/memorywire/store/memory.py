@@ -60,6 +60,7 @@ _ALL_CAPABILITIES = frozenset(
         Capability.GRAPH,
         Capability.RECALL_TRACKING,
         Capability.ERASE,
+        Capability.TIME,
     }
 )
 

@@ -92,6 +92,7 @@ _CAPABILITIES = frozenset(
         Capability.GRAPH,
         Capability.RECALL_TRACKING,
         Capability.ERASE,
+        Capability.TIME,
     }
 )
 

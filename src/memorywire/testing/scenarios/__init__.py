@@ -1,10 +1,10 @@
 """Every conformance scenario, in report order."""
 
-from memorywire.testing.scenarios import lifecycle, read, write
+from memorywire.testing.scenarios import lifecycle, read, time, write
 
 __all__ = ["SCENARIOS", "by_name"]
 
-SCENARIOS = [*read.SCENARIOS, *write.SCENARIOS, *lifecycle.SCENARIOS]
+SCENARIOS = [*read.SCENARIOS, *write.SCENARIOS, *lifecycle.SCENARIOS, *time.SCENARIOS]
 
 
 def by_name(name: str) -> object:

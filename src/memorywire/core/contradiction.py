@@ -1,19 +1,21 @@
 """Contradiction candidates without an LLM: "same subject, different value".
 
-Two statements contradict when most of their content words agree (they talk about the same
-subject) but a few differ (the value changed), or when they agree except for a negation.
-Concretely, on lower-cased content words (stop words dropped, numbers kept):
+Two statements contradict when they talk about the same subject but give it a different
+value, or when they agree except for a negation. Words are split (stop words dropped) into
+*subject* words (lower-case: "favourite", "airline", "lives", "cats") and *value* words
+(names and numbers: capitalised after the first word, or holding a digit: "KLM", "Berlin",
+"3", "S24"):
 
-- *shared* = words in both, *old_only* / *new_only* = words in one only;
-- similarity = ``|shared| / |shared ∪ old_only ∪ new_only|`` (Jaccard);
-- a single number swapped for another with everything else equal is a candidate;
-- otherwise a candidate needs similarity ≥ :data:`MIN_SIMILARITY`, at least two shared words, and
-  either a negation in exactly one side, or both sides having a differing word with neither
-  side differing by more than :data:`MAX_VALUE_WORDS` words (a value is a name, a number, a
-  short phrase; a long difference is a different statement, not a changed value).
+- similarity = Jaccard overlap of the subject words; a candidate needs at least
+  :data:`MIN_SIMILARITY` (more than one shared subject word in three);
+- and either a negation in exactly one side, or each side having a word the other lacks,
+  neither more than :data:`MAX_VALUE_WORDS` (a value is a name, a number, a short phrase; a
+  long difference is another statement, and a pure addition is more detail, not a change).
 
-Unrelated near neighbours ("favourite airline is KLM" / "favourite hotel is Hilton") share
-the frame but not the subject word, so their similarity stays below the bar. The why string
+Unrelated near neighbours share the frame but not the subject ("favourite airline is KLM" /
+"favourite hotel chain is Hilton": one subject word in four), so they stay below the bar.
+Known blind spots: a paraphrase with no subject word in common ("works at X" → "has a new
+job at Y") is missed, and two subjects sharing a frame word can be confused. The why string
 names what differs, for the reviewer.
 """
 
@@ -25,10 +27,10 @@ from dataclasses import dataclass
 
 __all__ = ["MIN_SIMILARITY", "Candidate", "find_conflicts"]
 
-MIN_SIMILARITY = 0.5
+MIN_SIMILARITY = 0.4
 MAX_VALUE_WORDS = 3
 
-_WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+_WORD = re.compile(r"[A-Za-z0-9]+(?:[.'-][A-Za-z0-9]+)*")
 _NEGATIONS = frozenset({"not", "no", "never", "don't", "doesn't", "isn't", "didn't", "won't",
                         "aren't", "wasn't", "cannot", "can't", "nor", "without"})
 _STOP = frozenset(" ".join((
@@ -46,38 +48,53 @@ class Candidate:
     why: str
 
 
-def _words(text: str) -> tuple[set[str], bool]:
-    tokens = _WORD.findall(text.lower())
-    negated = any(t in _NEGATIONS for t in tokens)
-    return {t for t in tokens if t not in _STOP and t not in _NEGATIONS}, negated
+@dataclass(frozen=True)
+class _Parsed:
+    subject: frozenset[str]
+    values: frozenset[str]
+    negated: bool
+
+
+def _parse(text: str) -> _Parsed:
+    """Content words split into *subject* words (lower-case) and *value* words (names and
+    numbers: capitalised after the first word, or holding a digit)."""
+    tokens = _WORD.findall(text)
+    subject, values, negated = set(), set(), False
+    for n, tok in enumerate(tokens):
+        low = tok.lower()
+        if low in _NEGATIONS:
+            negated = True
+        elif low in _STOP:
+            continue
+        elif any(ch.isdigit() for ch in tok) or (n > 0 and tok[0].isupper()):
+            values.add(low)
+        else:
+            subject.add(low)
+    return _Parsed(frozenset(subject), frozenset(values), negated)
 
 
 def judge(old: str, new: str) -> tuple[float, str] | None:
-    """``(similarity, why)`` when ``new`` looks like a changed value of ``old``."""
-    old_w, old_neg = _words(old)
-    new_w, new_neg = _words(new)
-    shared = old_w & new_w
-    union = old_w | new_w
-    if not shared:
+    """``(similarity, why)`` when ``new`` looks like a changed value of ``old``; the
+    similarity is the Jaccard overlap of their subject words."""
+    a, b = _parse(old), _parse(new)
+    if not a.subject or not b.subject:
         return None
-    sim = len(shared) / len(union)
-    old_only, new_only = sorted(old_w - new_w), sorted(new_w - old_w)
-    if old_only and new_only and all(w.isdigit() for w in old_only + new_only) \
-            and len(old_only) == len(new_only) == 1:
-        return sim, f"same subject ({', '.join(sorted(shared))}), number differs: " \
-                    f"{old_only[0]} → {new_only[0]}"
-    if len(shared) < 2 or sim < MIN_SIMILARITY:
+    shared = a.subject & b.subject
+    sim = len(shared) / len(a.subject | b.subject)
+    if sim < MIN_SIMILARITY:
         return None
-    if old_neg != new_neg:
-        return sim, "negation differs" + (f" ({', '.join(old_only + new_only)})"
-                                          if old_only or new_only else "")
+    old_only = sorted((a.subject | a.values) - (b.subject | b.values))
+    new_only = sorted((b.subject | b.values) - (a.subject | a.values))
+    about = ", ".join(sorted(shared))
+    if a.negated != b.negated:
+        return sim, f"same subject ({about}), negation differs"
     if not old_only or not new_only:
-        return None
+        return None  # identical, or only added detail: not a different value
     if len(old_only) > MAX_VALUE_WORDS or len(new_only) > MAX_VALUE_WORDS:
         return None
     kind = "number" if any(w.isdigit() for w in old_only + new_only) else "value"
-    return sim, f"same subject ({', '.join(sorted(shared))}), {kind} differs: " \
-                f"{' '.join(old_only)} → {' '.join(new_only)}"
+    return sim, f"same subject ({about}), {kind} differs: {' '.join(old_only)} → " \
+                f"{' '.join(new_only)}"
 
 
 def find_conflicts(new: str, stored: Iterable[tuple[str, str]],

@@ -20,6 +20,7 @@ from memorywire.core.timeline import (
     is_visible,
     rank_current_first,
     time_metadata,
+    validity_of,
 )
 from memorywire.errors import NotFound
 from memorywire.store.base import MemoryStore
@@ -56,8 +57,10 @@ async def _conflicts(store: MemoryStore, req: RememberRequest) -> list[ConflictC
     rows = await store.list(ListQuery(agent_id=req.agent_id, user_id=req.user_id,
                                       types=[req.type], limit=CONFLICT_SCAN_LIMIT))
     skip = {req.id, *(req.supersedes or [])}
+    # Only what is current can be contradicted: an already superseded value is history.
     pairs = [(r.id, r.content) for r in rows if r.id not in skip
-             and isinstance(r.content, str) and r.user_id == req.user_id]
+             and isinstance(r.content, str) and r.user_id == req.user_id
+             and validity_of(r.metadata, r.created_at).superseded_by is None]
     return [ConflictCandidate(id=c.id, similarity=c.similarity, why=c.why)
             for c in find_conflicts(req.content, pairs)]
 

@@ -2,7 +2,8 @@
 
 A store that does not declare the ``time`` capability is skipped (naming it): it would
 store ``supersedes`` and ``as_of`` without acting on them. A router over such a store
-applies the rules itself; ``router_suppresses_superseded`` proves that.
+applies the rules itself (``tests/unit/test_timeline.py``; this plugin may not import the
+router).
 """
 
 from __future__ import annotations
@@ -80,23 +81,9 @@ async def remember_reports_conflicts(h: Harness, store: MemoryStore) -> None:
     assert set(await _ask(store)) >= {KLM, RYANAIR}
 
 
-async def router_suppresses_superseded(h: Harness, store: MemoryStore) -> None:
-    """A router over this store answers current truth only, whether or not the store
-    honours time itself."""
-    from memorywire.router import MemoryRouter
-
-    router = MemoryRouter([store])
-    await router.remember(rem("ag", KLM, id="a"))
-    h.clock.advance(1000)
-    await router.remember(rem("ag", RYANAIR, id="b", supersedes=["a"]))
-    assert await _ask(router) == [RYANAIR]
-    assert await _ask(router, include_superseded=True) == [RYANAIR, KLM]
-
-
 SCENARIOS: list[Scenario] = [
     scenario(supersedes_hides_the_old_value, C.SEMANTIC),
     scenario(chains_and_as_of, C.SEMANTIC),
     scenario(forgetting_the_newer_keeps_the_older_closed, C.SEMANTIC),
     scenario(remember_reports_conflicts, C.SEMANTIC),
-    scenario(router_suppresses_superseded, C.SEMANTIC),
 ]

@@ -62,7 +62,7 @@ ATTRIBUTES: dict[str, tuple[list[str], str, list[str]]] = {
                  ["Siemens", "Google", "Spotify", "Zalando", "Adidas", "Bosch", "Nokia",
                   "Philips", "Ikea", "Airbus"]),
     "role": (["The user's job title is {}.", "The user was promoted to {}."],
-             "What is the user's position at work?",
+             "What job does the user have now?",
              ["junior engineer", "senior engineer", "team lead", "engineering manager",
               "director", "principal architect", "product manager", "data scientist"]),
     "cats": (["The user has {} cats.", "The user now has {} cats."],
@@ -76,11 +76,11 @@ ATTRIBUTES: dict[str, tuple[list[str], str, list[str]]] = {
              "What dish does the user enjoy the most?",
              ["sushi", "pizza", "ramen", "tacos", "paella", "curry", "falafel", "lasagne"]),
     "phone": (["The user's phone is a {}.", "The user switched to a {} phone."],
-              "Which smartphone does the user use?",
+              "What mobile phone does the user have?",
               ["Pixel 8", "iPhone 15", "Galaxy S24", "Fairphone 5", "OnePlus 12",
                "Nothing Phone"]),
     "gym": (["The user trains at {} gym.", "The user changed to {} gym."],
-            "Where does the user work out?",
+            "At which gym does the user exercise?",
             ["McFit", "Urban Sports", "Basic-Fit", "John Reed", "FitX", "Holmes Place"]),
 }
 STEP_MS = 60_000
@@ -159,6 +159,7 @@ async def run(users: int, seed: int, embedder: Embedder) -> dict[str, Any]:
         write_s = time.perf_counter() - started
         clock.advance(STEP_MS)
         acc = {a: 0 for a in AGENTS}
+        misses: dict[str, int] = {}
         past_ok = past_n = 0
         started = time.perf_counter()
         for c in chains:
@@ -166,7 +167,12 @@ async def run(users: int, seed: int, embedder: Embedder) -> dict[str, Any]:
             for agent in AGENTS:
                 hits = (await store.recall(RecallRequest(
                     agent_id=agent, user_id=c.user, query=question, k=1))).results
-                acc[agent] += bool(hits) and hits[0].id == c.ids[agent][-1]
+                ok = bool(hits) and hits[0].id == c.ids[agent][-1]
+                acc[agent] += ok
+                if agent == "explicit" and not ok:
+                    got = (hits[0].metadata or {}).get("attr") if hits else "nothing"
+                    key = f"{c.attr}->{got}"
+                    misses[key] = misses.get(key, 0) + 1
             if len(c.values) > 1:
                 j = len(c.values) - 2
                 hits = (await store.recall(RecallRequest(
@@ -192,6 +198,7 @@ async def run(users: int, seed: int, embedder: Embedder) -> dict[str, Any]:
                                              4),
             **det,
         },
+        "explicit_misses": dict(sorted(misses.items(), key=lambda kv: -kv[1])),
         "seconds": {"write": round(write_s, 1), "read": round(read_s, 1)},
     }
 

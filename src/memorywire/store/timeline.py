@@ -26,6 +26,7 @@ from memorywire.errors import NotFound
 from memorywire.store.base import MemoryStore
 from memorywire.wire.models import (
     ConflictCandidate,
+    MemoryRecord,
     MemoryType,
     RecallRequest,
     RecallResponse,
@@ -33,7 +34,7 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["CONFLICT_SCAN_LIMIT", "recall_in_time", "remember_in_time"]
+__all__ = ["CONFLICT_SCAN_LIMIT", "recall_in_time", "remember_in_time", "supersede"]
 
 #: How many of the scope's memories (of the same type) the detector compares a write with.
 CONFLICT_SCAN_LIMIT = 1000
@@ -54,8 +55,11 @@ def _plain(req: RememberRequest) -> RememberRequest:
 async def _conflicts(store: MemoryStore, req: RememberRequest) -> list[ConflictCandidate]:
     if req.type not in _FACT_TYPES or not isinstance(req.content, str):
         return []
-    rows = await store.list(ListQuery(agent_id=req.agent_id, user_id=req.user_id,
-                                      types=[req.type], limit=CONFLICT_SCAN_LIMIT))
+    try:
+        rows = await store.list(ListQuery(agent_id=req.agent_id, user_id=req.user_id,
+                                          types=[req.type], limit=CONFLICT_SCAN_LIMIT))
+    except NotFound:  # a store file not created yet (CLI one-shot reads): nothing to contradict
+        return []
     skip = {req.id, *(req.supersedes or [])}
     # Only what is current can be contradicted: an already superseded value is history.
     pairs = [(r.id, r.content) for r in rows if r.id not in skip
@@ -85,13 +89,34 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
     for req, resp, found in zip(reqs, responses, conflicts, strict=True):
         start = req.valid_from if req.valid_from is not None else resp.stored_at
         for old_id in req.supersedes or []:
-            rec = olds[(req.agent_id, old_id)]
-            await store.update(UpdateRequest(
-                agent_id=req.agent_id, id=old_id, user_id=req.user_id,
-                metadata_patch=closing_patch(rec.metadata, rec.created_at, resp.id, start),
-                reason=f"superseded by {resp.id}"))
+            await _close(store, olds[(req.agent_id, old_id)], resp.id, start, req.user_id)
         out.append(resp.model_copy(update={"conflicts": found}) if found else resp)
     return out
+
+
+async def _close(store: MemoryStore, old: MemoryRecord, new_id: str, start: int,
+                 user_id: str | None) -> None:
+    await store.update(UpdateRequest(
+        agent_id=old.agent_id, id=old.id, user_id=user_id,
+        metadata_patch=closing_patch(old.metadata, old.created_at, new_id, start),
+        reason=f"superseded by {new_id}"))
+
+
+async def supersede(store: MemoryStore, agent_id: str, new_id: str, old_ids: Sequence[str],
+                    user_id: str | None = None) -> None:
+    """Mark live memories ``old_ids`` as superseded by the stored memory ``new_id``: the
+    same rule a remember with ``supersedes`` applies, for a conflict accepted afterwards (a
+    reviewer's click, an auto-supersede policy). Goes through ``store.update``, so a governed
+    store audits it."""
+    new = await store.get(agent_id, new_id, user_id)
+    if new is None:
+        raise NotFound(f"memory {new_id!r} not found")
+    start = validity_of(new.metadata, new.created_at).valid_from
+    for old_id in old_ids:
+        old = await store.get(agent_id, old_id, user_id)
+        if old is None:
+            raise NotFound(f"supersedes: memory {old_id!r} not found")
+        await _close(store, old, new_id, start, user_id)
 
 
 async def recall_in_time(req: RecallRequest, search: Search, now: int) -> RecallResponse:

@@ -143,7 +143,7 @@ async def run(users: int, seed: int, embedder: Embedder) -> dict[str, Any]:
                     agent_id=agent, user_id=c.user, type=MemoryType.SEMANTIC,
                     content=c.texts[i], metadata={"attr": c.attr}, supersedes=sup))
                 c.ids.setdefault(agent, []).append(resp.id)
-                found = [x.id for x in resp.conflicts]
+                found = [x.id for x in resp.conflicts or []]
                 if agent == "auto":
                     det["reported"] += len(found)
                     det["reported_wrong"] += sum(1 for x in found if x != prev)

@@ -251,7 +251,9 @@ class RememberResponse(_Strict):
     pending_approval: bool
     approval_url: str | None = None
     #: NEW (v0.x): contradiction candidates found on write (a hint; nothing was changed).
-    conflicts: list[ConflictCandidate] = Field(default_factory=list)
+    #: ``None`` (omitted on the wire) when there are none, so a v0.0 reader that forbids
+    #: unknown keys still reads every answer without a conflict.
+    conflicts: list[ConflictCandidate] | None = None
     #: Transport-side diagnostics; excluded from the wire body (v0 forbids extra keys).
     failures: list[StoreFailure] = Field(default_factory=list, exclude=True)
 

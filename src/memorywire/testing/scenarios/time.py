@@ -76,7 +76,8 @@ async def remember_reports_conflicts(h: Harness, store: MemoryStore) -> None:
     await store.remember(rem("ag", "The user's favourite hotel is the Hilton", id="h"))
     h.clock.advance(1000)
     resp = await store.remember(rem("ag", RYANAIR, id="b"))
-    assert [c.id for c in resp.conflicts] == ["a"], f"conflicts: {resp.conflicts}"
+    assert [c.id for c in resp.conflicts or []] == ["a"], f"conflicts: {resp.conflicts}"
+    assert resp.conflicts is not None
     assert 0 < resp.conflicts[0].similarity <= 1 and "ryanair" in resp.conflicts[0].why
     assert set(await _ask(store)) >= {KLM, RYANAIR}
 

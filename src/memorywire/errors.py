@@ -10,7 +10,8 @@ Tree::
 
     MemorywireError                 internal_error        500
     ├── InvalidRequest              invalid_request       400
-    │   └── PayloadTooLarge         payload_too_large     413
+    │   ├── PayloadTooLarge         payload_too_large     413
+    │   └── UnsupportedVersion      unsupported_version   400
     ├── Unauthorized                unauthorized          401
     ├── Forbidden                   forbidden             403
     ├── NotFound                    not_found             404
@@ -47,6 +48,7 @@ __all__ = [
     "StorageFull",
     "StoreCorrupt",
     "Unauthorized",
+    "UnsupportedVersion",
     "error_from_envelope",
 ]
 
@@ -104,6 +106,13 @@ class InvalidRequest(MemorywireError):
 class PayloadTooLarge(InvalidRequest):
     code = "payload_too_large"
     http_status = 413
+
+
+class UnsupportedVersion(InvalidRequest):
+    """The request announces a wire version whose major this implementation does not speak."""
+
+    code = "unsupported_version"
+    http_status = 400
 
 
 class Unauthorized(MemorywireError):

@@ -22,6 +22,12 @@ Verification: ids that only one child returned and that sit in the fused top ``2
 checked with that child's ``get``; a child holding none of a checked id is excluded as lying
 or corrupt. A check that times out or errors is inconclusive and keeps the hits (logged).
 
+Writes. ``remember`` goes to the children whose capabilities include the memory's type
+(``primary_only``: the first of those); the others are not written, not named in ``stores``
+and not counted as failures. ``stores_queried`` of a recall names only the children whose
+answer was used. A merge that merged nothing checks that its duplicates name something (live,
+merged away, or an entity name) on some child, and refuses with ``NotFound`` otherwise.
+
 Capabilities. The union of what the children declare — the router can serve a memory type or
 a search mode if any child can — except ``recall_tracking`` and ``governance``, which the
 router declares only when every child does: an expire by ``no_recall_in_days`` or an
@@ -49,10 +55,12 @@ from memorywire.errors import (
     ErrorDetail,
     InvalidRequest,
     MemorywireError,
+    NotFound,
     PendingApproval,
     StoreCorrupt,
 )
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
+from memorywire.store.refs import unknown_refs
 from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
     ExpireRequest,
@@ -270,7 +278,13 @@ class MemoryRouter:
             )
         mid = req.id or new_id()
         child_req = req.model_copy(update={"id": mid})
-        targets = self._stores[:1] if self._policy == "primary_only" else self._stores
+        # Only children that keep this memory type are written: one lacking it would refuse,
+        # and that is a property of the child, not a failure of the write.
+        wanted = Capability(req.type.value)
+        capable = [s for s in self._stores if wanted in s.capabilities]
+        if not capable:
+            raise CapabilityMissing(f"no child store declares the {wanted.value} capability")
+        targets = capable[:1] if self._policy == "primary_only" else capable
 
         async def write(s: MemoryStore) -> RememberResponse:
             if Capability.TIME in s.capabilities:
@@ -323,6 +337,12 @@ class MemoryRouter:
         done = [o.value for o in outcomes if o.ok and o.value is not None]
         if not done:
             raise self._all_failed(outcomes, "merge")
+        if not any(r.merged_count for r in done):
+            unknown = await unknown_refs([o.store for o in outcomes if o.ok], req)
+            if unknown:
+                raise NotFound(f"duplicate memories not found: {unknown}",
+                               [ErrorDetail("/duplicates", "not_found", f"{ref!r} names no "
+                                            "memory in scope") for ref in unknown])
         failures = self._failures(outcomes)
         return MergeResponse(
             canonical=done[0].canonical, merged_count=max(r.merged_count for r in done),
@@ -431,7 +451,7 @@ class MemoryRouter:
             results = rank_current_first(results, req.as_of if req.as_of is not None else now)
         return RecallResponse(
             results=results, fusion_used=req.fusion,
-            stores_queried=[s.name for s in self._stores],
+            stores_queried=[s.name for s in self._stores if s.name in answered],
             latency_ms=int((time.perf_counter() - started) * 1000), failures=failures,
         )
 

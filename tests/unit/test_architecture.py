@@ -73,6 +73,8 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store._common",
             "memorywire.store._revision",
             "memorywire.store._vector_cache",
+            "memorywire.store.graph",
+            "memorywire.store.refs",
             "memorywire.store.rowstore",
             "memorywire.store.timeline",
         ),

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from memorywire.core.content import Edge
 from memorywire.core.merge import MergeOutcome, plan_links
 from memorywire.core.records import (
     ListQuery,
@@ -73,9 +74,21 @@ def test_list_pages_oldest_first_after_the_anchor() -> None:
 
 def test_merge_links_unite_and_move_to_the_survivor() -> None:
     outcome = MergeOutcome("a", "text", {}, 1.0, ("b",))
-    plan = plan_links(outcome, {"a": ["x", "b"], "b": ["y", "a", "x"], "c": ["b", "a"],
-                                "d": ["x"]})
+    links = {"a": ["x", "b"], "b": ["y", "a", "x"], "c": ["b", "a"], "d": ["x"]}
+    plan = plan_links(outcome, {k: [Edge(x) for x in v] for k, v in links.items()})
     assert plan.survivor_links == ["x", "y"]
     assert plan.relinked == {"c": ["a"]}
+
+
+def test_merge_keeps_each_edge_type_when_it_moves() -> None:
+    outcome = MergeOutcome("a", "text", {}, 1.0, ("b",))
+    plan = plan_links(outcome, {
+        "a": [Edge("x", "supersedes")],
+        "b": [Edge("y", "derived_from"), Edge("x", "supersedes")],
+        "c": [Edge("b", "derived_from"), Edge("a")],
+    })
+    assert plan.survivor_links == [{"id": "x", "type": "supersedes"},
+                                   {"id": "y", "type": "derived_from"}]
+    assert plan.relinked == {"c": [{"id": "a", "type": "derived_from"}, "a"]}
     bare = plan_links(MergeOutcome("a", "t", {}, 1.0, ("b",)), {"a": [], "b": []})
     assert bare.survivor_links is None and bare.survivor_metadata({"k": 1}) == {"k": 1}

@@ -58,6 +58,7 @@ async def test_superseded_memory_leaves_default_recall(store: MemoryStore) -> No
     assert shown.results[1].superseded_by == new
     assert shown.results[1].valid_to is not None
     assert "_validity" not in (shown.results[1].metadata or {})
+    assert [(x.id, x.type) for x in shown.results[0].links or []] == [(old, "supersedes")]
 
 
 async def test_chain_and_as_of(store: MemoryStore) -> None:

@@ -1,21 +1,57 @@
 """How a memory's content is kept, embedded and linked: pure rules every store shares.
 
 A procedure is stored as the canonical JSON of a validated machine and embedded as its words;
-every other type is stored and embedded as given. ``metadata.links`` is the only source of a
-memory's graph edges.
+every other type is stored and embedded as given.
+
+Edges. A memory's graph edges are typed (``related``, ``derived_from``, ``supersedes``,
+``merged_into``; an open set of lower-case names) and point from the memory to another id. The
+wire carries them in the ``links`` field; a store keeps them in the reserved metadata key
+``links`` (so every backend that keeps metadata keeps edges, with no new column): a ``related``
+edge as the bare id (the v0.0 form, so old rows and old clients read the same), any other as
+``{"id": ..., "type": ...}``. ``metadata.links`` written by a client is the deprecated v0.0
+spelling of ``links`` (ids only, all ``related``) and is accepted through v0.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from memorywire.core.procedure import parse_procedure
 from memorywire.errors import InvalidRequest
-from memorywire.wire.models import MemoryType
+from memorywire.wire.models import MemoryType, RememberRequest
 
-__all__ = ["content_from_storage", "content_to_storage", "embed_text", "links_of"]
+__all__ = [
+    "EDGE_TYPES",
+    "Edge",
+    "content_from_storage",
+    "content_to_storage",
+    "edges_of",
+    "edges_to_storage",
+    "embed_text",
+    "fold_links",
+    "links_of",
+    "with_links",
+]
+
+#: The edge types v0 names; others matching ``_EDGE_TYPE`` are kept as given (open set).
+EDGE_TYPES = ("related", "derived_from", "supersedes", "merged_into")
+_EDGE_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One typed edge from the memory that holds it to the memory ``id``."""
+
+    id: str
+    type: str = "related"
+
+    def stored(self) -> str | dict[str, str]:
+        return self.id if self.type == "related" else {"id": self.id, "type": self.type}
+
 
 
 def content_to_storage(mtype: MemoryType, content: str | dict[str, Any]) -> str:
@@ -59,11 +95,52 @@ def embed_text(mtype: MemoryType, stored: str) -> str:
     return " ".join(w.replace("_", " ") for w in words if w)
 
 
-def links_of(metadata: Mapping[str, Any] | None) -> list[str]:
-    """Graph edges a memory declares: ``metadata.links``, a list of memory ids."""
+def _edge(raw: Any) -> Edge:
+    if isinstance(raw, str) and raw:
+        return Edge(raw)
+    if isinstance(raw, Mapping) and set(raw) <= {"id", "type"}:
+        mid, kind = raw.get("id"), raw.get("type", "related")
+        if isinstance(mid, str) and mid and isinstance(kind, str) and _EDGE_TYPE.match(kind):
+            return Edge(mid, kind)
+    raise InvalidRequest("links must be memory ids or {\"id\": ..., \"type\": ...} objects "
+                         "with a lower-case edge type (related, derived_from, supersedes, "
+                         "merged_into, ...)")
+
+
+def edges_of(metadata: Mapping[str, Any] | None) -> list[Edge]:
+    """The typed edges a memory holds (its stored ``metadata.links``), duplicates dropped."""
     raw = (metadata or {}).get("links")
     if raw is None:
         return []
-    if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
-        raise InvalidRequest("metadata.links must be a list of memory ids")
-    return list(dict.fromkeys(raw))
+    if not isinstance(raw, list):
+        raise InvalidRequest("links must be a list")
+    return list(dict.fromkeys(_edge(x) for x in raw))
+
+
+def edges_to_storage(edges: Iterable[Edge]) -> list[str | dict[str, str]]:
+    return [e.stored() for e in dict.fromkeys(edges)]
+
+
+def links_of(metadata: Mapping[str, Any] | None) -> list[str]:
+    """Ids a memory has an edge to, of any type: its neighbours for the graph boost."""
+    return list(dict.fromkeys(e.id for e in edges_of(metadata)))
+
+
+def with_links(metadata: Mapping[str, Any] | None, links: Iterable[Any] | None) -> dict[str, Any]:
+    """The metadata a remember stores: the request's ``links`` (wire objects or dicts) joined
+    to any deprecated ``metadata.links``, validated, in the stored form."""
+    out = dict(metadata or {})
+    edges = edges_of(out)
+    extra = [_edge(x.model_dump() if hasattr(x, "model_dump") else x) for x in links or ()]
+    if extra:
+        out["links"] = edges_to_storage([*edges, *extra])
+    return out
+
+
+def fold_links(req: RememberRequest) -> RememberRequest:
+    """``req`` as stores write it: its ``links`` moved into the stored ``metadata.links``
+    (validated either way), so every backend keeps edges wherever it keeps metadata."""
+    metadata = with_links(req.metadata, req.links)
+    if req.links is None:
+        return req
+    return req.model_copy(update={"metadata": metadata, "links": None})

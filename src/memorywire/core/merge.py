@@ -1,9 +1,11 @@
 """Merge strategies of wire v0, as plain functions over plain rows.
 
 What a merge does, for every backend: the survivor takes the strategy's content, metadata
-and confidence; its ``metadata.links`` become the union of its own and the absorbed rows'
-links (self-references dropped); every other live row in scope that linked an absorbed row
-links the survivor instead; each absorbed row is deleted and records ``merged_into``.
+and confidence; its edges (``metadata.links``, typed) become the union of its own and the
+absorbed rows' edges, each keeping its type (self-references dropped); every other live row
+in scope with an edge to an absorbed row points that edge at the survivor instead; each
+absorbed row is deleted, records ``merged_into`` and gains a ``merged_into`` edge to the
+survivor.
 
 ``canonical`` and ``duplicates`` may be ids or entity names (``metadata.entity_name``). A
 name for the canonical picks the oldest live row carrying it; a name among the duplicates
@@ -17,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from memorywire.core.content import content_to_storage
+from memorywire.core.content import Edge, content_to_storage, edges_to_storage
 from memorywire.core.records import Row
 from memorywire.errors import NotFound
 from memorywire.wire.models import MergeRequest, MergeStrategy
@@ -176,8 +178,8 @@ class LinkPlan:
     """Links after a merge: the survivor's (``None``: it keeps no ``links`` key) and the new
     ``metadata.links`` of every other row that pointed at an absorbed one."""
 
-    survivor_links: list[str] | None
-    relinked: dict[str, list[str]]
+    survivor_links: list[str | dict[str, str]] | None
+    relinked: dict[str, list[str | dict[str, str]]]
 
     def survivor_metadata(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
         out = dict(metadata)
@@ -186,22 +188,22 @@ class LinkPlan:
         return out
 
 
-def plan_links(outcome: MergeOutcome, links_by_id: Mapping[str, Sequence[str]]) -> LinkPlan:
-    """``links_by_id``: the links of every live row in the merge's scope."""
+def plan_links(outcome: MergeOutcome, links_by_id: Mapping[str, Sequence[Edge]]) -> LinkPlan:
+    """``links_by_id``: the typed edges of every live row in the merge's scope."""
     survivor = outcome.canonical_id
     gone = set(outcome.absorbed_ids)
     gathered = [*links_by_id.get(survivor, [])]
     for mid in outcome.absorbed_ids:
         gathered.extend(links_by_id.get(mid, []))
     had_links = bool(gathered) or "links" in outcome.metadata
-    own = [x for x in dict.fromkeys(gathered) if x != survivor and x not in gone]
-    relinked: dict[str, list[str]] = {}
-    for rid, links in links_by_id.items():
-        if rid == survivor or rid in gone or not gone.intersection(links):
+    own = [e for e in gathered if e.id != survivor and e.id not in gone]
+    relinked: dict[str, list[str | dict[str, str]]] = {}
+    for rid, edges in links_by_id.items():
+        if rid == survivor or rid in gone or not gone.intersection(e.id for e in edges):
             continue
-        moved = [survivor if x in gone else x for x in links]
-        relinked[rid] = [x for x in dict.fromkeys(moved) if x != rid]
-    return LinkPlan(own if had_links else None, relinked)
+        moved = [Edge(survivor, e.type) if e.id in gone else e for e in edges]
+        relinked[rid] = edges_to_storage(e for e in moved if e.id != rid)
+    return LinkPlan(edges_to_storage(own) if had_links else None, relinked)
 
 
 @dataclass(frozen=True)
@@ -225,14 +227,17 @@ def plan_row_merge(live: Sequence[Row], req: MergeRequest, now: int) -> RowMerge
         return RowMerge(canonical.id, (), [])
     plan = plan_merge(canonical, dups, req.strategy)
     by_id = {r.id: r for r in live}
-    links = plan_links(plan, {r.id: r.links() for r in live})
+    links = plan_links(plan, {r.id: r.edges() for r in live})
     old = by_id[plan.canonical_id]
     stored = content_to_storage(old.type, plan.content)
     changes = [(old, replace(old, stored=stored, metadata=links.survivor_metadata(plan.metadata),
                              confidence=plan.confidence, updated_at=now), stored != old.stored)]
     for mid in plan.absorbed_ids:
-        changes.append((by_id[mid], replace(by_id[mid], deleted_at=now,
-                                            merged_into=plan.canonical_id), False))
+        gone = by_id[mid]
+        edges = [*gone.edges(), Edge(plan.canonical_id, "merged_into")]
+        changes.append((gone, replace(gone, deleted_at=now, merged_into=plan.canonical_id,
+                                      metadata={**gone.metadata,
+                                                "links": edges_to_storage(edges)}), False))
     for rid, new_links in links.relinked.items():
         row = by_id[rid]
         changes.append((row, replace(row, metadata={**row.metadata, "links": new_links}), False))

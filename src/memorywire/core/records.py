@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from memorywire.core.content import content_from_storage, content_to_storage, links_of
+from memorywire.core.content import (
+    Edge,
+    content_from_storage,
+    content_to_storage,
+    edges_of,
+    links_of,
+)
 from memorywire.core.expiry import ExpiryFacts
 from memorywire.core.filters import matches_filter
 from memorywire.errors import Conflict
@@ -113,6 +119,9 @@ class Row:
 
     def links(self) -> list[str]:
         return links_of(self.metadata)
+
+    def edges(self) -> list[Edge]:
+        return edges_of(self.metadata)
 
     def expiry_facts(self) -> ExpiryFacts:
         return ExpiryFacts(self.type, self.created_at, self.confidence, self.last_recalled_at)

@@ -54,6 +54,7 @@ from memorywire.wire.models import (
 )
 from memorywire.wire.registry import schema as schema_document
 from memorywire.wire.registry import schema_names
+from memorywire.wire.versions import check_requested, versions_doc
 
 __all__ = [
     "FAILURES_HEADER",
@@ -162,6 +163,10 @@ class Dispatcher:
         if handler is None:
             raise NotFound(f"unknown operation {op!r}")
         body = {} if doc is None else doc
+        if isinstance(body, Mapping) and "wire_version" in body:
+            # Transports without headers (JSON-RPC, MCP) announce the version in the params.
+            body = dict(body)
+            check_requested(body.pop("wire_version"), "/wire_version")
         check_document(op, body)  # before the schema: its messages may quote the value
         with acting_as(principal.name, principal.token_id):
             if self.observer is None:
@@ -325,7 +330,8 @@ class Dispatcher:
 
     async def _health(self, doc: Any, p: Principal) -> DispatchResult:
         h = await self.store.health()
-        body: dict[str, Any] = {"status": h.status, "store": self.store.name}
+        body: dict[str, Any] = {"status": h.status, "store": self.store.name,
+                                "wire_version": versions_doc()}
         if p.role is Role.ADMIN:
             body["details"] = h.details
             body["capabilities"] = sorted(c.value for c in self.store.capabilities)

@@ -38,6 +38,7 @@ from memorywire.server.limits import parse_json_body
 from memorywire.server.openapi import openapi_document
 from memorywire.server.origin import BrowserRules, BrowserSafe
 from memorywire.wire.routes import OPERATIONS, RECORD_OPERATIONS, ROUTES
+from memorywire.wire.versions import LATEST_MINOR, VERSION_HEADER, check_requested
 
 __all__ = ["FAILURES_HEADER", "create_app"]
 
@@ -103,7 +104,13 @@ def _guard(endpoint: Endpoint) -> Endpoint:
     """Every failure becomes an envelope; nothing escapes to kill the connection."""
 
     async def guarded(request: Request) -> Response:
+        response = await _answer(request)
+        response.headers[VERSION_HEADER] = LATEST_MINOR
+        return response
+
+    async def _answer(request: Request) -> Response:
         try:
+            check_requested(request.headers.get(VERSION_HEADER), VERSION_HEADER)
             return await endpoint(request)
         except BodyTimeout as exc:
             err = InvalidRequest(str(exc), [ErrorDetail("", "timeout", str(exc))])

@@ -13,6 +13,7 @@ from typing import Any
 
 from memorywire.wire.registry import BASE_URI, schema, schema_names
 from memorywire.wire.routes import OPERATIONS, RECORD_OPERATIONS, ROUTES
+from memorywire.wire.versions import LATEST_MINOR, VERSION_HEADER, versions_doc
 
 __all__ = ["bundled_schema", "component_name", "openapi_document"]
 
@@ -230,7 +231,15 @@ def _paths() -> dict[str, Any]:
 def _document() -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
-        "info": {"title": "memorywire", "version": "0"},
+        "info": {
+            "title": "memorywire", "version": "0",
+            "description": (f"Wire format v{LATEST_MINOR}; requests of any v0 minor are served. "
+                            f"A request may announce its version in the {VERSION_HEADER} header "
+                            "(or `wire_version` in JSON-RPC/MCP params); another major is "
+                            "refused with `unsupported_version`. Every response carries the "
+                            f"{VERSION_HEADER} header."),
+            "x-wire-versions": versions_doc(),
+        },
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
         "paths": _paths(),
         "components": {

@@ -60,6 +60,7 @@ from memorywire.store._common import (
 )
 from memorywire.store._revision import RevisionRow, revision_fields
 from memorywire.store.base import Capability, Health
+from memorywire.store.graph import refuse_hops
 from memorywire.store.rowstore import RowOps, live_in_scope
 from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
@@ -325,6 +326,7 @@ class LettaStore:
     # --- reads -------------------------------------------------------------------------------
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
+        refuse_hops(self._name, req)
         return await recall_in_time(req, self._search, self._clock.now_ms())
 
     async def _search(self, req: RecallRequest) -> RecallResponse:

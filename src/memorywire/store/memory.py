@@ -29,6 +29,7 @@ from memorywire.store._common import (
     shortest_hops,
 )
 from memorywire.store.base import Capability, Health
+from memorywire.store.graph import graph_recall
 from memorywire.store.rowstore import RowOps, live_in_scope
 from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
@@ -156,6 +157,8 @@ class InMemoryStore:
     # --- reads -------------------------------------------------------------------------------
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
+        if req.hops:
+            return await graph_recall(self, req, self.recall)
         return await recall_in_time(req, self._search, self._clock.now_ms())
 
     async def _search(self, req: RecallRequest) -> RecallResponse:

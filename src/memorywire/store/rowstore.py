@@ -22,7 +22,7 @@ from typing import Generic, Protocol, TypeVar
 import anyio
 
 from memorywire.core.clock import Clock
-from memorywire.core.content import content_to_storage, links_of
+from memorywire.core.content import content_to_storage, fold_links
 from memorywire.core.expiry import needs_recall_tracking, policy_matches
 from memorywire.core.ids import new_id
 from memorywire.core.merge import plan_row_merge
@@ -119,9 +119,8 @@ class RowOps(Generic[R]):
 
     async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
         prepared = []
-        for req in reqs:
+        for req in map(fold_links, reqs):
             stored = content_to_storage(req.type, req.content)
-            links_of(req.metadata)
             prepared.append((req, stored))
         agents = sorted({req.agent_id for req in reqs})
         out: dict[int, RememberResponse] = {}

@@ -26,6 +26,7 @@ from memorywire.errors import NotFound
 from memorywire.store.base import MemoryStore
 from memorywire.wire.models import (
     ConflictCandidate,
+    Link,
     MemoryRecord,
     MemoryType,
     RecallRequest,
@@ -48,8 +49,14 @@ def _plain(req: RememberRequest) -> RememberRequest:
     """The request as a store without time sees it: validity folded into metadata."""
     if req.valid_from is None and req.valid_to is None and req.supersedes is None:
         return req
+    links = list(req.links or [])
+    known = {(x.id, x.type) for x in links}
+    # the replaced memories also become typed ``supersedes`` edges of the graph
+    links += [Link(id=old, type="supersedes") for old in req.supersedes or []
+              if (old, "supersedes") not in known]
     return req.model_copy(update={"metadata": time_metadata(req), "valid_from": None,
-                                  "valid_to": None, "supersedes": None})
+                                  "valid_to": None, "supersedes": None,
+                                  "links": links or None})
 
 
 async def _conflicts(store: MemoryStore, req: RememberRequest) -> list[ConflictCandidate]:

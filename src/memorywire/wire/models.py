@@ -117,6 +117,35 @@ class Procedure(_Strict):
     metadata: dict[str, Any] | None = None
 
 
+# --- graph edges -----------------------------------------------------------------------------
+
+#: An edge type: ``related``, ``derived_from``, ``supersedes``, ``merged_into`` (v0 names) or
+#: another lower-case name (the set is open).
+EdgeType = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
+
+
+class Link(_Strict):
+    """A typed edge from the memory that carries it to the memory ``id`` (v0.1)."""
+
+    id: Id
+    type: EdgeType = "related"
+
+
+def links_from_metadata(metadata: dict[str, Any] | None) -> list[Link] | None:
+    """The typed view of a stored ``metadata.links`` (ids are ``related`` edges); entries that
+    are not edges are skipped here (stores validate them on write)."""
+    raw = (metadata or {}).get("links")
+    if not isinstance(raw, list):
+        return None
+    out: list[Link] = []
+    for x in raw:
+        try:
+            out.append(Link(id=x) if isinstance(x, str) else Link.model_validate(x))
+        except ValueError:
+            continue
+    return list({(ln.id, ln.type): ln for ln in out}.values()) or None
+
+
 # --- requests --------------------------------------------------------------------------------
 
 
@@ -146,6 +175,8 @@ class RememberRequest(_Strict):
             raise ValueError("valid_to must be after valid_from")
         if self.supersedes is not None and self.id is not None and self.id in self.supersedes:
             raise ValueError("supersedes must not name the memory itself")
+    #: v0.1: typed graph edges from this memory (see :class:`Link`).
+    links: Annotated[list[Link], Field(max_length=1000)] | None = None
 
     @field_validator("content")
     @classmethod
@@ -274,6 +305,12 @@ class RecallHit(_Open):
     valid_from: Millis | None = None
     valid_to: Millis | None = None
     superseded_by: Id | None = None
+    #: v0.1: the memory's typed edges, read from its stored ``metadata.links``.
+    links: list[Link] | None = None
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.links is None:
+            self.links = links_from_metadata(self.metadata)
 
 
 class RecallResponse(_Strict):
@@ -335,6 +372,12 @@ class MemoryRecord(_Open):
     source: str | None = None
     updated_at: Millis | None = None
     expires_at: Millis | None = None
+    #: v0.1: the memory's typed edges, read from its stored ``metadata.links``.
+    links: list[Link] | None = None
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.links is None:
+            self.links = links_from_metadata(self.metadata)
 
 
 class SemanticRecord(MemoryRecord):

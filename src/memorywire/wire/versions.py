@@ -22,9 +22,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memorywire.errors import InvalidRequest
+from memorywire.errors import ErrorDetail, InvalidRequest, UnsupportedVersion
 
-__all__ = ["CURRENT", "DRAFT_UNTIL", "KNOWN_VERSIONS", "Version", "compatible", "parse_version"]
+__all__ = [
+    "CURRENT",
+    "DRAFT_UNTIL",
+    "KNOWN_VERSIONS",
+    "LATEST_MINOR",
+    "SUPPORTED",
+    "VERSION_HEADER",
+    "Version",
+    "check_requested",
+    "compatible",
+    "parse_version",
+    "versions_doc",
+]
 
 #: The version this implementation reads and writes.
 CURRENT = "0"
@@ -49,6 +61,40 @@ class Version:
 
 #: Before this version, v0 may make breaking changes between minors.
 DRAFT_UNTIL = Version(0, 5)
+#: The newest minor of v0 this implementation speaks (its additions: docs/spec/v0.md §11).
+LATEST_MINOR = "0.1"
+#: The text a refusal quotes: every request of major 0 (any minor) is served.
+SUPPORTED = "0.x (0.0 to 0.1)"
+#: The HTTP header a request may announce its version in, and responses carry.
+VERSION_HEADER = "Memorywire-Version"
+
+
+def check_requested(text: object, where: str) -> None:
+    """Refuse a request that announces a version this implementation cannot serve.
+
+    Negotiation is by major only: a request of any v0 minor is served (minors add optional
+    fields, which the schemas judge one by one); another major is ``unsupported_version``
+    naming the supported range. ``where`` is the pointer or header named in the error.
+    """
+    if text is None:
+        return
+    if not isinstance(text, str):
+        raise InvalidRequest(f"{where} must be a string such as \"0\" or \"0.1\"",
+                             [ErrorDetail(where, "type", "must be a string")])
+    try:
+        asked = parse_version(text)
+    except InvalidRequest as exc:
+        raise InvalidRequest(f"{where}: {exc.message}",
+                             [ErrorDetail(where, "pattern", exc.message)]) from None
+    if asked.major != 0:
+        msg = f"wire version {text} is not supported; this server speaks {SUPPORTED}"
+        raise UnsupportedVersion(msg, [ErrorDetail(where, "unsupported_version", msg)])
+
+
+def versions_doc() -> dict[str, object]:
+    """What health and OpenAPI say about versions."""
+    return {"current": LATEST_MINOR, "supported": SUPPORTED, "majors": [0],
+            "header": VERSION_HEADER}
 
 
 def parse_version(text: str) -> Version:

@@ -12,6 +12,7 @@ import pytest
 
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.chain import AuditEntry, Checkpoint, VerifyReport
+from memorywire.wire.versions import versions_doc
 
 from .conftest import Gov
 
@@ -39,7 +40,9 @@ async def test_health_never_walks_the_chain(
     monkeypatch.setattr(AuditLog, "entries", spy)
     monkeypatch.setattr(AuditLog, "verify", no_verify)
     anon = await rest.call("health", {}, None)
-    assert anon.ok and anon.body == {"status": "ok", "store": anon.body["store"]}
+    # The wire versions are public (a client checks them before calling); nothing else is.
+    assert anon.ok and anon.body == {"status": "ok", "store": anon.body["store"],
+                                     "wire_version": versions_doc()}
     admin = await rest.call("health", {}, gov.admin)
     assert admin.ok and "governance" in admin.body["details"]
     assert walked == []

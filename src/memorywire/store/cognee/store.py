@@ -75,6 +75,7 @@ from memorywire.store.base import Capability, Health
 from memorywire.store.cognee.engine import engine
 from memorywire.store.cognee.row import KEY, Row, row_from_data
 from memorywire.store.cognee.writes import RememberBatcher
+from memorywire.store.graph import refuse_hops
 from memorywire.store.rowstore import RowOps
 from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
@@ -317,6 +318,7 @@ class CogneeStore:
         return best
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
+        refuse_hops(self._name, req)
         return await recall_in_time(req, self._search, self._clock.now_ms())
 
     async def _search(self, req: RecallRequest) -> RecallResponse:

@@ -17,7 +17,7 @@ from typing import Protocol
 import anyio
 
 from memorywire.core.clock import Clock
-from memorywire.core.content import content_to_storage, links_of
+from memorywire.core.content import content_to_storage, fold_links
 from memorywire.core.ids import new_id
 from memorywire.core.records import RememberAction, new_row, remember_action
 from memorywire.core.records import Row as CoreRow
@@ -65,9 +65,8 @@ class RememberBatcher:
 
     async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
         pending = []
-        for req in reqs:
+        for req in map(fold_links, reqs):
             stored = content_to_storage(req.type, req.content)
-            links_of(dict(req.metadata or {}))
             pending.append(_Pending(req, stored))
         for p in pending:
             self._queues.setdefault(p.req.agent_id, []).append(p)

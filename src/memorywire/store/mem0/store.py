@@ -63,6 +63,7 @@ from memorywire.store._common import (
     resolve_embedder,
 )
 from memorywire.store.base import Capability, Health
+from memorywire.store.graph import refuse_hops
 from memorywire.store.mem0.backend import Mem0Backend
 from memorywire.store.mem0.mapping import (
     LIVE,
@@ -324,6 +325,7 @@ class Mem0Store:
     # --- reads -----------------------------------------------------------------------------
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
+        refuse_hops(self._name, req)
         return await recall_in_time(req, self._search, self._clock.now_ms())
 
     async def _search(self, req: RecallRequest) -> RecallResponse:

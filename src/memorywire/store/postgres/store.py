@@ -33,8 +33,14 @@ from memorywire.core.scoring import candidate_pool, hybrid_rank
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
 from memorywire.errors import InvalidRequest, MemorywireError
-from memorywire.store._common import DEFAULT_LEXICAL_FLOOR, DEFAULT_RELEVANCE_FLOOR, shortest_hops
+from memorywire.store._common import (
+    DEFAULT_LEXICAL_FLOOR,
+    DEFAULT_RELEVANCE_FLOOR,
+    links_of,
+    shortest_hops,
+)
 from memorywire.store.base import Capability, Health
+from memorywire.store.graph import graph_recall
 from memorywire.store.postgres import maintenance, writes
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.sql import (
@@ -174,6 +180,8 @@ class PostgresStore:
     # --- reads -------------------------------------------------------------------------------
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
+        if req.hops:
+            return await graph_recall(self, req, self.recall)
         return await recall_in_time(req, self._search, self._db.clock.now_ms())
 
     async def _search(self, req: RecallRequest) -> RecallResponse:
@@ -332,7 +340,7 @@ class PostgresStore:
             rows = await cur.fetchall()
         live = {r["id"] for r in rows}
         adjacency = {
-            r["id"]: [x for x in (r["links"] or []) if isinstance(x, str) and x in live]
+            r["id"]: [x for x in links_of({"links": r["links"]}) if x in live]
             for r in rows
         }
         return shortest_hops(adjacency, [i for i in ids if i in live], hops)

@@ -48,6 +48,7 @@ from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import MemorywireError
 from memorywire.store._common import DEFAULT_RELEVANCE_FLOOR, resolve_embedder, shortest_hops
 from memorywire.store.base import Capability, Health
+from memorywire.store.graph import graph_recall
 from memorywire.store.sqlite import maintenance, writes
 from memorywire.store.sqlite.db import (
     COLS,
@@ -197,6 +198,8 @@ class SqliteStore:
     # --- reads -------------------------------------------------------------------------------
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
+        if req.hops:
+            return await graph_recall(self, req, self.recall)
         return await recall_in_time(req, self._search, self._clock.now_ms())
 
     async def _search(self, req: RecallRequest) -> RecallResponse:

@@ -1,10 +1,11 @@
 """Every conformance scenario, in report order."""
 
-from memorywire.testing.scenarios import lifecycle, read, time, write
+from memorywire.testing.scenarios import graph, lifecycle, read, time, write
 
 __all__ = ["SCENARIOS", "by_name"]
 
-SCENARIOS = [*read.SCENARIOS, *write.SCENARIOS, *lifecycle.SCENARIOS, *time.SCENARIOS]
+SCENARIOS = [*read.SCENARIOS, *write.SCENARIOS, *lifecycle.SCENARIOS, *graph.SCENARIOS,
+             *time.SCENARIOS]
 
 
 def by_name(name: str) -> object:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = ["MIN_SIMILARITY", "Candidate", "find_conflicts"]
 
@@ -55,6 +56,7 @@ class _Parsed:
     negated: bool
 
 
+@lru_cache(maxsize=65536)
 def _parse(text: str) -> _Parsed:
     """Content words split into *subject* words (lower-case) and *value* words (names and
     numbers: capitalised after the first word, or holding a digit)."""
@@ -100,8 +102,11 @@ def judge(old: str, new: str) -> tuple[float, str] | None:
 def find_conflicts(new: str, stored: Iterable[tuple[str, str]],
                    limit: int = 5) -> list[Candidate]:
     """The stored ``(id, text)`` pairs that ``new`` seems to contradict, most similar first."""
+    subject = _parse(new).subject
     out = []
     for id, text in stored:
+        if subject.isdisjoint(_parse(text).subject):
+            continue  # the common case, decided without building a verdict
         verdict = judge(text, new)
         if verdict is not None:
             out.append(Candidate(id=id, similarity=round(verdict[0], 4), why=verdict[1]))

@@ -59,19 +59,34 @@ def _plain(req: RememberRequest) -> RememberRequest:
                                   "links": links or None})
 
 
-async def _conflicts(store: MemoryStore, req: RememberRequest) -> list[ConflictCandidate]:
-    if req.type not in _FACT_TYPES or not isinstance(req.content, str):
-        return []
+Scope = tuple[str, str | None, MemoryType]
+
+
+async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
+    """``(id, text)`` of the scope's current memories of one type: the detector's candidates."""
+    agent_id, user_id, mtype = scope
     try:
-        rows = await store.list(ListQuery(agent_id=req.agent_id, user_id=req.user_id,
-                                          types=[req.type], limit=CONFLICT_SCAN_LIMIT))
+        rows = await store.list(ListQuery(agent_id=agent_id, user_id=user_id, types=[mtype],
+                                          limit=CONFLICT_SCAN_LIMIT))
     except NotFound:  # a store file not created yet (CLI one-shot reads): nothing to contradict
         return []
-    skip = {req.id, *(req.supersedes or [])}
     # Only what is current can be contradicted: an already superseded value is history.
-    pairs = [(r.id, r.content) for r in rows if r.id not in skip
-             and isinstance(r.content, str) and r.user_id == req.user_id
-             and validity_of(r.metadata, r.created_at).superseded_by is None]
+    return [(r.id, r.content) for r in rows
+            if isinstance(r.content, str) and r.user_id == user_id
+            and validity_of(r.metadata, r.created_at).superseded_by is None]
+
+
+async def _conflicts(store: MemoryStore, req: RememberRequest,
+                     seen: dict[Scope, list[tuple[str, str]]]) -> list[ConflictCandidate]:
+    """Candidates for one write; ``seen`` shares one scan per scope across a batch (a batch
+    is compared with what was stored before it, not with itself)."""
+    if req.type not in _FACT_TYPES or not isinstance(req.content, str):
+        return []
+    scope = (req.agent_id, req.user_id, req.type)
+    if scope not in seen:
+        seen[scope] = await _current(store, scope)
+    skip = {req.id, *(req.supersedes or [])}
+    pairs = [(i, text) for i, text in seen[scope] if i not in skip]
     return [ConflictCandidate(id=c.id, similarity=c.similarity, why=c.why)
             for c in find_conflicts(req.content, pairs)]
 
@@ -90,7 +105,8 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
             if rec is None:
                 raise NotFound(f"supersedes: memory {old_id!r} not found")
             olds[(req.agent_id, old_id)] = rec
-    conflicts = [await _conflicts(store, req) for req in reqs]
+    seen: dict[Scope, list[tuple[str, str]]] = {}
+    conflicts = [await _conflicts(store, req, seen) for req in reqs]
     responses = await write([_plain(req) for req in reqs])
     out = []
     for req, resp, found in zip(reqs, responses, conflicts, strict=True):

@@ -23,6 +23,7 @@ from memorywire.governance import GovernedStore
 from memorywire.governance.actor import acting_as
 from memorywire.procedural import ProcedureRunner, parse_procedure
 from memorywire.store.sqlite import SqliteStore
+from memorywire.store.timeline import supersede
 
 __all__ = ["main", "run_demo"]
 
@@ -119,6 +120,25 @@ async def run_demo(workdir: Path) -> dict[str, Any]:
         seen = await mem.recall(agent_id=AGENT, user_id="u1", query="Ryanair airline", k=5)
         _expect(any(h.id == gated.id for h in seen.results), "approved visible")
         _say("", f"recall now returns {gated.id} (same id the writer was given)")
+
+        _say("truth over time: the reviewer accepts the supersedes? row")
+        rows = [e for e in review["diff"]["modified"] if e.get("relation") == "supersedes?"]
+        _expect(bool(rows) and "KLM" in str(rows[0]["content"]), "KLM flagged as contradiction")
+        _say("", f"supersedes? {rows[0]['id']}: {rows[0]['content']}  ({rows[0].get('why')})")
+        with acting_as("reviewer:alice"):
+            await supersede(gov, AGENT, gated.id, [rows[0]["id"]], user_id="u1")
+        q = "which airline does the user prefer?"
+        now = await mem.recall(agent_id=AGENT, user_id="u1", query=q, k=5)
+        airlines = [str(h.content) for h in now.results if "airline" in str(h.content)]
+        _say("", f"recall: {airlines}")
+        _expect(airlines == ["The user's favourite airline is Ryanair."], "Ryanair only")
+        old = await mem.recall(agent_id=AGENT, user_id="u1", query=q, k=5,
+                               include_superseded=True)
+        shown = [(str(h.content), h.superseded_by) for h in old.results
+                 if "airline" in str(h.content)]
+        _say("", f"include_superseded: {shown}")
+        _expect(any("KLM" in c and by == gated.id for c, by in shown), "KLM superseded")
+        summary["current_airline"] = airlines
 
         _say("procedural memory: a safe FSM, stored, recalled as an object, replayed")
         proc = await mem.remember(agent_id=AGENT, type="procedural", content=BOOK_FLIGHT)

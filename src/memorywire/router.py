@@ -48,6 +48,7 @@ import anyio
 
 from memorywire.core.fusion import DEFAULT_RRF_K, FusedItem, fuse, graph_boost
 from memorywire.core.ids import new_id
+from memorywire.core.timeline import rank_current_first
 from memorywire.errors import (
     BackendUnavailable,
     CapabilityMissing,
@@ -60,6 +61,7 @@ from memorywire.errors import (
 )
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
 from memorywire.store.refs import unknown_refs
+from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -89,6 +91,13 @@ _NEEDS_ALL = frozenset({Capability.RECALL_TRACKING, Capability.GOVERNANCE, Capab
 #: Follow-up calls (verification, graph edges) get at least this long even when a slow child
 #: used up the deadline, so one sleeper cannot make every survivor's answer unverifiable.
 _FOLLOW_UP_FLOOR_S = 0.05
+
+
+def _one_by_one(s: MemoryStore) -> Callable[[Sequence[RememberRequest]],
+                                          Awaitable[list[RememberResponse]]]:
+    async def write(reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
+        return [await s.remember(r) for r in reqs]
+    return write
 
 
 @runtime_checkable
@@ -198,7 +207,9 @@ class MemoryRouter:
         caps = [s.capabilities for s in self._stores]
         union = frozenset().union(*caps)
         every = frozenset.intersection(*caps)
-        return frozenset(c for c in union if c not in _NEEDS_ALL or c in every)
+        # TIME always: the router applies it itself around a child that lacks it.
+        return frozenset({*(c for c in union if c not in _NEEDS_ALL or c in every),
+                          Capability.TIME})
 
     # --- fan-out machinery ---------------------------------------------------------------------
 
@@ -276,7 +287,10 @@ class MemoryRouter:
         targets = capable[:1] if self._policy == "primary_only" else capable
 
         async def write(s: MemoryStore) -> RememberResponse:
-            resp = await s.remember(child_req)
+            if Capability.TIME in s.capabilities:
+                resp = await s.remember(child_req)
+            else:  # the child stores validity as metadata; the router closes what it replaces
+                resp = (await remember_in_time(s, [child_req], _one_by_one(s)))[0]
             if not isinstance(resp, RememberResponse):
                 raise _BadAnswer(f"remember returned {type(resp).__name__}")
             if resp.pending_approval:
@@ -294,6 +308,7 @@ class MemoryRouter:
         return RememberResponse(
             id=mid, stored_at=first.stored_at, stores=[o.store.name for o in accepted],
             pending_approval=False, failures=self._failures(outcomes),
+            conflicts=first.conflicts,
         )
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
@@ -378,8 +393,13 @@ class MemoryRouter:
 
         nested: list[StoreFailure] = []
 
+        now = int(time.time() * 1000)
+
         async def ask(s: MemoryStore) -> list[RecallHit]:
-            resp = await s.recall(child_req)
+            if Capability.TIME in s.capabilities:
+                resp = await s.recall(child_req)
+            else:  # suppress what a newer memory superseded: the child cannot
+                resp = await recall_in_time(child_req, s.recall, now)
             hits = _checked_hits(resp, req)
             # A nested router's own exclusions stay visible, named by their path.
             nested.extend(
@@ -427,6 +447,8 @@ class MemoryRouter:
             })
             for f in fused[: req.k]
         ]
+        if req.include_superseded or req.as_of is not None:
+            results = rank_current_first(results, req.as_of if req.as_of is not None else now)
         return RecallResponse(
             results=results, fusion_used=req.fusion,
             stores_queried=[s.name for s in self._stores if s.name in answered],

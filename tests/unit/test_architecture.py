@@ -76,6 +76,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store.graph",
             "memorywire.store.refs",
             "memorywire.store.rowstore",
+            "memorywire.store.timeline",
         ),
         "errors wire core embed",
         "anyio numpy",

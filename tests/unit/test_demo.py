@@ -18,5 +18,8 @@ async def test_demo_walks_every_step(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert summary["procedure_state"] == "confirmed"
     assert summary["audit_ok"] is True
     assert summary["audit_entries"] > 5
-    for step in ("remember", "approval-gated", "approve", "hard forget", "audit verify"):
+    assert summary["current_airline"] == ["The user's favourite airline is Ryanair."]
+    assert "supersedes? " in out and "KLM" in out
+    for step in ("remember", "approval-gated", "approve", "hard forget", "audit verify",
+                 "truth over time"):
         assert step in out

@@ -17,6 +17,7 @@ from memorywire.wire import models as m
 PAIRS: list[tuple[str, str, type[BaseModel]]] = [
     *[(kind, "", model) for kind, model in MODELS.items()],
     ("recall.response", "/$defs/hit", m.RecallHit),
+    ("remember.response", "/$defs/conflict", m.ConflictCandidate),
     ("forget.response", "/$defs/store_count", m.StoreCount),
     ("expire", "/$defs/policy", m.ExpirePolicy),
     ("common", "/$defs/store_failure", m.StoreFailure),

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memorywire.core.contradiction import judge
 from memorywire.core.merge import MergeRow, plan_merge
 from memorywire.wire.models import Diff, MergeStrategy
 
@@ -51,10 +52,14 @@ def similarity(a: str, b: str) -> float:
 
 
 def _relation(new_text: str, old_text: str, sim: float) -> str:
+    """``supersedes?`` when the new text looks like a changed value of the old one (see
+    :mod:`core.contradiction`): a row the reviewer can accept as superseding."""
     if sim >= DUPLICATE_SIMILARITY and _negated(_words(new_text)) == _negated(_words(old_text)):
         return "duplicate"
     if _negated(_words(new_text)) != _negated(_words(old_text)):
         return "contradiction"
+    if judge(old_text, new_text) is not None:
+        return "supersedes?"
     return "related"
 
 
@@ -84,7 +89,10 @@ def remember_diff(
             "metadata": cand.get("metadata"),
             "similarity": round(sim, 4),
             "recall_score": cand.get("score"),
-            "relation": _relation(new_text, _text(cand.get("content", "")), sim),
+            "relation": ("supersedes" if cand.get("id") in (new.get("supersedes") or [])
+                         else _relation(new_text, _text(cand.get("content", "")), sim)),
+            **({"why": verdict[1]} if (verdict := judge(_text(cand.get("content", "")),
+                                                        new_text)) else {}),
         }
         for sim, cand in scored[:top]
     ]

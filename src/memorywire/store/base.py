@@ -59,6 +59,9 @@ class Capability(StrEnum):
     #: Hard delete removes the content from the backend's storage, not only from read paths.
     #: A store that cannot promise this raises ``CapabilityMissing`` on ``hard_delete=True``.
     ERASE = "erase"
+    #: Validity intervals, ``supersedes``, ``as_of`` and ``include_superseded`` are honoured
+    #: (see ``core.timeline``); a router applies them itself around a child without it.
+    TIME = "time"
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ from memorywire.store._revision import RevisionRow, revision_fields
 from memorywire.store.base import Capability, Health
 from memorywire.store.graph import refuse_hops
 from memorywire.store.rowstore import RowOps, live_in_scope
+from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -84,7 +85,7 @@ _KEY = "memorywire"
 _PAGE = 100  # Letta's hard cap on one search
 _CAPABILITIES = frozenset({
     Capability.SEMANTIC, Capability.EPISODIC, Capability.PROCEDURAL, Capability.EMOTIONAL,
-    Capability.VECTOR, Capability.FTS, Capability.ERASE,
+    Capability.VECTOR, Capability.FTS, Capability.ERASE, Capability.TIME,
 })
 
 
@@ -296,10 +297,10 @@ class LettaStore:
     # --- the operations the row store implements once -------------------------------------
 
     async def remember(self, req: RememberRequest) -> RememberResponse:
-        return (await self._ops.remember_many([req]))[0]
+        return (await self.remember_many([req]))[0]
 
     async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
-        return await self._ops.remember_many(reqs)
+        return await remember_in_time(self, reqs, self._ops.remember_many)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         return await self._ops.forget(req)
@@ -326,6 +327,9 @@ class LettaStore:
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
         refuse_hops(self._name, req)
+        return await recall_in_time(req, self._search, self._clock.now_ms())
+
+    async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
         now = self._clock.now_ms()
         _, live = await self._live(req.agent_id, req.user_id)

@@ -31,6 +31,7 @@ from memorywire.store._common import (
 from memorywire.store.base import Capability, Health
 from memorywire.store.graph import graph_recall
 from memorywire.store.rowstore import RowOps, live_in_scope
+from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -60,6 +61,7 @@ _ALL_CAPABILITIES = frozenset(
         Capability.GRAPH,
         Capability.RECALL_TRACKING,
         Capability.ERASE,
+        Capability.TIME,
     }
 )
 
@@ -117,10 +119,10 @@ class InMemoryStore:
     # --- the operations the row store implements once ----------------------------------------
 
     async def remember(self, req: RememberRequest) -> RememberResponse:
-        return (await self._ops.remember_many([req]))[0]
+        return (await self.remember_many([req]))[0]
 
     async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
-        return await self._ops.remember_many(reqs)
+        return await remember_in_time(self, reqs, self._ops.remember_many)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         return await self._ops.forget(req)
@@ -163,6 +165,9 @@ class InMemoryStore:
     async def recall(self, req: RecallRequest) -> RecallResponse:
         if req.hops:
             return await graph_recall(self, req, self.recall)
+        return await recall_in_time(req, self._search, self._clock.now_ms())
+
+    async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
         now = self._clock.now_ms()
         rows = [

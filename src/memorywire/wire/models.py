@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "PENDING_APPROVAL_DELETED_AT",
+    "ConflictCandidate",
     "DecisionRequest",
     "Diff",
     "EmotionalRecord",
@@ -161,6 +162,19 @@ class RememberRequest(_Strict):
     #: NEW: caller-chosen id. A retry with the same id is idempotent; the router uses it to
     #: give one memory the same identity in every child store.
     id: Id | None = None
+    #: NEW (v0.x, truth over time): when the fact holds in the world; ``valid_from`` absent
+    #: means "from stored_at", ``valid_to`` absent means open-ended. See ``core.timeline``.
+    valid_from: Millis | None = None
+    valid_to: Millis | None = None
+    #: NEW: ids this memory replaces (their validity closes at this one's ``valid_from``).
+    supersedes: Annotated[list[Id], Field(max_length=100)] | None = None
+
+    def model_post_init(self, __context: Any) -> None:
+        if (self.valid_from is not None and self.valid_to is not None
+                and self.valid_to <= self.valid_from):
+            raise ValueError("valid_to must be after valid_from")
+        if self.supersedes is not None and self.id is not None and self.id in self.supersedes:
+            raise ValueError("supersedes must not name the memory itself")
     #: v0.1: typed graph edges from this memory (see :class:`Link`).
     links: Annotated[list[Link], Field(max_length=1000)] | None = None
 
@@ -191,6 +205,10 @@ class RecallRequest(_Strict):
     #: Keep only hits whose calibrated ``relevance`` reaches this (instead of the store's
     #: configured floor); 0 keeps every ranked hit.
     min_relevance: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    #: NEW (v0.x): what held at this time (recorded by then, valid then); see core.timeline.
+    as_of: Millis | None = None
+    #: NEW: also return memories a newer one superseded (default: current truth only).
+    include_superseded: bool = False
 
 
 class ForgetRequest(_Strict):
@@ -252,12 +270,24 @@ class StoreFailure(_Strict):
     code: str = "backend_unavailable"
 
 
+class ConflictCandidate(_Strict):
+    """A stored memory that looks like an older value of the fact just remembered."""
+
+    id: Id
+    similarity: Annotated[float, Field(ge=0.0, le=1.0)]
+    why: str
+
+
 class RememberResponse(_Strict):
     id: Id
     stored_at: Millis
     stores: list[str]
     pending_approval: bool
     approval_url: str | None = None
+    #: NEW (v0.x): contradiction candidates found on write (a hint; nothing was changed).
+    #: ``None`` (omitted on the wire) when there are none, so a v0.0 reader that forbids
+    #: unknown keys still reads every answer without a conflict.
+    conflicts: list[ConflictCandidate] | None = None
     #: Transport-side diagnostics; excluded from the wire body (v0 forbids extra keys).
     failures: list[StoreFailure] = Field(default_factory=list, exclude=True)
 
@@ -276,6 +306,10 @@ class RecallHit(_Open):
     user_id: str | None = None
     source: str | None = None
     confidence: Confidence | None = None
+    #: NEW (v0.x): the validity interval and, for a superseded memory, what replaced it.
+    valid_from: Millis | None = None
+    valid_to: Millis | None = None
+    superseded_by: Id | None = None
     #: v0.1: the memory's typed edges, read from its stored ``metadata.links``.
     links: list[Link] | None = None
 

@@ -77,6 +77,7 @@ from memorywire.store.cognee.row import KEY, Row, row_from_data
 from memorywire.store.cognee.writes import RememberBatcher
 from memorywire.store.graph import refuse_hops
 from memorywire.store.rowstore import RowOps
+from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -98,7 +99,7 @@ __all__ = ["CogneeStore"]
 T = TypeVar("T")
 _CAPABILITIES = frozenset({
     Capability.SEMANTIC, Capability.EPISODIC, Capability.PROCEDURAL, Capability.EMOTIONAL,
-    Capability.VECTOR,
+    Capability.VECTOR, Capability.TIME,
 })
 _CHUNKS_PER_ROW = 64  # search breadth per stored data item; 64 KiB text is ~60 chunks
 
@@ -270,7 +271,7 @@ class CogneeStore:
 
     async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
         """Every request waiting for these agents when their locks free is written in one run."""
-        return await self._batcher.remember_many(reqs)
+        return await remember_in_time(self, reqs, self._batcher.remember_many)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         if req.hard_delete:  # checked before anything is read or written
@@ -318,6 +319,9 @@ class CogneeStore:
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
         refuse_hops(self._name, req)
+        return await recall_in_time(req, self._search, self._clock.now_ms())
+
+    async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
         now = self._clock.now_ms()
         scanned = await self._scan(req.agent_id)

@@ -80,6 +80,7 @@ from memorywire.store.mem0.mapping import (
     scope_key,
 )
 from memorywire.store.rowstore import RowOps
+from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -108,6 +109,7 @@ _CAPABILITIES = frozenset(
         Capability.EMOTIONAL,
         Capability.VECTOR,
         Capability.ERASE,
+        Capability.TIME,
     }
 )
 
@@ -261,11 +263,11 @@ class Mem0Store:
     # --- the operations the row store implements once -----------------------------------
 
     async def remember(self, req: RememberRequest) -> RememberResponse:
-        return (await self._ops.remember_many([req]))[0]
+        return (await self.remember_many([req]))[0]
 
     async def remember_many(self, reqs: Sequence[RememberRequest]) -> builtins.list[
             RememberResponse]:
-        return await self._ops.remember_many(reqs)
+        return await remember_in_time(self, reqs, self._ops.remember_many)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         return await self._ops.forget(req)
@@ -325,6 +327,9 @@ class Mem0Store:
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
         refuse_hops(self._name, req)
+        return await recall_in_time(req, self._search, self._clock.now_ms())
+
+    async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
         hits = await self._call(lambda: self._recall(req))
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],

@@ -53,6 +53,7 @@ from memorywire.store.postgres.sql import (
     tsquery_text,
     vector_literal,
 )
+from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -84,6 +85,7 @@ _CAPABILITIES = frozenset(
         Capability.GRAPH,
         Capability.RECALL_TRACKING,
         Capability.ERASE,
+        Capability.TIME,
     }
 )
 
@@ -151,11 +153,15 @@ class PostgresStore:
     # --- writes (writes.py, maintenance.py) --------------------------------------------------
 
     async def remember(self, req: RememberRequest) -> RememberResponse:
-        return (await writes.remember_many(self._db, [req]))[0]
+        return (await self.remember_many([req]))[0]
 
     async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
-        """Several remembers in one transaction: all are stored, or none."""
-        return await writes.remember_many(self._db, reqs)
+        """Several remembers in one transaction: all are stored, or none (the close of the
+        memories they supersede follows, one update each)."""
+        async def write(plain: Sequence[RememberRequest]) -> list[RememberResponse]:
+            return await writes.remember_many(self._db, plain)
+
+        return await remember_in_time(self, reqs, write)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         return await maintenance.forget(self._db, req)
@@ -178,6 +184,9 @@ class PostgresStore:
     async def recall(self, req: RecallRequest) -> RecallResponse:
         if req.hops:
             return await graph_recall(self, req, self.recall)
+        return await recall_in_time(req, self._search, self._db.clock.now_ms())
+
+    async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
         qvec = vector_literal((await self._db.embed([req.query]))[0])
         now = self._db.clock.now_ms()

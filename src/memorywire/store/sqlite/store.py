@@ -66,6 +66,7 @@ from memorywire.store.sqlite.db import (
 from memorywire.store.sqlite.schema import SCHEMA_VERSION
 from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR, rank_scope
 from memorywire.store.sqlite.url import sqlite_path
+from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -96,6 +97,7 @@ _CAPABILITIES = frozenset(
         Capability.GRAPH,
         Capability.RECALL_TRACKING,
         Capability.ERASE,
+        Capability.TIME,
     }
 )
 
@@ -176,7 +178,11 @@ class SqliteStore:
         """
         if vectors is not None:
             vectors = checked_vectors(vectors, len(reqs), self._embedder.dim)
-        return await self._db.call(lambda: writes.remember_many(self._db, reqs, vectors))
+
+        async def write(plain: Sequence[RememberRequest]) -> list[RememberResponse]:
+            return await self._db.call(lambda: writes.remember_many(self._db, plain, vectors))
+
+        return await remember_in_time(self, reqs, write)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         return await self._db.call(lambda: maintenance.forget(self._db, req))
@@ -204,6 +210,9 @@ class SqliteStore:
     async def recall(self, req: RecallRequest) -> RecallResponse:
         if req.hops:
             return await graph_recall(self, req, self.recall)
+        return await recall_in_time(req, self._search, self._clock.now_ms())
+
+    async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
 
         def run() -> list[RecallHit]:
@@ -223,10 +232,15 @@ class SqliteStore:
         """
         qvec = checked_vectors(np.asarray(vector, dtype=np.float32).reshape(1, -1), 1,
                                 self._embedder.dim)[0]
-        started = time.perf_counter()
-        hits = await self._db.call(lambda: self._recall(req, qvec))
-        return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
-                              latency_ms=int((time.perf_counter() - started) * 1000))
+
+        async def search(plain: RecallRequest) -> RecallResponse:
+            started = time.perf_counter()
+            hits = await self._db.call(lambda: self._recall(plain, qvec))
+            return RecallResponse(results=hits, fusion_used=Fusion.RRF,
+                                  stores_queried=[self._name],
+                                  latency_ms=int((time.perf_counter() - started) * 1000))
+
+        return await recall_in_time(req, search, self._clock.now_ms())
 
     def _recall(self, req: RecallRequest, qvec: npt.NDArray[np.float32]) -> list[RecallHit]:
         if self._db.missing():

@@ -1,0 +1,133 @@
+"""Truth over time: validity intervals, supersession and point-in-time visibility, as pure rules.
+
+A memory has two clocks. ``created_at`` (the wire's ``stored_at``) is when it was recorded;
+``valid_from``/``valid_to`` is when the fact holds in the world (``valid_from`` defaults to
+``created_at``, ``valid_to`` to open-ended). Both live in the record's metadata under the
+reserved key :data:`TIME_KEY`, so every backend that keeps metadata keeps them with no schema
+migration; the wire shows them as first-class fields on hits.
+
+Rules (one place, every backend):
+
+- *Supersession.* A memory N that ``supersedes`` O closes O's validity at N's ``valid_from``
+  (never extending it: an O already closed earlier keeps its earlier end) and marks O with
+  ``superseded_by = N``. Chains A→B→C need no special case: each write closes its
+  predecessor. Branching (B and C both superseding A) is allowed; A's ``superseded_by`` is the
+  latest writer, its end the earliest ``valid_from``.
+- *Default recall* shows only current truth: memories not superseded whose interval contains
+  "now". ``include_superseded`` shows the rest too, ranked below every current hit.
+- *``as_of`` T* shows what held at T as known now: memories recorded by T
+  (``created_at <= T``) whose interval contains T (``valid_from <= T < valid_to``).
+- *Forgetting the newer fact does not reopen the older one.* Forgetting removes a record; it
+  does not assert that the old value is true again (the user may have moved twice). A caller
+  who wants the old value back re-remembers it, or clears ``valid_to`` with ``update``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memorywire.errors import InvalidRequest
+from memorywire.wire.models import RecallHit, RecallRequest, RememberRequest
+
+__all__ = [
+    "TIME_KEY",
+    "Validity",
+    "annotate",
+    "closing_patch",
+    "hit_validity",
+    "is_visible",
+    "rank_current_first",
+    "time_metadata",
+    "validity_of",
+]
+
+#: The reserved metadata key holding ``{"valid_from", "valid_to", "superseded_by"}``.
+TIME_KEY = "_validity"
+
+
+@dataclass(frozen=True)
+class Validity:
+    valid_from: int
+    valid_to: int | None
+    superseded_by: str | None
+
+    def holds_at(self, t: int) -> bool:
+        return self.valid_from <= t and (self.valid_to is None or t < self.valid_to)
+
+
+def validity_of(metadata: Mapping[str, Any] | None, created_at: int) -> Validity:
+    raw = (metadata or {}).get(TIME_KEY) or {}
+    if not isinstance(raw, Mapping):
+        raw = {}
+    start = raw.get("valid_from")
+    return Validity(valid_from=start if isinstance(start, int) else created_at,
+                    valid_to=raw.get("valid_to") if isinstance(raw.get("valid_to"), int)
+                    else None,
+                    superseded_by=raw.get("superseded_by")
+                    if isinstance(raw.get("superseded_by"), str) else None)
+
+
+def time_metadata(req: RememberRequest) -> dict[str, Any] | None:
+    """The request's metadata with its validity folded in (``None`` when it has neither)."""
+    if req.metadata and TIME_KEY in req.metadata:
+        raise InvalidRequest(f"metadata.{TIME_KEY} is reserved; send valid_from/valid_to")
+    if req.valid_from is None and req.valid_to is None:
+        return req.metadata
+    out = dict(req.metadata or {})
+    out[TIME_KEY] = {k: v for k, v in (("valid_from", req.valid_from),
+                                       ("valid_to", req.valid_to)) if v is not None}
+    return out
+
+
+def closing_patch(old_metadata: Mapping[str, Any] | None, old_created_at: int,
+                  new_id: str, new_valid_from: int) -> dict[str, Any]:
+    """The metadata patch that closes an older memory superseded by ``new_id``."""
+    old = validity_of(old_metadata, old_created_at)
+    end = new_valid_from if old.valid_to is None else min(old.valid_to, new_valid_from)
+    return {TIME_KEY: {"valid_from": old.valid_from, "valid_to": max(end, old.valid_from),
+                       "superseded_by": new_id}}
+
+
+def _created(hit: RecallHit) -> int:
+    return hit.created_at if hit.created_at is not None else 0
+
+
+def hit_validity(hit: RecallHit) -> Validity:
+    """From the stored metadata, or from the wire fields of an already annotated hit (what a
+    router receives from a child)."""
+    if hit.metadata and TIME_KEY in hit.metadata:
+        return validity_of(hit.metadata, _created(hit))
+    return Validity(valid_from=hit.valid_from if hit.valid_from is not None else _created(hit),
+                    valid_to=hit.valid_to, superseded_by=hit.superseded_by)
+
+
+def annotate(hit: RecallHit) -> RecallHit:
+    """The hit with its validity as wire fields, the reserved key taken out of metadata (a
+    memory that never had a validity of its own is left as it was)."""
+    if not (hit.metadata and TIME_KEY in hit.metadata):
+        return hit
+    v = hit_validity(hit)
+    metadata = hit.metadata
+    if metadata and TIME_KEY in metadata:
+        metadata = {k: x for k, x in metadata.items() if k != TIME_KEY}
+    return hit.model_copy(update={"valid_from": v.valid_from, "valid_to": v.valid_to,
+                                  "superseded_by": v.superseded_by, "metadata": metadata})
+
+
+def is_visible(hit: RecallHit, req: RecallRequest, now: int) -> bool:
+    v = hit_validity(hit)
+    if req.as_of is not None:
+        return _created(hit) <= req.as_of and v.holds_at(req.as_of)
+    if req.include_superseded:
+        return True
+    return v.superseded_by is None and v.holds_at(now)
+
+
+def rank_current_first(hits: list[RecallHit], now: int) -> list[RecallHit]:
+    """Current hits keep their order; no longer valid ones follow (stable within each)."""
+    def stale(h: RecallHit) -> bool:
+        v = hit_validity(h)
+        return v.superseded_by is not None or not v.holds_at(now)
+    return [h for h in hits if not stale(h)] + [h for h in hits if stale(h)]

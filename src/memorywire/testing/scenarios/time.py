@@ -1,0 +1,90 @@
+"""Truth over time, identically on every backend: supersession, chains, ``as_of``, conflicts.
+
+A store that does not declare the ``time`` capability is skipped (naming it): it would
+store ``supersedes`` and ``as_of`` without acting on them. A router over such a store
+applies the rules itself (``tests/unit/test_timeline.py``; this plugin may not import the
+router).
+"""
+
+from __future__ import annotations
+
+from memorywire.store.base import Capability, MemoryStore
+from memorywire.testing.harness import Harness, Scenario, rem, scenario
+from memorywire.wire.models import ForgetRequest, RecallRequest
+
+__all__ = ["SCENARIOS"]
+
+C = Capability
+KLM = "The user's favourite airline is KLM"
+RYANAIR = "The user's favourite airline is Ryanair"
+EASYJET = "The user's favourite airline is easyJet"
+
+
+async def _ask(store: MemoryStore, **kw: object) -> list[object]:
+    resp = await store.recall(RecallRequest.model_validate(
+        {"agent_id": "ag", "query": "favourite airline", "k": 5, **kw}))
+    return [h.content for h in resp.results]
+
+
+async def supersedes_hides_the_old_value(h: Harness, store: MemoryStore) -> None:
+    """After B supersedes A, default recall shows B only; include_superseded shows A after B,
+    with superseded_by and a closed validity."""
+    h.require(store, C.TIME)
+    await store.remember(rem("ag", KLM, id="a"))
+    h.clock.advance(1000)
+    await store.remember(rem("ag", RYANAIR, id="b", supersedes=["a"]))
+    assert await _ask(store) == [RYANAIR], "a superseded memory is still recalled"
+    both = (await store.recall(RecallRequest(agent_id="ag", query="KLM airline",
+                                             include_superseded=True))).results
+    assert [x.content for x in both] == [RYANAIR, KLM], "current value must rank first"
+    assert both[1].superseded_by == "b" and both[1].valid_to is not None
+
+
+async def chains_and_as_of(h: Harness, store: MemoryStore) -> None:
+    """A→B→C: now is C; as_of a time inside B's interval is B; before anything was
+    recorded is nothing."""
+    h.require(store, C.TIME)
+    t0 = h.clock.now_ms()
+    await store.remember(rem("ag", KLM, id="a", valid_from=t0))
+    h.clock.advance(10_000)
+    await store.remember(rem("ag", RYANAIR, id="b", supersedes=["a"]))
+    h.clock.advance(10_000)
+    await store.remember(rem("ag", EASYJET, id="c", supersedes=["b"]))
+    h.clock.advance(10_000)
+    assert await _ask(store) == [EASYJET]
+    assert await _ask(store, as_of=t0 + 15_000) == [RYANAIR]
+    assert await _ask(store, as_of=t0 + 5_000) == [KLM]
+    assert await _ask(store, as_of=t0 - 1) == []
+
+
+async def forgetting_the_newer_keeps_the_older_closed(h: Harness, store: MemoryStore) -> None:
+    """Forgetting B (which superseded A) does not make A current again."""
+    h.require(store, C.TIME)
+    await store.remember(rem("ag", KLM, id="a"))
+    h.clock.advance(1000)
+    await store.remember(rem("ag", RYANAIR, id="b", supersedes=["a"]))
+    await store.forget(ForgetRequest(agent_id="ag", ids=["b"]))
+    assert await _ask(store) == []
+    assert await _ask(store, include_superseded=True) == [KLM]
+
+
+async def remember_reports_conflicts(h: Harness, store: MemoryStore) -> None:
+    """A write that changes a stored value names the old memory in ``conflicts`` and changes
+    nothing (report only); an unrelated neighbour is not named."""
+    h.require(store, C.TIME)
+    await store.remember(rem("ag", KLM, id="a"))
+    await store.remember(rem("ag", "The user's favourite hotel is the Hilton", id="h"))
+    h.clock.advance(1000)
+    resp = await store.remember(rem("ag", RYANAIR, id="b"))
+    assert [c.id for c in resp.conflicts or []] == ["a"], f"conflicts: {resp.conflicts}"
+    assert resp.conflicts is not None
+    assert 0 < resp.conflicts[0].similarity <= 1 and "ryanair" in resp.conflicts[0].why
+    assert set(await _ask(store)) >= {KLM, RYANAIR}
+
+
+SCENARIOS: list[Scenario] = [
+    scenario(supersedes_hides_the_old_value, C.SEMANTIC),
+    scenario(chains_and_as_of, C.SEMANTIC),
+    scenario(forgetting_the_newer_keeps_the_older_closed, C.SEMANTIC),
+    scenario(remember_reports_conflicts, C.SEMANTIC),
+]

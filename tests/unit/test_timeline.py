@@ -1,0 +1,139 @@
+"""Truth over time on the embedded stores: supersession, chains, as_of, conflicts, forget."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from memorywire.core.clock import FakeClock
+from memorywire.core.contradiction import find_conflicts, judge
+from memorywire.embed.hashing import HashingEmbedder
+from memorywire.errors import NotFound
+from memorywire.router import MemoryRouter
+from memorywire.store.base import Capability, MemoryStore
+from memorywire.store.memory import InMemoryStore
+from memorywire.store.sqlite import SqliteStore
+from memorywire.wire.models import ForgetRequest, MemoryType, RecallRequest, RememberRequest
+
+pytestmark = pytest.mark.anyio
+
+KLM = "The user's favourite airline is KLM."
+RYANAIR = "The user's favourite airline is Ryanair."
+EASYJET = "The user's favourite airline is easyJet."
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MemoryStore]:
+    clock = FakeClock(1_000_000)
+    s: MemoryStore = (InMemoryStore(embedder=HashingEmbedder(), clock=clock)
+                      if request.param == "memory"
+                      else SqliteStore(tmp_path / "t.db", embedder=HashingEmbedder(), clock=clock))
+    s.clock = clock  # type: ignore[attr-defined]
+    yield s
+    await s.aclose()
+
+
+async def _put(s: MemoryStore, text: str, **kw: object) -> str:
+    s.clock.advance(1000)  # type: ignore[attr-defined]
+    return (await s.remember(RememberRequest(agent_id="a", user_id="u", type=MemoryType.SEMANTIC,
+                                             content=text, **kw))).id  # type: ignore[arg-type]
+
+
+async def _ask(s: MemoryStore, **kw: object) -> list[str]:
+    resp = await s.recall(RecallRequest(agent_id="a", user_id="u", k=5,
+                                        query="favourite airline",
+                                        **kw))  # type: ignore[arg-type]
+    return [str(h.content) for h in resp.results]
+
+
+async def test_superseded_memory_leaves_default_recall(store: MemoryStore) -> None:
+    old = await _put(store, KLM)
+    new = await _put(store, RYANAIR, supersedes=[old])
+    assert await _ask(store) == [RYANAIR]
+    shown = await store.recall(RecallRequest(agent_id="a", user_id="u", query="KLM airline",
+                                             include_superseded=True))
+    assert [h.content for h in shown.results] == [RYANAIR, KLM]  # current first
+    assert shown.results[1].superseded_by == new
+    assert shown.results[1].valid_to is not None
+    assert "_validity" not in (shown.results[1].metadata or {})
+    assert [(x.id, x.type) for x in shown.results[0].links or []] == [(old, "supersedes")]
+
+
+async def test_chain_and_as_of(store: MemoryStore) -> None:
+    a = await _put(store, KLM, valid_from=100)
+    b = await _put(store, RYANAIR, supersedes=[a], valid_from=2_000_000)
+    await _put(store, EASYJET, supersedes=[b], valid_from=3_000_000)
+    store.clock.advance(5_000_000)  # type: ignore[attr-defined]
+    assert await _ask(store) == [EASYJET]
+    assert await _ask(store, as_of=2_500_000) == [RYANAIR]
+    # recorded by 1_001_500 was only KLM, valid then
+    assert await _ask(store, as_of=1_001_500) == [KLM]
+    assert await _ask(store, as_of=50) == []
+
+
+async def test_forgetting_the_newer_fact_does_not_reopen_the_older(store: MemoryStore) -> None:
+    old = await _put(store, KLM)
+    new = await _put(store, RYANAIR, supersedes=[old])
+    await store.forget(ForgetRequest(agent_id="a", ids=[new]))
+    assert await _ask(store) == []
+    assert await _ask(store, include_superseded=True) == [KLM]
+
+
+async def test_superseding_an_unknown_id_is_refused_before_writing(store: MemoryStore) -> None:
+    with pytest.raises(NotFound, match="nope"):
+        await _put(store, RYANAIR, supersedes=["nope"])
+    assert await _ask(store, include_superseded=True) == []
+
+
+async def test_remember_reports_the_contradicted_memory(store: MemoryStore) -> None:
+    old = await _put(store, KLM)
+    await _put(store, "The user lives in Berlin.")
+    resp = await store.remember(RememberRequest(agent_id="a", user_id="u",
+                                                type=MemoryType.SEMANTIC, content=RYANAIR))
+    assert [c.id for c in resp.conflicts or []] == [old]
+    assert resp.conflicts is not None and "klm → ryanair" in resp.conflicts[0].why
+    assert set(await _ask(store)) >= {RYANAIR, KLM}  # reported, not acted on (default)
+
+
+def test_detector_separates_changed_values_from_neighbours() -> None:
+    assert judge("The user has 2 cats.", "The user has 3 cats.") is not None
+    assert judge("The user eats meat.", "The user never eats meat.") is not None
+    assert judge(KLM, "The user's favourite hotel is Hilton.") is None
+    assert judge(KLM, KLM) is None
+    assert [c.id for c in find_conflicts(RYANAIR, [("x", KLM), ("y", "The user is 30.")])] \
+        == ["x"]
+
+
+class _NoTime(InMemoryStore):
+    """A real store that does not declare (nor honour) time: what a third-party child is."""
+
+    @property
+    def capabilities(self):  # type: ignore[no-untyped-def]
+        return super().capabilities - {Capability.TIME}
+
+    async def remember_many(self, reqs):  # type: ignore[no-untyped-def]
+        return await self._ops.remember_many(reqs)
+
+    async def recall(self, req: RecallRequest):  # type: ignore[no-untyped-def]
+        return await self._search(req)
+
+
+async def test_router_applies_time_around_a_child_without_it() -> None:
+    child = _NoTime(embedder=HashingEmbedder(), clock=FakeClock(), name="plain")
+    router = MemoryRouter([child])
+    await router.remember(RememberRequest(agent_id="a", type=MemoryType.SEMANTIC, content=KLM,
+                                          id="old"))
+    resp = await router.remember(RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
+                                                 content=RYANAIR, supersedes=["old"]))
+    assert resp.conflicts is None  # named in supersedes: not a conflict
+    # the child alone would still answer both
+    raw = await child.recall(RecallRequest(agent_id="a", query="favourite airline"))
+    assert {h.content for h in raw.results} == {KLM, RYANAIR}
+    got = await router.recall(RecallRequest(agent_id="a", query="favourite airline"))
+    assert [h.content for h in got.results] == [RYANAIR]
+    shown = await router.recall(RecallRequest(agent_id="a", query="favourite airline",
+                                              include_superseded=True))
+    assert [(h.content, h.superseded_by) for h in shown.results] == [(RYANAIR, None),
+                                                                     (KLM, resp.id)]

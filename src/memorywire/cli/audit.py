@@ -22,6 +22,19 @@ from memorywire.governance.db import is_postgres_url
 __all__ = ["register_audit"]
 
 
+def _db_of(args: argparse.Namespace) -> str:
+    """``--db``, else the governance database of the configuration (``--config`` or
+    ``$MEMORYWIRE_CONFIG``), so the file that configures the server also finds its log."""
+    if args.db:
+        return str(args.db)
+    from memorywire.server.config import load_config
+
+    db = load_config(args.config).governance_db
+    if not db:
+        raise MemorywireError("no governance database: give --db, or --config naming one")
+    return db
+
+
 def _open(db: str) -> AuditLog:
     if not is_postgres_url(db) and not Path(db).is_file():
         raise MemorywireError(f"no governance database at {db}")
@@ -38,7 +51,7 @@ def _load_checkpoints(files: list[str]) -> list[dict[str, Any]]:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    log = _open(args.db)
+    log = _open(_db_of(args))
     try:
         cps = _load_checkpoints(args.checkpoint) if args.checkpoint else None
         report = log.verify(checkpoints=cps, trusted_keys=args.trusted_key or None)
@@ -49,7 +62,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    log = _open(args.db)
+    log = _open(_db_of(args))
     try:
         for e in log.entries(agent_id=args.agent_id, memory_id=args.memory_id, limit=args.limit):
             print(json.dumps(e.to_dict(), ensure_ascii=False))
@@ -63,7 +76,7 @@ def _checkpoint(args: argparse.Namespace) -> int:
         key = load_pem_private_key(fh.read(), password=None)
     if not isinstance(key, Ed25519PrivateKey):
         raise MemorywireError("the checkpoint key must be an Ed25519 private key (PEM)")
-    log = _open(args.db)
+    log = _open(_db_of(args))
     try:
         print(json.dumps(log.checkpoint(key)))
     finally:
@@ -87,7 +100,8 @@ def register_audit(subparsers: Any) -> None:
     sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
 
     v = sub.add_parser("verify", help="recompute the hash chain and check checkpoints")
-    v.add_argument("--db", required=True, help="governance database file or postgresql:// URL")
+    v.add_argument("--db", help="governance database file or postgresql:// URL "
+                                "(default: the configuration's governance database)")
     v.add_argument(
         "--checkpoint",
         action="append",
@@ -103,13 +117,16 @@ def register_audit(subparsers: Any) -> None:
     v.set_defaults(handler=_guard(_verify))
 
     ls = sub.add_parser("list", help="print entries as JSON lines")
-    ls.add_argument("--db", required=True)
+    ls.add_argument("--db")
     ls.add_argument("--agent-id")
     ls.add_argument("--memory-id")
     ls.add_argument("--limit", type=int, default=None)
     ls.set_defaults(handler=_guard(_list))
 
     cp = sub.add_parser("checkpoint", help="sign the current head and print it as JSON")
-    cp.add_argument("--db", required=True)
+    cp.add_argument("--db")
     cp.add_argument("--key", required=True, help="Ed25519 private key, PEM, unencrypted")
     cp.set_defaults(handler=_guard(_checkpoint))
+    for q in (v, ls, cp):
+        q.add_argument("--config", metavar="FILE", help="configuration file (default: "
+                       "$MEMORYWIRE_CONFIG)")

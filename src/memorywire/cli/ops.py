@@ -36,6 +36,7 @@ def _local_config(args: argparse.Namespace) -> Any:
     from memorywire.server.config import load_config
 
     return load_config(
+        getattr(args, "config", None),
         overrides={
             "store": args.store,
             "embedder": args.embedder,
@@ -98,8 +99,17 @@ def _json_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
 
 
+def _store_flags(p: argparse.ArgumentParser, store_help: str) -> None:
+    """``--store`` (repeated: a router over all of them) and ``--config``, which every command
+    that opens a store reads; flags override the file."""
+    p.add_argument("--store", action="append", metavar="URL",
+                   help=store_help + "; repeat it to route over several stores")
+    p.add_argument("--config", metavar="FILE", help="TOML or JSON configuration file "
+                   "(default: $MEMORYWIRE_CONFIG); see docs/configuration.md")
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", help="store URL (default: sqlite under the data directory)")
+    _store_flags(p, "store URL (default: sqlite under the data directory)")
     p.add_argument("--server", help="server base URL, e.g. http://127.0.0.1:8765")
     p.add_argument("--token", help="bearer token for --server")
     p.add_argument("--embedder", choices=["default", "hashing"], default=None,
@@ -353,11 +363,10 @@ def _mcp(args: argparse.Namespace) -> int:
 
 def _register_serve(sub: Subparsers) -> None:
     p = sub.add_parser("serve", help="serve REST, JSON-RPC and OpenAPI over HTTP")
-    p.add_argument("--store", help="store URL")
+    _store_flags(p, "store URL")
     p.add_argument("--host", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default 8765)")
     p.add_argument("--no-auth", action="store_true", help="no tokens (loopback only)")
-    p.add_argument("--config", help="TOML or JSON settings file")
     p.add_argument("--governance-db", dest="governance_db",
                    help="enable approvals: a SQLite path, or a postgresql:// URL that several"
                         " servers share (one approval queue, one audit chain)")
@@ -369,8 +378,8 @@ def _register_serve(sub: Subparsers) -> None:
     p.set_defaults(handler=_serve)
 
     p = sub.add_parser("mcp", help="speak MCP over stdio (no arguments: the default store)")
-    p.add_argument("--store", help="store URL (default: $MEMORYWIRE_STORE, else sqlite under "
-                                   "the data directory)")
+    _store_flags(p, "store URL (default: $MEMORYWIRE_STORE, else sqlite under the data "
+                    "directory)")
     p.add_argument("--governance-db", dest="governance_db",
                    help="enable approvals (destructive tools are staged for review)")
     p.add_argument("--agent", help="agent_id tools use when a call leaves it out "

@@ -41,7 +41,7 @@ def test_every_setting_is_documented() -> None:
     example = _example()
     for f in fields(ServerConfig):
         if f.name in ("store", "stores", "governance_db", "policies", "quorum",
-                      "remember_policy", "router_deadline_s", "rrf_k"):
+                      "remember_policy", "router_deadline_s", "rrf_k", "governance"):
             continue  # set through their sections in the example, documented in tables
         assert f"`{f.name}`" in doc, f.name
         assert re.search(rf"^{f.name} = ", example, re.M), f"example lacks {f.name}"
@@ -115,7 +115,7 @@ async def test_policies_in_a_server_file_reach_governance(tmp_path: Path) -> Non
     async with running(load_config(path, env={}), http=True) as runtime:
         assert runtime.governed is not None
         assert runtime.governed.policies.rules[0].name == "untrusted-sources"
-    without = _write(tmp_path, "off.toml", f'policies = "{POLICIES}"\n')
+    without = _write(tmp_path, "off.toml", f'policies = "{POLICIES}"\ngovernance = false\n')
     with pytest.raises(InvalidRequest, match="governance is off"):
         load_config(without, env={}).resolved()
 

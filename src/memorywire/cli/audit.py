@@ -29,7 +29,7 @@ def _db_of(args: argparse.Namespace) -> str:
         return str(args.db)
     from memorywire.server.config import load_config
 
-    db = load_config(args.config).governance_db
+    db = load_config(args.config).resolved().governance_db
     if not db:
         raise MemorywireError("no governance database: give --db, or --config naming one")
     return db

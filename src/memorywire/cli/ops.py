@@ -32,17 +32,40 @@ def _print_json(doc: Any) -> None:
     print(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
+#: One-shot commands that only read: on a store that does not exist yet they fail naming it.
+_READS = frozenset({"recall", "get", "list", "history"})
+
+
 def _local_config(args: argparse.Namespace) -> Any:
     from memorywire.server.config import load_config
 
-    return load_config(
+    config = load_config(
         getattr(args, "config", None),
         overrides={
             "store": args.store,
             "embedder": args.embedder,
             "governance_db": getattr(args, "governance_db", None),
+            "governance": False if getattr(args, "no_governance", False) else None,
         }
     )
+    if getattr(args, "command", None) in _READS:
+        config = _no_files_for_a_failing_read(config)
+    return config
+
+
+def _no_files_for_a_failing_read(config: Any) -> Any:
+    """A read of the default store before anything was written fails naming the store file;
+    opening the default governance database first would create a data directory (and an
+    empty audit log) for a command that changes nothing, so governance is left closed then."""
+    from dataclasses import replace
+
+    from memorywire.server.config import data_dir
+
+    resolved = config.resolved()
+    default = data_dir() / "mem.gov.db"
+    if resolved.governance_db == str(default) and not (data_dir() / "mem.db").exists():
+        return replace(config, governance=False)
+    return config
 
 
 @asynccontextmanager
@@ -106,6 +129,8 @@ def _store_flags(p: argparse.ArgumentParser, store_help: str) -> None:
                    help=store_help + "; repeat it to route over several stores")
     p.add_argument("--config", metavar="FILE", help="TOML or JSON configuration file "
                    "(default: $MEMORYWIRE_CONFIG); see docs/configuration.md")
+    p.add_argument("--no-governance", dest="no_governance", action="store_true",
+                   help="no audit log or approvals (on by default for the default store)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -336,6 +361,7 @@ def _serve(args: argparse.Namespace) -> int:
                 "port": args.port,
                 "no_auth": True if args.no_auth else None,
                 "governance_db": args.governance_db,
+                "governance": False if args.no_governance else None,
                 "tokens_db": args.tokens_db,
                 "embedder": args.embedder,
             },

@@ -56,6 +56,10 @@ class ServerConfig:
     no_auth: bool = False
     tokens_db: str = ""
     governance_db: str = ""
+    #: Governance for the embedded default store: on unless ``--no-governance`` /
+    #: ``[governance] enabled = false``; then the audit log and approval queue live beside
+    #: ``mem.db`` in ``mem.gov.db``. Off also turns off a configured ``governance_db``.
+    governance: bool = True
     #: Governance policy: a JSON policy file's path, or the policy itself (``default``,
     #: ``rules``); applies only when governance is on.
     policies: str | Mapping[str, Any] | None = None
@@ -99,11 +103,16 @@ class ServerConfig:
     def resolved(self) -> ServerConfig:
         """Fill in paths under the data directory and check the combination is safe."""
         home = data_dir()
+        embedded_default = not self.store and not self.stores
         out = replace(
             self,
             store=self.store or f"sqlite:///{home / 'mem.db'}",
             tokens_db=self.tokens_db or str(home / "tokens.db"),
         )
+        if not out.governance:
+            out = replace(out, governance_db="")
+        elif embedded_default and not out.governance_db:
+            out = replace(out, governance_db=str(home / "mem.gov.db"))
         if out.no_auth and not is_loopback(out.host):
             raise InvalidRequest(
                 f"refusing to serve without authentication on non-loopback address {out.host!r}; "

@@ -9,7 +9,7 @@ optional (see docs/configuration.md, field by field):
 - ``stores``: a list of ``{url, name, weight, primary}``; more than one becomes a router.
 - ``router``: how several stores are fused (``quorum``, ``remember_policy``,
   ``deadline_s``, ``rrf_k``).
-- ``governance``: ``database`` and the policy (``default``, ``rules``), mapped
+- ``governance``: ``enabled``, ``database`` and the policy (``default``, ``rules``), mapped
   onto :class:`~memorywire.governance.policies.PolicySet`.
 
 Every key is checked here, so a misspelt one is refused with its full path
@@ -38,7 +38,7 @@ _ROUTER_KEYS = {
     "deadline_s": "router_deadline_s",
     "rrf_k": "rrf_k",
 }
-_GOVERNANCE_KEYS = ("database", "default", "rules")
+_GOVERNANCE_KEYS = ("enabled", "database", "default", "rules")
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,10 @@ def _stores(path: str | Path, value: Any) -> tuple[StoreEntry, ...]:
 def _governance(path: str | Path, value: Any) -> dict[str, Any]:
     gov = _table(path, "governance", value, _GOVERNANCE_KEYS)
     values: dict[str, Any] = {}
+    if "enabled" in gov:
+        if not isinstance(gov["enabled"], bool):
+            raise _fail(path, "governance.enabled", "must be true or false")
+        values["governance"] = gov["enabled"]
     if "database" in gov:
         values["governance_db"] = gov["database"]
     if "default" in gov or "rules" in gov:
@@ -121,7 +125,8 @@ def read_config_file(path: str | Path, known: Mapping[str, Any]) -> dict[str, An
         raise InvalidRequest(f"config file {path}: not valid TOML/JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise InvalidRequest(f"config file {path}: expected a table of settings")
-    sectioned = any(key in SECTIONS for key in doc)
+    # ``governance = false`` in a flat file is the setting; ``[governance]`` is the section.
+    sectioned = any(key in SECTIONS and isinstance(v, dict | list) for key, v in doc.items())
     flat = doc.get("server", {}) if sectioned else doc
     if sectioned:
         for key in doc:
@@ -132,6 +137,8 @@ def read_config_file(path: str | Path, known: Mapping[str, Any]) -> dict[str, An
         if key == "stores":  # a list of tables has its own section
             raise _fail(path, "server.stores", "list stores in the [[stores]] section")
         values[key] = value
+    if not sectioned:
+        return values
     if "stores" in doc:
         values["stores"] = _stores(path, doc["stores"])
     if "router" in doc:

@@ -1,0 +1,62 @@
+"""Governance is on for the embedded default store: its audit log and approval queue live
+beside ``mem.db`` in ``mem.gov.db``, ``approval_required`` is honoured and the log verifies;
+``--no-governance`` turns it off."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memorywire.cli import main
+from memorywire.server.config import load_config
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("MEMORYWIRE_HOME", str(tmp_path / "data"))
+    for var in ("MEMORYWIRE_STORE", "MEMORYWIRE_CONFIG", "MEMORYWIRE_GOVERNANCE_DB",
+                "MEMORYWIRE_GOVERNANCE"):
+        monkeypatch.delenv(var, raising=False)
+    return tmp_path / "data"
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 0) -> Any:
+    assert main(list(argv)) == code, capsys.readouterr().err
+    out = capsys.readouterr().out
+    return json.loads(out) if out.strip() else None
+
+
+def test_default_store_is_governed_beside_its_file(home: Path) -> None:
+    on = load_config(env={}).resolved()
+    assert on.governance_db == str(home / "mem.gov.db")
+    off = load_config(env={}, overrides={"governance": False}).resolved()
+    assert off.governance_db == ""
+    # a store named explicitly is governed only when a database is given, as before
+    named = load_config(env={}, overrides={"store": ["memory://"]}).resolved()
+    assert named.governance_db == ""
+
+
+def test_default_setup_audits_and_honours_approval_required(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["--embedder", "hashing", "-a", "A"]
+    plain = _cli(capsys, "remember", *base, "tea at four", "--json")
+    assert not plain["pending_approval"]
+    staged = _cli(capsys, "remember", *base, "the door code is 1234", "--approval-required",
+                  "--json")
+    assert staged["pending_approval"]
+    assert (home / "mem.gov.db").exists()
+    report = _cli(capsys, "audit", "verify")
+    assert report["ok"], report
+    assert main(["audit", "list"]) == 0
+    entries = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]
+    assert len(entries) >= 2 and plain["id"] in {i for e in entries for i in e["memory_ids"]}
+
+
+def test_no_governance_leaves_no_log(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _cli(capsys, "remember", "--no-governance", "--embedder", "hashing", "-a", "A", "x",
+         "--json")
+    assert (home / "mem.db").exists() and not (home / "mem.gov.db").exists()

@@ -79,11 +79,16 @@ async def _memory(args: argparse.Namespace) -> AsyncIterator[Any]:
             yield mem
         return
     from memorywire.client import Memory
+    from memorywire.server.auth import Principal
     from memorywire.server.runtime import running
 
-    # A person typed the path: a read of a store that does not exist names it.
-    async with running(_local_config(args), reads_need_file=True) as runtime:
-        yield Memory(runtime.store, approvals=runtime.approvals)
+    # A person typed the path: a read of a store that does not exist names it. The person
+    # is the local operator, not the agent side, so `approvals approve` works on a laptop.
+    # `approvals` reads the store to show a diff; before the first commit it has no file.
+    reads = getattr(args, "command", None) in _READS
+    async with running(_local_config(args), reads_need_file=reads) as runtime:
+        yield Memory(runtime.store, approvals=runtime.approvals,
+                     principal=Principal.local_operator())
 
 
 def _run(

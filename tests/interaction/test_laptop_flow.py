@@ -85,5 +85,5 @@ async def test_agent_stages_person_approves_at_the_cli_agent_recalls(
         ok, got = await _call(agent, "recall", {"agent_id": "A", "query": "Carol peanuts"})
         assert ok and [h["id"] for h in got["results"]] == [staged["id"]], got
     assert (data / "mem.db").is_file() and (data / "mem.gov.db").is_file()
-    report = await _cli(capsys, "audit", "verify")
+    report = await _cli(capsys, "audit", "verify", "--embedder", "hashing")
     assert report["ok"], report

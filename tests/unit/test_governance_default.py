@@ -49,7 +49,7 @@ def test_default_setup_audits_and_honours_approval_required(
                   "--json")
     assert staged["pending_approval"]
     assert (home / "mem.gov.db").exists()
-    report = _cli(capsys, "audit", "verify")
+    report = _cli(capsys, "audit", "verify", "--embedder", "hashing")
     assert report["ok"], report
     assert main(["audit", "list"]) == 0
     entries = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]
@@ -60,3 +60,36 @@ def test_no_governance_leaves_no_log(home: Path, capsys: pytest.CaptureFixture[s
     _cli(capsys, "remember", "--no-governance", "--embedder", "hashing", "-a", "A", "x",
          "--json")
     assert (home / "mem.db").exists() and not (home / "mem.gov.db").exists()
+
+
+def test_audit_verify_finds_a_write_behind_governances_back(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import anyio
+
+    from memorywire.embed.hashing import HashingEmbedder
+    from memorywire.store.sqlite import SqliteStore
+    from memorywire.wire.models import RememberRequest
+
+    governed = _cli(capsys, "remember", "--embedder", "hashing", "-a", "A", "tea at four",
+                    "--json")
+    clean = _cli(capsys, "audit", "verify", "--embedder", "hashing")
+    assert clean["ok"] and clean["store"] == {
+        "store": "sqlite", "url": f"sqlite:///{home / 'mem.db'}", "ok": True, "unaudited": []}
+
+    async def backdoor() -> str:
+        store = SqliteStore(home / "mem.db", embedder=HashingEmbedder())
+        try:
+            wrote = await store.remember(RememberRequest(
+                agent_id="A", type="semantic", content="the door code is 1234"))
+            return wrote.id
+        finally:
+            await store.aclose()
+
+    sneaked = anyio.run(backdoor)
+    assert main(["audit", "verify", "--embedder", "hashing"]) == 1
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    assert not report["ok"] and not report["store"]["ok"]
+    assert [m["id"] for m in report["store"]["unaudited"]] == [sneaked] != [governed["id"]]
+    assert "store 'sqlite'" in out.err and "behind governance's back" in out.err

@@ -1,7 +1,9 @@
 """``memorywire audit``: verify, list and checkpoint a governance database's audit log.
 
 ``verify`` exits 0 when the chain (and every checkpoint given) holds, 1 when tampering is
-found, 2 on a usage error; the report is JSON on standard output either way.
+found, 2 on a usage error; the report is JSON on standard output either way. Without
+``--db`` it also checks the configured store against the log (``store`` in the report):
+memories written behind governance's back fail the verification, naming the store.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
@@ -22,17 +25,45 @@ from memorywire.governance.db import is_postgres_url
 __all__ = ["register_audit"]
 
 
-def _db_of(args: argparse.Namespace) -> str:
-    """``--db``, else the governance database of the configuration (``--config`` or
-    ``$MEMORYWIRE_CONFIG``), so the file that configures the server also finds its log."""
-    if args.db:
-        return str(args.db)
+def _configured(args: argparse.Namespace) -> Any:
     from memorywire.server.config import load_config
 
-    db = load_config(args.config).resolved().governance_db
+    embedder = getattr(args, "embedder", None)
+    return load_config(args.config, overrides={"embedder": embedder}).resolved()
+
+
+def _db_of(args: argparse.Namespace) -> str:
+    """``--db``, else the governance database of the configuration (``--config`` or
+    ``$MEMORYWIRE_CONFIG``, else the default store's), so the file that configures the
+    server also finds its log."""
+    if args.db:
+        return str(args.db)
+    db = str(_configured(args).governance_db)
     if not db:
         raise MemorywireError("no governance database: give --db, or --config naming one")
     return db
+
+
+def _store_drift(args: argparse.Namespace, log: AuditLog) -> dict[str, Any] | None:
+    """The configured store checked against the log (see governance/drift.py); ``None``
+    when ``--db`` names a log whose store this command was not told."""
+    if args.db:
+        return None
+    from memorywire.governance.drift import unaudited_memories
+    from memorywire.server.runtime import open_configured_store
+
+    config = _configured(args)
+
+    async def check() -> tuple[str, list[dict[str, Any]]]:
+        store = open_configured_store(config)
+        try:
+            return store.name, await unaudited_memories(store, log)
+        finally:
+            await store.aclose()
+
+    name, found = anyio.run(check)
+    where = config.store if not config.stores else ", ".join(e.url for e in config.stores)
+    return {"store": name, "url": where, "ok": not found, "unaudited": found}
 
 
 def _open(db: str) -> AuditLog:
@@ -55,10 +86,20 @@ def _verify(args: argparse.Namespace) -> int:
     try:
         cps = _load_checkpoints(args.checkpoint) if args.checkpoint else None
         report = log.verify(checkpoints=cps, trusted_keys=args.trusted_key or None)
+        drift = _store_drift(args, log)
     finally:
         log.close()
-    print(json.dumps(report.to_dict(), indent=2))
-    return 0 if report.ok else 1
+    out = report.to_dict()
+    ok = report.ok
+    if drift is not None:
+        out["store"] = drift
+        if not drift["ok"]:
+            ok = out["ok"] = False
+            print(f"memorywire audit verify: store {drift['store']!r} ({drift['url']}) holds "
+                  f"{len(drift['unaudited'])} memories written behind governance's back",
+                  file=sys.stderr)
+    print(json.dumps(out, indent=2))
+    return 0 if ok else 1
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -127,6 +168,7 @@ def register_audit(subparsers: Any) -> None:
     cp.add_argument("--db")
     cp.add_argument("--key", required=True, help="Ed25519 private key, PEM, unencrypted")
     cp.set_defaults(handler=_guard(_checkpoint))
+    v.add_argument("--embedder", help=argparse.SUPPRESS)
     for q in (v, ls, cp):
         q.add_argument("--config", metavar="FILE", help="configuration file (default: "
                        "$MEMORYWIRE_CONFIG)")

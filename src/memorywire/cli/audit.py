@@ -1,7 +1,9 @@
 """``memorywire audit``: verify, list and checkpoint a governance database's audit log.
 
 ``verify`` exits 0 when the chain (and every checkpoint given) holds, 1 when tampering is
-found, 2 on a usage error; the report is JSON on standard output either way.
+found, 2 on a usage error; the report is JSON on standard output either way. Without
+``--db`` it also checks the configured store against the log (``store`` in the report):
+memories written behind governance's back fail the verification, naming the store.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
@@ -20,6 +23,47 @@ from memorywire.governance.audit import AuditLog
 from memorywire.governance.db import is_postgres_url
 
 __all__ = ["register_audit"]
+
+
+def _configured(args: argparse.Namespace) -> Any:
+    from memorywire.server.config import load_config
+
+    embedder = getattr(args, "embedder", None)
+    return load_config(args.config, overrides={"embedder": embedder}).resolved()
+
+
+def _db_of(args: argparse.Namespace) -> str:
+    """``--db``, else the governance database of the configuration (``--config`` or
+    ``$MEMORYWIRE_CONFIG``, else the default store's), so the file that configures the
+    server also finds its log."""
+    if args.db:
+        return str(args.db)
+    db = str(_configured(args).governance_db)
+    if not db:
+        raise MemorywireError("no governance database: give --db, or --config naming one")
+    return db
+
+
+def _store_drift(args: argparse.Namespace, log: AuditLog) -> dict[str, Any] | None:
+    """The configured store checked against the log (see governance/drift.py); ``None``
+    when ``--db`` names a log whose store this command was not told."""
+    if args.db:
+        return None
+    from memorywire.governance.drift import unaudited_memories
+    from memorywire.server.runtime import open_configured_store
+
+    config = _configured(args)
+
+    async def check() -> tuple[str, list[dict[str, Any]]]:
+        store = open_configured_store(config)
+        try:
+            return store.name, await unaudited_memories(store, log)
+        finally:
+            await store.aclose()
+
+    name, found = anyio.run(check)
+    where = config.store if not config.stores else ", ".join(e.url for e in config.stores)
+    return {"store": name, "url": where, "ok": not found, "unaudited": found}
 
 
 def _open(db: str) -> AuditLog:
@@ -38,18 +82,28 @@ def _load_checkpoints(files: list[str]) -> list[dict[str, Any]]:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    log = _open(args.db)
+    log = _open(_db_of(args))
     try:
         cps = _load_checkpoints(args.checkpoint) if args.checkpoint else None
         report = log.verify(checkpoints=cps, trusted_keys=args.trusted_key or None)
+        drift = _store_drift(args, log)
     finally:
         log.close()
-    print(json.dumps(report.to_dict(), indent=2))
-    return 0 if report.ok else 1
+    out = report.to_dict()
+    ok = report.ok
+    if drift is not None:
+        out["store"] = drift
+        if not drift["ok"]:
+            ok = out["ok"] = False
+            print(f"memorywire audit verify: store {drift['store']!r} ({drift['url']}) holds "
+                  f"{len(drift['unaudited'])} memories written behind governance's back",
+                  file=sys.stderr)
+    print(json.dumps(out, indent=2))
+    return 0 if ok else 1
 
 
 def _list(args: argparse.Namespace) -> int:
-    log = _open(args.db)
+    log = _open(_db_of(args))
     try:
         for e in log.entries(agent_id=args.agent_id, memory_id=args.memory_id, limit=args.limit):
             print(json.dumps(e.to_dict(), ensure_ascii=False))
@@ -63,7 +117,7 @@ def _checkpoint(args: argparse.Namespace) -> int:
         key = load_pem_private_key(fh.read(), password=None)
     if not isinstance(key, Ed25519PrivateKey):
         raise MemorywireError("the checkpoint key must be an Ed25519 private key (PEM)")
-    log = _open(args.db)
+    log = _open(_db_of(args))
     try:
         print(json.dumps(log.checkpoint(key)))
     finally:
@@ -87,7 +141,8 @@ def register_audit(subparsers: Any) -> None:
     sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
 
     v = sub.add_parser("verify", help="recompute the hash chain and check checkpoints")
-    v.add_argument("--db", required=True, help="governance database file or postgresql:// URL")
+    v.add_argument("--db", help="governance database file or postgresql:// URL "
+                                "(default: the configuration's governance database)")
     v.add_argument(
         "--checkpoint",
         action="append",
@@ -103,13 +158,17 @@ def register_audit(subparsers: Any) -> None:
     v.set_defaults(handler=_guard(_verify))
 
     ls = sub.add_parser("list", help="print entries as JSON lines")
-    ls.add_argument("--db", required=True)
+    ls.add_argument("--db")
     ls.add_argument("--agent-id")
     ls.add_argument("--memory-id")
     ls.add_argument("--limit", type=int, default=None)
     ls.set_defaults(handler=_guard(_list))
 
     cp = sub.add_parser("checkpoint", help="sign the current head and print it as JSON")
-    cp.add_argument("--db", required=True)
+    cp.add_argument("--db")
     cp.add_argument("--key", required=True, help="Ed25519 private key, PEM, unencrypted")
     cp.set_defaults(handler=_guard(_checkpoint))
+    v.add_argument("--embedder", help=argparse.SUPPRESS)
+    for q in (v, ls, cp):
+        q.add_argument("--config", metavar="FILE", help="configuration file (default: "
+                       "$MEMORYWIRE_CONFIG)")

@@ -13,7 +13,6 @@ import anyio
 from memorywire.cli.render import iso
 from memorywire.consolidation import Consolidator
 from memorywire.errors import MemorywireError
-from memorywire.store.registry import open_store
 
 __all__ = ["register_consolidate"]
 
@@ -25,11 +24,19 @@ def _summary(report: dict[str, list[str]]) -> str:
 
 
 def _consolidate(args: argparse.Namespace) -> int:
+    from memorywire.server.config import load_config
+    from memorywire.server.runtime import running
+
+    # Through the one setup, so the consolidator's writes are governed and audited like any
+    # other (a raw store would be "written behind governance's back" for `audit verify`).
+    config = load_config(args.config, overrides={
+        "store": args.store, "embedder": args.embedder,
+        "governance": False if args.no_governance else None})
+
     async def go() -> int:
-        store = open_store(args.store)
-        try:
+        async with running(config) as runtime:
             c = Consolidator(
-                store,
+                runtime.store,
                 interval_s=args.interval,
                 promote_threshold=args.threshold,
                 stm_ttl_ms=int(args.ttl_hours * 3_600_000),
@@ -44,8 +51,6 @@ def _consolidate(args: argparse.Namespace) -> int:
                 if args.once:
                     return 0
                 await anyio.sleep(args.interval)
-        finally:
-            await store.aclose()
 
     try:
         return anyio.run(go)
@@ -61,7 +66,13 @@ def register_consolidate(subparsers: Any) -> None:
         description="Print one line per tick with how many memories were promoted, evicted, "
         "kept and skipped; --json prints the report with their ids instead.",
     )
-    p.add_argument("--store", required=True, metavar="URL", help="e.g. sqlite:///mem.db")
+    p.add_argument("--store", metavar="URL", help="e.g. sqlite:///mem.db (default: the "
+                   "configuration's store, else the default one)")
+    p.add_argument("--config", metavar="FILE", help="configuration file (default: "
+                   "$MEMORYWIRE_CONFIG)")
+    p.add_argument("--no-governance", dest="no_governance", action="store_true",
+                   help="no audit log (on by default for the default store)")
+    p.add_argument("--embedder", help=argparse.SUPPRESS)
     p.add_argument("--once", action="store_true", help="run one tick and exit")
     p.add_argument("--agent", default=None, help="only this agent (default: all)")
     p.add_argument("--threshold", type=float, default=0.5, help="promotion score (0..1)")

@@ -32,16 +32,40 @@ def _print_json(doc: Any) -> None:
     print(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
+#: One-shot commands that only read: on a store that does not exist yet they fail naming it.
+_READS = frozenset({"recall", "get", "list", "history"})
+
+
 def _local_config(args: argparse.Namespace) -> Any:
     from memorywire.server.config import load_config
 
-    return load_config(
+    config = load_config(
+        getattr(args, "config", None),
         overrides={
             "store": args.store,
             "embedder": args.embedder,
             "governance_db": getattr(args, "governance_db", None),
+            "governance": False if getattr(args, "no_governance", False) else None,
         }
     )
+    if getattr(args, "command", None) in _READS:
+        config = _no_files_for_a_failing_read(config)
+    return config
+
+
+def _no_files_for_a_failing_read(config: Any) -> Any:
+    """A read of the default store before anything was written fails naming the store file;
+    opening the default governance database first would create a data directory (and an
+    empty audit log) for a command that changes nothing, so governance is left closed then."""
+    from dataclasses import replace
+
+    from memorywire.server.config import data_dir
+
+    resolved = config.resolved()
+    default = data_dir() / "mem.gov.db"
+    if resolved.governance_db == str(default) and not (data_dir() / "mem.db").exists():
+        return replace(config, governance=False)
+    return config
 
 
 @asynccontextmanager
@@ -55,11 +79,16 @@ async def _memory(args: argparse.Namespace) -> AsyncIterator[Any]:
             yield mem
         return
     from memorywire.client import Memory
+    from memorywire.server.auth import Principal
     from memorywire.server.runtime import running
 
-    # A person typed the path: a read of a store that does not exist names it.
-    async with running(_local_config(args), reads_need_file=True) as runtime:
-        yield Memory(runtime.store, approvals=runtime.approvals)
+    # A person typed the path: a read of a store that does not exist names it. The person
+    # is the local operator, not the agent side, so `approvals approve` works on a laptop.
+    # `approvals` reads the store to show a diff; before the first commit it has no file.
+    reads = getattr(args, "command", None) in _READS
+    async with running(_local_config(args), reads_need_file=reads) as runtime:
+        yield Memory(runtime.store, approvals=runtime.approvals,
+                     principal=Principal.local_operator())
 
 
 def _run(
@@ -98,8 +127,19 @@ def _json_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
 
 
+def _store_flags(p: argparse.ArgumentParser, store_help: str) -> None:
+    """``--store`` (repeated: a router over all of them) and ``--config``, which every command
+    that opens a store reads; flags override the file."""
+    p.add_argument("--store", action="append", metavar="URL",
+                   help=store_help + "; repeat it to route over several stores")
+    p.add_argument("--config", metavar="FILE", help="TOML or JSON configuration file "
+                   "(default: $MEMORYWIRE_CONFIG); see docs/configuration.md")
+    p.add_argument("--no-governance", dest="no_governance", action="store_true",
+                   help="no audit log or approvals (on by default for the default store)")
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", help="store URL (default: sqlite under the data directory)")
+    _store_flags(p, "store URL (default: sqlite under the data directory)")
     p.add_argument("--server", help="server base URL, e.g. http://127.0.0.1:8765")
     p.add_argument("--token", help="bearer token for --server")
     p.add_argument("--embedder", choices=["default", "hashing"], default=None,
@@ -352,6 +392,7 @@ def _serve(args: argparse.Namespace) -> int:
                 "port": args.port,
                 "no_auth": True if args.no_auth else None,
                 "governance_db": args.governance_db,
+                "governance": False if args.no_governance else None,
                 "tokens_db": args.tokens_db,
                 "embedder": args.embedder,
             },
@@ -379,11 +420,10 @@ def _mcp(args: argparse.Namespace) -> int:
 
 def _register_serve(sub: Subparsers) -> None:
     p = sub.add_parser("serve", help="serve REST, JSON-RPC and OpenAPI over HTTP")
-    p.add_argument("--store", help="store URL")
+    _store_flags(p, "store URL")
     p.add_argument("--host", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default 8765)")
     p.add_argument("--no-auth", action="store_true", help="no tokens (loopback only)")
-    p.add_argument("--config", help="TOML or JSON settings file")
     p.add_argument("--governance-db", dest="governance_db",
                    help="enable approvals: a SQLite path, or a postgresql:// URL that several"
                         " servers share (one approval queue, one audit chain)")
@@ -395,8 +435,8 @@ def _register_serve(sub: Subparsers) -> None:
     p.set_defaults(handler=_serve)
 
     p = sub.add_parser("mcp", help="speak MCP over stdio (no arguments: the default store)")
-    p.add_argument("--store", help="store URL (default: $MEMORYWIRE_STORE, else sqlite under "
-                                   "the data directory)")
+    _store_flags(p, "store URL (default: $MEMORYWIRE_STORE, else sqlite under the data "
+                    "directory)")
     p.add_argument("--governance-db", dest="governance_db",
                    help="enable approvals (destructive tools are staged for review)")
     p.add_argument("--agent", help="agent_id tools use when a call leaves it out "

@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 
 from memorywire.errors import InvalidRequest, MemorywireError
 from memorywire.server.apidocs import DOCS_PATH
-from memorywire.server.auth import Role, TokenStore
+from memorywire.server.auth import LOCAL_OPERATOR, Role, TokenStore
 from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
@@ -38,7 +38,9 @@ def _ui_auth(tokens: TokenStore | None) -> Callable[[str], str | None]:
 
     def auth(secret: str) -> str | None:
         if tokens is None:
-            return "local"
+            # The human at the browser, a principal apart from the agents calling the API,
+            # so an agent's staged write can be approved here (and not by the agent).
+            return LOCAL_OPERATOR
         try:
             p = tokens.authenticate(secret)
         except MemorywireError:

@@ -22,7 +22,7 @@ from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.ids import new_id
 from memorywire.errors import Forbidden, InvalidRequest, NotFound, Unauthorized
 
-__all__ = ["TOKEN_PREFIX", "Principal", "Role", "TokenInfo", "TokenStore"]
+__all__ = ["LOCAL_OPERATOR", "TOKEN_PREFIX", "Principal", "Role", "TokenInfo", "TokenStore"]
 
 TOKEN_PREFIX = "mw_"
 
@@ -31,6 +31,10 @@ class Role(StrEnum):
     AGENT = "agent"
     REVIEWER = "reviewer"
     ADMIN = "admin"
+
+
+#: The name the local human (CLI, ``/ui`` without tokens) acts under; see local_operator.
+LOCAL_OPERATOR = "operator"
 
 
 @dataclass(frozen=True)
@@ -47,8 +51,17 @@ class Principal:
 
     @classmethod
     def local_admin(cls) -> Principal:
-        """The caller in ``--no-auth`` mode and in-process use: the process owner."""
+        """The agent side in local mode: callers of a ``--no-auth`` server (REST, JSON-RPC,
+        MCP), ``memorywire mcp`` over stdio and the in-process Python client."""
         return cls(name="local", role=Role.ADMIN)
+
+    @classmethod
+    def local_operator(cls) -> Principal:
+        """The human in local mode: the CLI on a local store and the reviewer UI of a
+        ``--no-auth`` server. A principal apart from :meth:`local_admin`, so a single
+        operator can approve what an agent staged, while neither side can approve its own
+        write (approvals compare principal names)."""
+        return cls(name=LOCAL_OPERATOR, role=Role.ADMIN)
 
     def owns_agent(self, agent_id: str) -> bool:
         return self.agent_ids is None or agent_id in self.agent_ids

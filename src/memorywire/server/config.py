@@ -8,19 +8,18 @@ Environment variables are ``MEMORYWIRE_<FIELD>`` (``MEMORYWIRE_STORE``, ``MEMORY
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from memorywire.errors import InvalidRequest
+from memorywire.server.config_file import StoreEntry, read_config_file
 from memorywire.server.limits import Limits, Timeouts
 from memorywire.server.mcp_tools import ToolDefaults
 
-__all__ = ["ServerConfig", "data_dir", "is_loopback", "load_config"]
+__all__ = ["ServerConfig", "StoreEntry", "data_dir", "is_loopback", "load_config"]
 
 
 def data_dir() -> Path:
@@ -44,12 +43,29 @@ def is_loopback(host: str) -> bool:
 @dataclass(frozen=True)
 class ServerConfig:
     store: str = ""
+    #: Several stores behind one router (the ``[[stores]]`` section, or a repeated
+    #: ``--store``); when set, ``store`` is unused.
+    stores: tuple[StoreEntry, ...] = field(default_factory=tuple)
+    #: Router settings (see :class:`memorywire.router.MemoryRouter`).
+    quorum: int = 1
+    remember_policy: str = "all"
+    router_deadline_s: float = 2.0
+    rrf_k: int = 60
     host: str = "127.0.0.1"
     port: int = 8765
     no_auth: bool = False
     tokens_db: str = ""
     governance_db: str = ""
-    #: ``default`` lets the store choose; ``hashing`` is the test-only word-overlap embedder.
+    #: Governance for the embedded default store: on unless ``--no-governance`` /
+    #: ``[governance] enabled = false``; then the audit log and approval queue live beside
+    #: ``mem.db`` in ``mem.gov.db``. Off also turns off a configured ``governance_db``.
+    governance: bool = True
+    #: Governance policy: a JSON policy file's path, or the policy itself (``default``,
+    #: ``rules``); applies only when governance is on.
+    policies: str | Mapping[str, Any] | None = None
+    #: ``default`` lets the store choose; otherwise an embedder spec (``minilm``,
+    #: ``minilm-int8``, ``hashing`` (tests only), ``sentence-transformers:M``,
+    #: ``openai:URL#MODEL``; see :mod:`memorywire.embed.spec`).
     embedder: str = "default"
     max_body_bytes: int = Limits.max_body_bytes
     max_content_bytes: int = Limits.max_content_bytes
@@ -89,15 +105,29 @@ class ServerConfig:
     def resolved(self) -> ServerConfig:
         """Fill in paths under the data directory and check the combination is safe."""
         home = data_dir()
+        embedded_default = not self.store and not self.stores
         out = replace(
             self,
             store=self.store or f"sqlite:///{home / 'mem.db'}",
             tokens_db=self.tokens_db or str(home / "tokens.db"),
         )
+        if not out.governance:
+            out = replace(out, governance_db="")
+        elif embedded_default and not out.governance_db:
+            out = replace(out, governance_db=str(home / "mem.gov.db"))
         if out.no_auth and not is_loopback(out.host):
             raise InvalidRequest(
                 f"refusing to serve without authentication on non-loopback address {out.host!r}; "
                 "drop --no-auth and create a token with `memorywire token create`"
+            )
+        if out.remember_policy not in ("all", "primary_only"):
+            raise InvalidRequest(
+                f"remember_policy must be all or primary_only (got {out.remember_policy!r})"
+            )
+        if out.policies is not None and not out.governance_db:
+            raise InvalidRequest(
+                "policies are set but governance is off; give governance_db "
+                "(--governance-db, or [governance] database) so they apply"
             )
         if not 0 < out.port < 65536:
             raise InvalidRequest(f"port {out.port} is out of range")
@@ -131,7 +161,22 @@ class ServerConfig:
         )
 
 
+def _stores_of(name: str, value: Any) -> tuple[StoreEntry, ...]:
+    """A list of store URLs (a repeated ``--store``, ``MEMORYWIRE_STORES=a,b``) or entries."""
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, list | tuple):
+        raise InvalidRequest(f"config {name}: cannot use {value!r}")
+    return tuple(v if isinstance(v, StoreEntry) else StoreEntry(str(v)) for v in value)
+
+
 def _coerce(name: str, value: Any, default: Any) -> Any:
+    if name == "stores":
+        return _stores_of(name, value)
+    if name == "policies":
+        if isinstance(value, str | Mapping):
+            return value
+        raise InvalidRequest(f"config policies: a policy file path or table (got {value!r})")
     try:
         if isinstance(default, bool):
             if isinstance(value, str):
@@ -156,26 +201,34 @@ def load_config(
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> ServerConfig:
-    """Defaults < file < environment < explicit overrides (``None`` values are ignored)."""
+    """Defaults < file < environment < explicit overrides (``None`` values are ignored).
+
+    ``path`` defaults to ``$MEMORYWIRE_CONFIG``.
+    """
     env = os.environ if env is None else env
     base = ServerConfig()
     known = {f.name: getattr(base, f.name) for f in fields(ServerConfig)}
     values: dict[str, Any] = {}
+    path = path if path is not None else (env.get("MEMORYWIRE_CONFIG") or None)
     if path is not None:
-        text = Path(path).read_text(encoding="utf-8")
-        doc = tomllib.loads(text) if str(path).endswith(".toml") else json.loads(text)
-        section = doc.get("server", doc)
-        if not isinstance(section, dict):
-            raise InvalidRequest(f"config file {path}: expected a table of settings")
-        for key, value in section.items():
-            if key not in known:
-                raise InvalidRequest(f"config file {path}: unknown setting {key!r}")
+        for key, value in read_config_file(path, known).items():
             values[key] = _coerce(key, value, known[key])
     for key, default in known.items():
         raw = env.get(f"MEMORYWIRE_{key.upper()}")
         if raw is not None:
+            if key == "store":
+                values.pop("stores", None)  # the environment's one store beats the file's list
             values[key] = _coerce(key, raw, default)
     for key, value in (overrides or {}).items():
-        if value is not None:
-            values[key] = _coerce(key, value, known[key])
+        if value is None:
+            continue
+        if key == "store" and isinstance(value, list | tuple):
+            # A repeated ``--store``: one URL is that store; several are a router.
+            if len(value) > 1:
+                values["stores"] = _stores_of("store", value)
+                continue
+            value = value[0]
+        if key == "store":
+            values.pop("stores", None)  # a flag naming one store overrides the file's list
+        values[key] = _coerce(key, value, known[key])
     return replace(base, **values)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from memorywire.errors import InvalidRequest
 from memorywire.server.approvals import Approvals, GovernanceApprovals
 from memorywire.server.auth import TokenStore
 from memorywire.server.config import ServerConfig
@@ -46,14 +47,48 @@ def open_configured_store(
     from memorywire.store.registry import open_store
 
     kw: dict[str, Any] = {}
-    if config.embedder == "hashing":
-        from memorywire.embed.hashing import HashingEmbedder
+    if config.embedder != "default":  # any spec of memorywire.embed.spec; unknown: refused
+        from memorywire.embed.spec import embedder_from_spec
 
-        kw["embedder"] = HashingEmbedder()
+        kw["embedder"] = embedder_from_spec(config.embedder)
+    if config.stores:
+        return _open_router(config, kw, reads_need_file)
     store = open_store(config.store, **kw)
     if reads_need_file and hasattr(store, "reads_need_file"):
         store.reads_need_file = True
     return store
+
+
+def _open_router(config: ServerConfig, kw: dict[str, Any], reads_need_file: bool) -> MemoryStore:
+    """A router over the configured stores, the primary first (the router's primary is its
+    first child). A child is named by its entry; unnamed children of a scheme that appears
+    more than once are named ``sqlite-1``, ``sqlite-2``, ... (the router needs unique names),
+    the others keep their store's own name."""
+    from memorywire.router import MemoryRouter
+    from memorywire.store.registry import open_store
+
+    entries = sorted(config.stores, key=lambda e: not e.primary)
+    named = [e.name for e in entries if e.name]
+    if len(set(named)) != len(named):
+        raise InvalidRequest(f"stores: names must be unique, got {named}")
+    schemes = [e.url.split(":", 1)[0].split("+", 1)[0].lower() for e in entries]
+    seen: dict[str, int] = {}
+    opened: list[MemoryStore] = []
+    for entry, scheme in zip(entries, schemes, strict=True):
+        name = entry.name
+        if not name and schemes.count(scheme) > 1:
+            seen[scheme] = seen.get(scheme, 0) + 1
+            name = f"{scheme}-{seen[scheme]}"
+        store = open_store(entry.url, **kw, **({"name": name} if name else {}))
+        opened.append(store)
+        if reads_need_file and hasattr(store, "reads_need_file"):
+            store.reads_need_file = True
+    weights = {s.name: e.weight for s, e in zip(opened, entries, strict=True)}
+    return MemoryRouter(
+        opened, weights, timeout=config.router_deadline_s, quorum=config.quorum,
+        remember_policy="primary_only" if config.remember_policy == "primary_only" else "all",
+        rrf_k=config.rrf_k,
+    )
 
 
 @dataclass
@@ -121,7 +156,8 @@ def open_runtime(
 
         base_url = f"http://{config.host}:{config.port}" if http else None
         try:
-            governed = GovernedStore(inner, config.governance_db, approval_base_url=base_url)
+            governed = GovernedStore(inner, config.governance_db, approval_base_url=base_url,
+                                     policies=config.policies)
         except BaseException:
             if in_use is not None:
                 in_use.close()

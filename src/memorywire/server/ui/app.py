@@ -66,7 +66,10 @@ class _SecurityHeaders:
                     (b"content-security-policy", _CSP.encode()),
                     (b"x-frame-options", b"DENY"),
                     (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
+                    # same-origin, not no-referrer: under no-referrer Chromium sends
+                    # ``Origin: null`` on the UI's own form posts, which the browser door
+                    # (server/origin.py) must refuse; other sites still get no referrer.
+                    (b"referrer-policy", b"same-origin"),
                     (b"cache-control", b"no-store"),
                 ]
                 message["headers"] = headers

@@ -116,6 +116,13 @@ class SqliteDb:
         """For a read: True when there is no file yet and the answer is "nothing"."""
         if not self.unborn:
             return False
+        if Path(self.path).exists():
+            # Another process (the CLI committing an approved write, a second server) created
+            # it since: open it now, or this process would answer "nothing" for ever.
+            with self._lock:
+                if self.unborn:
+                    self._open_unborn()
+            return False
         if self.reads_need_file:
             raise NotFound(
                 f"no memorywire store at {Path(self.path).absolute()}: nothing has been "

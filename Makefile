@@ -42,3 +42,11 @@ test-letta:
 .PHONY: test-cognee
 test-cognee:
 	bash backends/cognee/test.sh
+
+# Framework integrations: their extras added to .venv (new packages only, pinned ranges),
+# then their suite. Without the extras `make test` skips these tests, naming the extra.
+INTEGRATION_EXTRAS := langchain,langgraph,pydantic-ai,openai-agents
+.PHONY: test-integrations
+test-integrations: $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[$(INTEGRATION_EXTRAS)]"
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/integrations

@@ -50,3 +50,8 @@ INTEGRATION_EXTRAS := langchain,langgraph,pydantic-ai,openai-agents
 test-integrations: $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[$(INTEGRATION_EXTRAS)]"
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/integrations
+
+# LlamaIndex needs a newer setuptools than .venv has: its own venv from a pinned lock.
+.PHONY: test-llamaindex
+test-llamaindex:
+	bash backends/llamaindex/test.sh

@@ -17,6 +17,7 @@ NEEDS = {
     "LangGraph": ("langgraph", "langgraph"),
     "Pydantic AI": ("pydantic_ai", "pydantic-ai"),
     "OpenAI Agents SDK": ("agents", "openai-agents"),
+    "LlamaIndex": ("llama_index.core", "llamaindex"),
 }
 
 
@@ -27,7 +28,7 @@ def test_every_framework_has_an_example() -> None:
 @pytest.mark.parametrize(("title", "code"), BLOCKS, ids=[t for t, _ in BLOCKS])
 def test_example_runs(title: str, code: str, tmp_path: Path) -> None:
     module, extra = NEEDS[title]
-    if importlib.util.find_spec(module) is None:
+    if importlib.util.find_spec(module.split(".")[0]) is None:
         pytest.skip(f"needs the memorywire[{extra}] extra")
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=180

@@ -130,7 +130,8 @@ LAYERS: dict[str, Layer] = {
     **{
         f"integrations.{name}": _layer(
             _pkg(f"memorywire.integrations.{name}"),
-            "errors wire client integrations",
+            # llamaindex also wraps memorywire's embedder as a LlamaIndex embedding
+            "errors wire client integrations" + (" embed" if name == "llamaindex" else ""),
             f"pydantic {frameworks}",
         )
         for name, frameworks in {

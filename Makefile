@@ -44,7 +44,8 @@ test-cognee:
 	bash backends/cognee/test.sh
 
 # Framework integrations: their extras added to .venv (new packages only, pinned ranges),
-# then their suite. Without the extras `make test` skips these tests, naming the extra.
+# then their suite, in its own pytest process (tests/conftest.py keeps it out of `make test`);
+# a test whose extra is missing skips, naming the extra.
 INTEGRATION_EXTRAS := langchain,langgraph,pydantic-ai,openai-agents
 .PHONY: test-integrations
 test-integrations: $(STAMP)

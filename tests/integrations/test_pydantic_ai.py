@@ -39,37 +39,39 @@ def _returns(result: Any, tool: str) -> list[Any]:
     ]
 
 
-def test_remember_and_recall_through_the_model(client: SyncMemory[Any]) -> None:
+@pytest.mark.anyio
+async def test_remember_and_recall_through_the_model(client: SyncMemory[Any]) -> None:
     deps = MemoryDeps(client, agent_id="pa", user_id="alice")
-    done = _agent("remember").run_sync("remember something", deps=deps)
+    done = await _agent("remember").run("remember something", deps=deps)
     rows = client.list(agent_id="pa").memories
     assert len(rows) == 1
     row = rows[0]
     assert (row.source, row.user_id, row.type.value) == ("agent", "alice", "semantic")
     assert _returns(done, "remember") == [f"remembered (id {row.id})"]
 
-    found = _agent("recall").run_sync("what do you know?", deps=deps)
+    found = await _agent("recall").run("what do you know?", deps=deps)
     [hits] = _returns(found, "recall")
     assert [(h["id"], h["content"], h["source"]) for h in hits] == [
         (row.id, row.content, "agent")
     ]
     # another user's run sees nothing of alice's
-    other = _agent("recall").run_sync("?", deps=MemoryDeps(client, agent_id="pa", user_id="bob"))
+    other = await _agent("recall").run("?", deps=MemoryDeps(client, agent_id="pa", user_id="bob"))
     assert _returns(other, "recall") == [[]]
 
 
-def test_forget_runs_only_after_a_human_approves(client: SyncMemory[Any]) -> None:
+@pytest.mark.anyio
+async def test_forget_runs_only_after_a_human_approves(client: SyncMemory[Any]) -> None:
     deps = MemoryDeps(client, agent_id="pa")
     keep = client.remember(agent_id="pa", type="semantic", content="keep this").id
     drop = client.remember(agent_id="pa", type="semantic", content="drop this").id
     agent = _agent("forget")
-    first = agent.run_sync("forget", deps=deps)
+    first = await agent.run("forget", deps=deps)
     assert isinstance(first.output, DeferredToolRequests)
     [call] = first.output.approvals
     assert call.tool_name == "forget"
     assert {m.id for m in client.list(agent_id="pa").memories} == {keep, drop}  # not yet
 
-    denied = agent.run_sync(
+    denied = await agent.run(
         deps=deps, message_history=first.all_messages(),
         deferred_tool_results=DeferredToolResults(
             approvals={call.tool_call_id: ToolDenied("not today")}
@@ -78,7 +80,7 @@ def test_forget_runs_only_after_a_human_approves(client: SyncMemory[Any]) -> Non
     assert _returns(denied, "forget") == ["not today"]
     assert len(client.list(agent_id="pa").memories) == 2
 
-    approved = agent.run_sync(
+    approved = await agent.run(
         deps=deps, message_history=first.all_messages(),
         deferred_tool_results=DeferredToolResults(
             approvals={
@@ -90,21 +92,23 @@ def test_forget_runs_only_after_a_human_approves(client: SyncMemory[Any]) -> Non
     assert [m.id for m in client.list(agent_id="pa").memories] == [keep]
 
 
-def test_a_staged_write_is_reported_pending_to_the_model(make_client: MakeClient) -> None:
+@pytest.mark.anyio
+async def test_a_staged_write_is_reported_pending_to_the_model(make_client: MakeClient) -> None:
     client = make_client(
         policies={"rules": [{"name": "all", "match": {"agent_id": "pa"}, "decision": "review"}]}
     )
-    done = _agent("remember").run_sync("remember", deps=MemoryDeps(client, agent_id="pa"))
+    done = await _agent("remember").run("remember", deps=MemoryDeps(client, agent_id="pa"))
     [said] = _returns(done, "remember")
     assert said.startswith("pending approval") and "http://127.0.0.1" in said
     assert client.list(agent_id="pa").memories == []
 
 
-def test_a_bad_call_becomes_model_retry(client: SyncMemory[Any]) -> None:
+@pytest.mark.anyio
+async def test_a_bad_call_becomes_model_retry(client: SyncMemory[Any]) -> None:
     agent = Agent(
         TestModel(call_tools=["recall"]), deps_type=MemoryDeps, toolsets=[memory_toolset()],
         retries=1,
     )
     # an agent id the wire refuses: the tool answers ModelRetry, the model retries, then fails
     with pytest.raises(UnexpectedModelBehavior, match="exceeded max retries"):
-        agent.run_sync("x", deps=MemoryDeps(client, agent_id="x" * 300))
+        await agent.run("x", deps=MemoryDeps(client, agent_id="x" * 300))

@@ -52,3 +52,17 @@ test-wheel: $(STAMP)
 .PHONY: test-lower-bounds
 test-lower-bounds:
 	PY=$(PY) bash scripts/test-lower-bounds.sh
+
+# Framework integrations: their extras added to .venv (new packages only, pinned ranges),
+# then their suite, in its own pytest process (tests/conftest.py keeps it out of `make test`);
+# a test whose extra is missing skips, naming the extra.
+INTEGRATION_EXTRAS := langchain,langgraph,pydantic-ai,openai-agents
+.PHONY: test-integrations
+test-integrations: $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[$(INTEGRATION_EXTRAS)]"
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/integrations
+
+# LlamaIndex needs a newer setuptools than .venv has: its own venv from a pinned lock.
+.PHONY: test-llamaindex
+test-llamaindex:
+	bash backends/llamaindex/test.sh

@@ -126,6 +126,26 @@ LAYERS: dict[str, Layer] = {
         "errors wire embed store backend.sqlite governance procedural client",
         "anyio",
     ),
+    # Framework integrations: each framework's package may import that framework only, and
+    # memorywire only through its clients, the wire models and the error tree.
+    "integrations": _layer(
+        ("memorywire.integrations", "memorywire.integrations._common"), "errors"
+    ),
+    **{
+        f"integrations.{name}": _layer(
+            _pkg(f"memorywire.integrations.{name}"),
+            # llamaindex also wraps memorywire's embedder as a LlamaIndex embedding
+            "errors wire client integrations" + (" embed" if name == "llamaindex" else ""),
+            f"pydantic {frameworks}",
+        )
+        for name, frameworks in {
+            "langchain": "langchain_core",
+            "langgraph": "langgraph",
+            "pydantic_ai": "pydantic_ai",
+            "openai_agents": "agents",
+            "llamaindex": "llama_index",
+        }.items()
+    },
     "testing": _layer(
         _pkg("memorywire.testing"),
         "errors wire core embed store governance",
@@ -335,9 +355,11 @@ def _public_modules() -> list[str]:
     for info in pkgutil.walk_packages(memorywire.__path__, "memorywire."):
         leaf = info.name.rsplit(".", 1)[-1]
         found = layers_of(info.name)
-        optional_sdk = found in (["backend.mem0"], ["backend.letta"], ["backend.cognee"])
+        optional_sdk = found in (["backend.mem0"], ["backend.letta"], ["backend.cognee"]) or (
+            len(found) == 1 and found[0].startswith("integrations.")
+        )
         if leaf.startswith("_") or optional_sdk:
-            continue  # optional SDK adapters import their SDK lazily; covered by their suites
+            continue  # optional SDK adapters and framework integrations: covered by their suites
         names.append(info.name)
     return names
 

@@ -74,6 +74,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store._revision",
             "memorywire.store._vector_cache",
             "memorywire.store.rowstore",
+            "memorywire.store.portable",
         ),
         "errors wire core embed",
         "anyio numpy",
@@ -102,6 +103,8 @@ LAYERS: dict[str, Layer] = {
         ("memorywire.governance.pg_backend",), "errors", "psycopg psycopg_pool"
     ),
     "consolidation": _layer(("memorywire.consolidation",), "errors wire core store", "anyio"),
+    # Dumps, fidelity plans, export/import/migrate: the store protocols only, like the router.
+    "portability": _layer(_pkg("memorywire.portability"), "errors wire core store", "anyio"),
     "server": _layer(
         _pkg("memorywire.server"),
         "errors wire core embed store router governance procedural",
@@ -114,7 +117,8 @@ LAYERS: dict[str, Layer] = {
     ),
     "cli": _layer(
         _pkg("memorywire.cli"),
-        "errors wire core embed store router governance consolidation server client",
+        "errors wire core embed store router governance consolidation server client "
+        "portability",
         "anyio pydantic rich cryptography",
     ),
     "demo": _layer(

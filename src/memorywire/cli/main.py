@@ -20,6 +20,7 @@ from typing import Any
 from memorywire.cli.audit import register_audit
 from memorywire.cli.consolidate import register_consolidate
 from memorywire.cli.ops import register_ops
+from memorywire.cli.portability import register_portability
 from memorywire.cli.records import register_records
 from memorywire.errors import MemorywireError
 from memorywire.wire import CURRENT, parse_json, schema, schema_names, validate
@@ -107,6 +108,7 @@ SUBCOMMANDS: list[Register] = [
     register_consolidate,
     register_ops,
     register_records,
+    register_portability,
     register_audit,
 ]
 

@@ -43,12 +43,13 @@ import numpy.typing as npt
 from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.content import content_from_storage
 from memorywire.core.filters import matches_filter
-from memorywire.core.records import ListQuery, UpdateRequest
+from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import InvalidRequest, MemorywireError
 from memorywire.store._common import DEFAULT_RELEVANCE_FLOOR, resolve_embedder, shortest_hops
 from memorywire.store.base import Capability, Health
-from memorywire.store.sqlite import maintenance, writes
+from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
+from memorywire.store.sqlite import maintenance, portable, writes
 from memorywire.store.sqlite.db import (
     COLS,
     IN_JSON,
@@ -178,6 +179,20 @@ class SqliteStore:
         """The id that absorbed memory ``id`` in a merge, or ``None``."""
         return await self._db.call(
             lambda: maintenance.merged_into(self._db, agent_id, id, user_id))
+
+    # --- portability (portable.py) ------------------------------------------------------------
+
+    @property
+    def kept_fields(self) -> frozenset[str]:
+        """Every row field is a column (the merge edge a link), so every field is kept."""
+        return frozenset(ALL_FIELDS)
+
+    async def export_rows(self, agent_id: str | None, after: Cursor | None,
+                          limit: int) -> builtins.list[Row]:
+        return await self._db.call(lambda: portable.export_rows(self._db, agent_id, after, limit))
+
+    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
+        return await self._db.call(lambda: portable.import_rows(self._db, rows, on_conflict))
 
     # --- reads -------------------------------------------------------------------------------
 

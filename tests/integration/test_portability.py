@@ -1,0 +1,240 @@
+"""export → import → export round trips, migrations between every pair of SQLite, PostgreSQL
+and mem0, a kill -9 mid-migration resumed, and tampered dumps named by line."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memorywire.core.clock import FakeClock
+from memorywire.core.records import UpdateRequest
+from memorywire.embed.hashing import HashingEmbedder
+from memorywire.errors import InvalidRequest
+from memorywire.portability import export_dump, import_dump, migrate, verify_dump
+from memorywire.portability.moves import rows_of
+from memorywire.store.memory import InMemoryStore
+from memorywire.store.portable import OnConflict
+from memorywire.store.postgres import PostgresStore
+from memorywire.store.sqlite import SqliteStore
+from memorywire.testing import postgres as _pg
+from memorywire.testing.mem0 import mem0_factory
+from memorywire.wire.models import (
+    ForgetRequest,
+    MemoryType,
+    MergeRequest,
+    RecallRequest,
+    RememberRequest,
+)
+
+pytestmark = pytest.mark.anyio
+pg_server = _pg.pg_server
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+Factory = Callable[[], Any]
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def factories(tmp_path: Path, request: pytest.FixtureRequest,
+              clock: FakeClock) -> dict[str, Factory]:
+    counter = iter(range(1000))
+
+    def sqlite() -> Any:
+        return SqliteStore(tmp_path / f"s{next(counter)}.db", embedder=HashingEmbedder(),
+                           clock=clock)
+
+    def postgres() -> Any:
+        dsn = request.getfixturevalue("pg_server").create_database()
+        return PostgresStore(dsn, embedder=HashingEmbedder(), clock=clock)
+
+    def mem0() -> Any:
+        return mem0_factory(embedder=HashingEmbedder(), clock=clock)
+
+    def memory() -> Any:
+        return InMemoryStore(embedder=HashingEmbedder(), clock=clock)
+
+    return {"memory": memory, "sqlite": sqlite, "postgres": postgres, "mem0": mem0}
+
+
+async def _populate(store: Any, clock: FakeClock) -> None:
+    """Live, updated, forgotten, merged-away and two-agent records, with links and users."""
+    reqs = [RememberRequest(agent_id="a1", id=f"m{i}", type=MemoryType.SEMANTIC,
+                            content=f"fact number {i} about topic {i % 3}", user_id="u1",
+                            metadata={"i": i}, confidence=0.5 + i / 100, source="test")
+            for i in range(12)]
+    reqs.append(RememberRequest(agent_id="a2", id="e1", type=MemoryType.EPISODIC,
+                                content="met Bob at the station",
+                                metadata={"links": ["m1"]}))
+    for r in reqs:
+        clock.advance(1000)
+        await store.remember(r)
+    clock.advance(1000)
+    await store.forget(ForgetRequest(agent_id="a1", ids=["m3"]))
+    await store.merge(MergeRequest(agent_id="a1", canonical="m4", duplicates=["m5"]))
+    await store.update(UpdateRequest(agent_id="a1", id="m6", metadata_patch={"x": 1}))
+
+
+async def _dump(store: Any, **kw: Any) -> list[dict[str, Any]]:
+    out = io.BytesIO()
+    await export_dump(store, out, url="x://", include_forgotten=True, **kw)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres", "mem0"])
+async def test_round_trip_gives_the_same_records(kind: str, factories: dict[str, Factory],
+                                                 clock: FakeClock,
+                                                 tmp_path: Path) -> None:
+    source, target = factories[kind](), factories[kind]()
+    try:
+        await _populate(source, clock)
+        path = tmp_path / "dump.jsonl.gz"
+        with open(path, "wb") as f:
+            await export_dump(source, f, url="x://", include_forgotten=True, gzip_it=True)
+        assert verify_dump(str(path)) == 13
+        plan, counts = await import_dump(target, str(path))
+        assert plan.lost == [] and counts.inserted == 13
+        first, second = await _dump(source), await _dump(target)
+        assert [line["record"] for line in first[1:-1]] == [line["record"]
+                                                            for line in second[1:-1]]
+        states = {r["record"]["id"]: r["record"] for r in first[1:-1]}
+        assert states["m3"]["deleted_at"] is not None and states["m5"]["merged_into"] == "m4"
+        assert states["m6"]["updated_at"] is not None
+        # Idempotent by id: a second import writes nothing.
+        _, again = await import_dump(target, str(path), on_conflict=OnConflict.SKIP)
+        assert (again.inserted, again.skipped) == (0, 13)
+        with pytest.raises(Exception, match="already exists"):
+            await import_dump(target, str(path), on_conflict=OnConflict.FAIL)
+        live = await target.get("a1", "m6")
+        assert live is not None and live.metadata == {"i": 6, "x": 1}
+        assert await target.get("a1", "m3") is None
+    finally:
+        await source.aclose()
+        await target.aclose()
+
+
+PAIRS = [(a, b) for a in ("sqlite", "postgres", "mem0") for b in ("sqlite", "postgres", "mem0")
+         if a != b]
+
+
+@pytest.mark.parametrize(("src_kind", "dst_kind"), PAIRS)
+async def test_migrate_every_pair(src_kind: str, dst_kind: str, factories: dict[str, Factory],
+                                  clock: FakeClock,
+                                  tmp_path: Path) -> None:
+    source, target = factories[src_kind](), factories[dst_kind]()
+    try:
+        await _populate(source, clock)
+        result = await migrate(source, target, source_url=src_kind + "://",
+                               target_url=dst_kind + "://", checkpoint=tmp_path / "ck.json",
+                               page=4)
+        assert result.mismatches == [] and result.verified == 13
+        assert result.counts.inserted == 13
+        got = [r.id async for r in rows_of(target)]
+        assert sorted(got) == sorted([f"m{i}" for i in range(12)] + ["e1"])
+        hit = await target.recall(RecallRequest(agent_id="a1", query="fact number 7"))
+        assert "m7" in [h.id for h in hit.results]
+    finally:
+        await source.aclose()
+        await target.aclose()
+
+
+async def test_lossy_plan_is_refused_unless_allowed(factories: dict[str, Factory],
+                                                    clock: FakeClock,
+                                                    tmp_path: Path) -> None:
+    source, target = factories["sqlite"](), factories["mem0"]()
+    try:
+        await _populate(source, clock)
+        await source.recall(RecallRequest(agent_id="a1", query="fact number 2"))
+        kw: dict[str, Any] = {"source_url": "sqlite://", "target_url": "mem0://",
+                              "checkpoint": tmp_path / "ck.json"}
+        with pytest.raises(InvalidRequest, match="--allow-loss") as err:
+            await migrate(source, target, **kw)
+        assert "recall_count" in str(err.value)
+        assert [r async for r in rows_of(target)] == []  # nothing written
+        result = await migrate(source, target, allow_loss={"recall_count", "last_recalled_at"},
+                               **kw)
+        lost = {f.field: f.records for f in result.plan.fields if f.fate == "lost"}
+        assert set(lost) == {"recall_count", "last_recalled_at"} and lost["recall_count"] > 0
+        assert result.mismatches == []
+    finally:
+        await source.aclose()
+        await target.aclose()
+
+
+async def test_tampered_line_is_named(factories: dict[str, Factory], clock: FakeClock,
+                                      tmp_path: Path) -> None:
+    source = factories["sqlite"]()
+    try:
+        await _populate(source, clock)
+        lines = [json.dumps(d) for d in await _dump(source)]
+    finally:
+        await source.aclose()
+    doc = json.loads(lines[4])
+    doc["record"]["content"] = "something the agent never said"
+    tampered = [*lines[:4], json.dumps(doc), *lines[5:]]
+    path = tmp_path / "bad.jsonl.gz"
+    path.write_bytes(gzip.compress(("\n".join(tampered) + "\n").encode()))
+    with pytest.raises(InvalidRequest, match="line 5"):
+        verify_dump(str(path))
+    dropped = tmp_path / "dropped.jsonl"
+    dropped.write_text("\n".join(lines[:3] + lines[4:]) + "\n")
+    with pytest.raises(InvalidRequest, match="line 14: footer counts 13"):
+        verify_dump(str(dropped))
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "memorywire.cli", *args, "--embedder", "hashing"]
+
+
+async def test_migration_killed_and_resumed_lands_every_record_once(tmp_path: Path) -> None:
+    src = SqliteStore(tmp_path / "src.db", embedder=HashingEmbedder())
+    await src.remember_many([RememberRequest(agent_id=f"a{i % 3}", id=f"r{i}",
+                                             type=MemoryType.SEMANTIC, content=f"memory {i}")
+                             for i in range(400)])
+    await src.aclose()
+    env = {**os.environ, "PYTHONPATH": SRC}
+    target = tmp_path / "dst.db"
+    args = _cli("migrate", "--from", f"sqlite:///{tmp_path}/src.db", "--to",
+                f"sqlite:///{target}", "--page", "5", "--quiet")
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checkpoint = Path(f"{target}.checkpoint.json")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if checkpoint.exists() and json.loads(checkpoint.read_text() or "{}").get("done", 0) >= 50:
+            break
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    state = json.loads(checkpoint.read_text())
+    assert not state["finished"], "the migration finished before it could be killed"
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["resumed"] and report["verified"] == 400 and report["mismatches"] == []
+    dst = SqliteStore(target, embedder=HashingEmbedder())
+    try:
+        ids = [r.id async for r in rows_of(dst)]
+    finally:
+        await dst.aclose()
+    assert sorted(ids) == sorted(f"r{i}" for i in range(400))
+    assert json.loads(Path(f"{target}.report.json").read_text())["verified"] == 400

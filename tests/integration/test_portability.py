@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memorywire.core.clock import FakeClock
@@ -29,6 +30,7 @@ from memorywire.store.postgres import PostgresStore
 from memorywire.store.sqlite import SqliteStore
 from memorywire.testing import postgres as _pg
 from memorywire.testing.mem0 import mem0_factory
+from memorywire.wire import validate
 from memorywire.wire.models import (
     ForgetRequest,
     MemoryType,
@@ -112,6 +114,8 @@ async def test_round_trip_gives_the_same_records(kind: str, factories: dict[str,
         with open(path, "wb") as f:
             await export_dump(source, f, url="x://", include_forgotten=True, gzip_it=True)
         assert verify_dump(str(path)) == 13
+        with gzip.open(path) as lines:
+            assert all(validate("export/line", json.loads(x)) == [] for x in lines)
         plan, counts = await import_dump(target, str(path))
         assert plan.lost == [] and counts.inserted == 13
         first, second = await _dump(source), await _dump(target)
@@ -238,3 +242,62 @@ async def test_migration_killed_and_resumed_lands_every_record_once(tmp_path: Pa
         await dst.aclose()
     assert sorted(ids) == sorted(f"r{i}" for i in range(400))
     assert json.loads(Path(f"{target}.report.json").read_text())["verified"] == 400
+
+
+class _CountingEmbedder(HashingEmbedder):
+    """The same vectors as the hashing embedder, counting how many texts it embedded."""
+
+    calls = 0
+
+    def embed(self, texts: Any) -> Any:
+        type(self).calls += len(texts)
+        return super().embed(texts)
+
+
+@pytest.mark.parametrize("reembed", [False, True])
+async def test_vectors_travel_and_are_reused_only_when_the_embedder_matches(
+        reembed: bool, clock: FakeClock, tmp_path: Path) -> None:
+    source = SqliteStore(tmp_path / "a.db", embedder=HashingEmbedder(), clock=clock)
+    await _populate(source, clock)
+    path = tmp_path / "v.jsonl"
+    with open(path, "wb") as f:
+        await export_dump(source, f, url="sqlite://", include_forgotten=True,
+                          include_vectors=True)
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert all(validate("export/line", d) == [] for d in lines)
+    assert lines[1]["vector"]["embedder"] == HashingEmbedder().name
+    _CountingEmbedder.calls = 0
+    target = SqliteStore(tmp_path / "b.db", embedder=_CountingEmbedder(), clock=clock)
+    try:
+        await import_dump(target, str(path), reembed=reembed)
+        assert _CountingEmbedder.calls == (13 if reembed else 0)
+        rows = [r async for r in rows_of(source)]
+        mine, theirs = await source.vectors_of(rows), await target.vectors_of(rows)
+        assert all((a == b).all() for a, b in zip(mine, theirs, strict=True))
+        hit = await target.recall(RecallRequest(agent_id="a1", query="fact number 7"))
+        assert "m7" in [h.id for h in hit.results]
+    finally:
+        await source.aclose()
+        await target.aclose()
+    doc = lines[2]
+    doc["vector"]["b64"] = doc["vector"]["b64"][::-1]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(json.dumps(d) for d in lines) + "\n")
+    with pytest.raises(InvalidRequest, match="line 3"):
+        verify_dump(str(bad))
+
+
+async def test_migrate_reuses_vectors_between_same_embedder_stores(
+        factories: dict[str, Factory], clock: FakeClock, tmp_path: Path) -> None:
+    source, target = factories["sqlite"](), factories["postgres"]()
+    try:
+        await _populate(source, clock)
+        result = await migrate(source, target, source_url="sqlite://", target_url="pg://",
+                               checkpoint=tmp_path / "ck.json")
+        assert result.vectors == "reused" and result.mismatches == []
+        rows = [r async for r in rows_of(source)]
+        mine, theirs = await source.vectors_of(rows), await target.vectors_of(rows)
+        assert all(np.allclose(a, b) for a, b in zip(mine, theirs, strict=True))
+    finally:
+        await source.aclose()
+        await target.aclose()

@@ -104,7 +104,9 @@ LAYERS: dict[str, Layer] = {
     ),
     "consolidation": _layer(("memorywire.consolidation",), "errors wire core store", "anyio"),
     # Dumps, fidelity plans, export/import/migrate: the store protocols only, like the router.
-    "portability": _layer(_pkg("memorywire.portability"), "errors wire core store", "anyio"),
+    "portability": _layer(
+        _pkg("memorywire.portability"), "errors wire core embed store", "anyio numpy"
+    ),
     "server": _layer(
         _pkg("memorywire.server"),
         "errors wire core embed store router governance procedural",

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from memorywire.embed.spec import embedder_from_spec
-from memorywire.errors import CapabilityMissing, InvalidRequest, MemorywireError
+from memorywire.errors import InvalidRequest, MemorywireError
 from memorywire.portability import export_dump, import_dump, migrate
 from memorywire.store.portable import OnConflict
 from memorywire.store.registry import open_store
@@ -50,14 +50,12 @@ def _guard(run: Any, name: str) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     async def go() -> int:
-        if args.include_vectors:
-            raise CapabilityMissing("--include-vectors: vector export is not implemented yet; "
-                                    "imports re-embed with the target's embedder")
         store = _open(args.store, args.embedder)
         try:
             n = await export_dump(store, sys.stdout.buffer, url=args.store, agent_id=args.agent,
                                   user_id=args.user, since=_since(args.since),
-                                  include_forgotten=args.include_forgotten, gzip_it=args.gzip)
+                                  include_forgotten=args.include_forgotten,
+                                  include_vectors=args.include_vectors, gzip_it=args.gzip)
         finally:
             await store.aclose()
         print(f"exported {n} records", file=sys.stderr)
@@ -71,7 +69,8 @@ def _import(args: argparse.Namespace) -> int:
         try:
             plan, counts = await import_dump(store, args.file,
                                              on_conflict=OnConflict(args.on_conflict),
-                                             allow_loss=set(args.allow_loss or ()))
+                                             allow_loss=set(args.allow_loss or ()),
+                                             reembed=args.reembed)
         finally:
             await store.aclose()
         print(plan.table(), file=sys.stderr)
@@ -104,6 +103,7 @@ def _migrate(args: argparse.Namespace) -> int:
                 source, target, source_url=args.source, target_url=args.target,
                 checkpoint=Path(args.checkpoint or _beside(args.target, "checkpoint.json")),
                 dry_run=args.dry_run, allow_loss=set(args.allow_loss or ()),
+                reembed=args.reembed,
                 page=args.page, progress=None if args.quiet else _bar)
         finally:
             await source.aclose()
@@ -128,7 +128,8 @@ def register_portability(sub: Any) -> None:
     p.add_argument("--since", help="records changed at or after T (epoch ms or ISO-8601)")
     p.add_argument("--include-forgotten", action="store_true",
                    help="also deleted, archived and merged-away records")
-    p.add_argument("--include-vectors", action="store_true")
+    p.add_argument("--include-vectors", action="store_true",
+                   help="carry each stored vector (base64 float32, tagged with the embedder)")
     p.add_argument("--gzip", action="store_true", help="gzip the dump")
     p.add_argument("--embedder", **emb)
     p.set_defaults(handler=_export)
@@ -137,7 +138,7 @@ def register_portability(sub: Any) -> None:
     p.add_argument("file", metavar="FILE")
     p.add_argument("--on-conflict", choices=[c.value for c in OnConflict], default="skip")
     p.add_argument("--reembed", action="store_true",
-                   help="embed with the target's embedder (what every import does today)")
+                   help="embed again even when the dump's vectors match the target's embedder")
     p.add_argument("--allow-loss", nargs="+", metavar="FIELD")
     p.add_argument("--embedder", **emb)
     p.set_defaults(handler=_import)
@@ -147,6 +148,8 @@ def register_portability(sub: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the fidelity plan only")
     p.add_argument("--allow-loss", nargs="+", metavar="FIELD")
     p.add_argument("--checkpoint", metavar="PATH")
+    p.add_argument("--reembed", action="store_true",
+                   help="embed again even when both stores use the same embedder")
     p.add_argument("--page", type=int, default=500)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--embedder", **emb)

@@ -11,13 +11,15 @@ gzip magic) are gzip-compressed.
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
-import io
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, fields
 from typing import IO, Any
+
+import numpy as np
 
 from memorywire.core.content import content_from_storage, content_to_storage
 from memorywire.core.records import Row
@@ -57,6 +59,15 @@ def row_of_doc(doc: dict[str, Any], line: int) -> Row:
         raise InvalidRequest(f"dump line {line}: not a record: {exc}") from exc
 
 
+def _line_digest(record: dict[str, Any], vector: dict[str, Any] | None) -> str:
+    """SHA-256 of the record's canonical JSON, then, when there is one, a newline and the
+    vector object's canonical JSON."""
+    data = _canonical(record)
+    if vector is not None:
+        data += b"\n" + _canonical(vector)
+    return hashlib.sha256(data).hexdigest()
+
+
 class DumpWriter:
     """Writes one dump to a binary file object; :meth:`close` writes the footer."""
 
@@ -72,11 +83,19 @@ class DumpWriter:
     def _line(self, doc: dict[str, Any]) -> None:
         self._out.write(_canonical(doc) + b"\n")
 
-    def write(self, row: Row) -> None:
+    def write(self, row: Row, vector: Any = None, embedder: str | None = None) -> None:
+        """``vector`` (float32, from ``embedder``) travels beside the record and is covered
+        by the line's digest, so a changed vector is caught like a changed record."""
         record = doc_of_row(row)
-        digest = hashlib.sha256(_canonical(record)).hexdigest()
+        line: dict[str, Any] = {"kind": "record", "record": record}
+        if vector is not None:
+            data = np.ascontiguousarray(vector, dtype="<f4")
+            line["vector"] = {"embedder": embedder, "dim": int(data.shape[0]),
+                              "b64": base64.b64encode(data.tobytes()).decode()}
+        digest = _line_digest(record, line.get("vector"))
         self._chain.update(digest.encode())
-        self._line({"kind": "record", "record": record, "sha256": digest})
+        line["sha256"] = digest
+        self._line(line)
         self.count += 1
 
     def close(self) -> None:
@@ -103,7 +122,7 @@ class DumpReader:
     """
 
     def __init__(self, stream: IO[bytes]) -> None:
-        self._lines = enumerate(io.TextIOWrapper(stream, encoding="utf-8"), start=1)
+        self._lines = enumerate(stream, start=1)
         self.header = self._next("header")
         if self.header.get("format") != FORMAT or self.header.get("version") != VERSION:
             raise InvalidRequest(f"dump line 1: not a {FORMAT} v{VERSION} dump")
@@ -123,7 +142,8 @@ class DumpReader:
             raise InvalidRequest(f"dump line {n}: expected a {expect} line")
         return doc
 
-    def __iter__(self) -> Iterator[Row]:
+    def __iter__(self) -> Iterator[tuple[Row, Any]]:
+        """``(row, vector)`` pairs; ``vector`` is ``None`` when the line carries none."""
         chain = hashlib.sha256()
         while True:
             doc = self._next("record")
@@ -133,18 +153,31 @@ class DumpReader:
             record = doc.get("record")
             if not isinstance(record, dict):
                 raise InvalidRequest(f"dump line {n}: a record line without a record")
-            digest = hashlib.sha256(_canonical(record)).hexdigest()
+            digest = _line_digest(record, doc.get("vector"))
             if digest != doc.get("sha256"):
                 raise InvalidRequest(f"dump line {n}: digest mismatch (the line was changed)")
             chain.update(digest.encode())
             self.count += 1
-            yield row_of_doc(record, n)
+            yield row_of_doc(record, n), _vector_of(doc.get("vector"), n)
         if doc.get("count") != self.count:
             raise InvalidRequest(f"dump line {n}: footer counts {doc.get('count')} records, "
                                  f"the dump holds {self.count} (lines were added or dropped)")
         if doc.get("digest") != "sha256:" + chain.hexdigest():
             raise InvalidRequest(f"dump line {n}: footer digest does not match the records "
                                  "(lines were reordered or replaced)")
+
+
+def _vector_of(doc: Any, line: int) -> Any:
+    if doc is None:
+        return None
+    try:
+        vector = np.frombuffer(base64.b64decode(doc["b64"]), dtype="<f4")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidRequest(f"dump line {line}: unreadable vector ({exc})") from exc
+    if vector.shape[0] != doc.get("dim"):
+        raise InvalidRequest(f"dump line {line}: vector has {vector.shape[0]} floats, "
+                             f"dim says {doc.get('dim')}")
+    return vector.astype(np.float32)
 
 
 def verify_dump(path: str) -> int:

@@ -25,7 +25,14 @@ from memorywire.core.records import Row
 from memorywire.errors import CapabilityMissing, InvalidRequest
 from memorywire.portability.dump import DumpReader, DumpWriter, doc_of_row, open_dump
 from memorywire.portability.plan import FidelityPlan, FieldScan, plan_fidelity
-from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict, PortableStore
+from memorywire.store.portable import (
+    ALL_FIELDS,
+    Cursor,
+    ImportCounts,
+    OnConflict,
+    PortableStore,
+    VectorPortable,
+)
 
 __all__ = ["MigrateResult", "export_dump", "import_dump", "migrate", "portable", "public_url"]
 
@@ -72,54 +79,92 @@ def _wanted(row: Row, user_id: str | None, since: int | None, include_forgotten:
     return True
 
 
+def same_embedder(source: Any, target: Any) -> bool:
+    """Whether ``target`` can take ``source``'s stored vectors as its own."""
+    return (isinstance(source, VectorPortable) and isinstance(target, VectorPortable)
+            and source.embedder.name == target.embedder.name
+            and source.embedder.dim == target.embedder.dim)
+
+
 async def export_dump(store: Any, out: IO[bytes], *, url: str, agent_id: str | None = None,
                       user_id: str | None = None, since: int | None = None,
-                      include_forgotten: bool = False, gzip_it: bool = False) -> int:
+                      include_forgotten: bool = False, include_vectors: bool = False,
+                      gzip_it: bool = False, page: int = PAGE) -> int:
     """Write a dump of the selected rows to ``out``; returns the number of records."""
     src = portable(store)
+    if include_vectors and not isinstance(store, VectorPortable):
+        raise CapabilityMissing(f"store {getattr(store, 'name', store)!r} cannot hand out its "
+                                "vectors; export without --include-vectors")
     embedder = getattr(store, "embedder", None)
     header = {
         "source": public_url(url), "store": getattr(store, "name", "?"),
         "capabilities": sorted(str(c) for c in getattr(store, "capabilities", ())),
         "kept_fields": sorted(src.kept_fields),
         "embedder": None if embedder is None else {"id": embedder.name, "dim": embedder.dim},
-        "vectors": False, "created_at": int(time.time() * 1000),
+        "vectors": include_vectors, "created_at": int(time.time() * 1000),
         "selection": {"agent_id": agent_id, "user_id": user_id, "since": since,
                       "include_forgotten": include_forgotten},
     }
     writer = DumpWriter(out, header, gzip_it=gzip_it)
-    async for row in rows_of(src, agent_id):
-        if _wanted(row, user_id, since, include_forgotten):
-            writer.write(row)
+    after: Cursor | None = None
+    while True:
+        rows = await src.export_rows(agent_id, after, page)
+        picked = [r for r in rows if _wanted(r, user_id, since, include_forgotten)]
+        vectors: list[Any] = [None] * len(picked)
+        if include_vectors and picked:
+            assert isinstance(store, VectorPortable)
+            vectors = await store.vectors_of(picked)
+        for row, vector in zip(picked, vectors, strict=True):
+            writer.write(row, vector, None if embedder is None else embedder.name)
+        if len(rows) < page:
+            break
+        after = (rows[-1].created_at, rows[-1].id)
     writer.close()
     return writer.count
 
 
+async def _write(dst: PortableStore, rows: list[Row], vectors: list[Any] | None,
+                 on_conflict: OnConflict) -> ImportCounts:
+    if vectors is not None:
+        assert isinstance(dst, VectorPortable)
+        return await dst.import_rows(rows, on_conflict, vectors=vectors)
+    return await dst.import_rows(rows, on_conflict)
+
+
 async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConflict.FAIL,
-                      allow_loss: set[str] | None = None,
+                      allow_loss: set[str] | None = None, reembed: bool = False,
                       page: int = PAGE) -> tuple[FidelityPlan, ImportCounts]:
     """Verify the whole dump and plan first (nothing is written from a bad dump), then
-    import it page by page."""
+    import it page by page. The dump's vectors are reused when every record carries one,
+    the target takes vectors and embeds with the same embedder, and ``reembed`` is off."""
     dst = portable(store)
     scan = FieldScan()
     with open_dump(path) as stream:
         reader = DumpReader(stream)
-        for row in reader:
+        all_vectors = True
+        for row, vector in reader:
             scan.add(row)
+            all_vectors = all_vectors and vector is not None
         kept = frozenset(reader.header.get("kept_fields") or ALL_FIELDS)
         source = str(reader.header.get("source"))
+        embedder = reader.header.get("embedder") or {}
     plan = plan_fidelity(source, getattr(store, "name", "?"), kept, dst.kept_fields, scan)
     plan.refuse_unless(allow_loss or set())
+    reuse = (not reembed and all_vectors and isinstance(store, VectorPortable)
+             and (embedder.get("id"), embedder.get("dim"))
+             == (store.embedder.name, store.embedder.dim))
     counts = ImportCounts()
     with open_dump(path) as stream:
         batch: list[Row] = []
-        for row in DumpReader(stream):
+        vectors: list[Any] = []
+        for row, vector in DumpReader(stream):
             batch.append(row)
+            vectors.append(vector)
             if len(batch) >= page:
-                counts.add(await dst.import_rows(batch, on_conflict))
-                batch = []
+                counts.add(await _write(dst, batch, vectors if reuse else None, on_conflict))
+                batch, vectors = [], []
         if batch:
-            counts.add(await dst.import_rows(batch, on_conflict))
+            counts.add(await _write(dst, batch, vectors if reuse else None, on_conflict))
     return plan, counts
 
 
@@ -128,6 +173,7 @@ class MigrateResult:
     plan: FidelityPlan
     counts: ImportCounts = field(default_factory=ImportCounts)
     resumed: bool = False
+    vectors: str = "re-embedded"
     verified: int = 0
     mismatches: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -135,7 +181,7 @@ class MigrateResult:
     def to_json(self) -> dict[str, Any]:
         return {"plan": self.plan.to_json(), "inserted": self.counts.inserted,
                 "replaced": self.counts.replaced, "skipped": self.counts.skipped,
-                "resumed": self.resumed, "verified": self.verified,
+                "resumed": self.resumed, "vectors": self.vectors, "verified": self.verified,
                 "mismatches": self.mismatches, "seconds": self.seconds}
 
 
@@ -175,9 +221,12 @@ async def verify(src: PortableStore, dst: PortableStore, plan: FidelityPlan,
 
 async def migrate(source: Any, target: Any, *, source_url: str, target_url: str,
                   checkpoint: Path, dry_run: bool = False, allow_loss: set[str] | None = None,
-                  page: int = PAGE,
+                  reembed: bool = False, page: int = PAGE,
                   progress: Callable[[int, int], None] | None = None) -> MigrateResult:
-    """Plan, refuse a lossy plan not allowed, copy every row (all states), then verify."""
+    """Plan, refuse a lossy plan not allowed, copy every row (all states), then verify.
+
+    Stored vectors are copied instead of re-embedded when both stores embed with the same
+    embedder (and ``reembed`` is off)."""
     src, dst = portable(source), portable(target)
     started = time.perf_counter()
     scan = FieldScan()
@@ -186,6 +235,9 @@ async def migrate(source: Any, target: Any, *, source_url: str, target_url: str,
     plan = plan_fidelity(public_url(source_url), public_url(target_url), src.kept_fields,
                          dst.kept_fields, scan)
     result = MigrateResult(plan)
+    reuse = not reembed and same_embedder(source, target)
+    if reuse:
+        result.vectors = "reused"
     result.seconds["plan"] = time.perf_counter() - started
     plan.refuse_unless(allow_loss or set())
     if dry_run:
@@ -204,7 +256,8 @@ async def migrate(source: Any, target: Any, *, source_url: str, target_url: str,
     while not state["finished"]:
         rows = await src.export_rows(None, after, page)
         if rows:
-            result.counts.add(await dst.import_rows(rows, on_conflict))
+            vectors = await source.vectors_of(rows) if reuse else None
+            result.counts.add(await _write(dst, rows, vectors, on_conflict))
             after = (rows[-1].created_at, rows[-1].id)
             state["cursor"], state["done"] = list(after), state["done"] + len(rows)
         state["finished"] = len(rows) < page

@@ -4,7 +4,8 @@ The public protocol shows live records only and stamps every write with the stor
 which is right for agents and wrong for a migration: a dump must carry deleted, archived and
 merged rows, every timestamp and the merge edge, and an import must keep the original ids
 and times. Stores that support moving data implement :class:`PortableStore` (two methods and
-one declaration) instead of letting a tool reach into their tables.
+one declaration) instead of letting a tool reach into their tables; stores that can also hand
+out and take stored vectors implement :class:`VectorPortable`.
 
 ``kept_fields`` names the :class:`memorywire.core.records.Row` fields the store keeps exactly
 on import; anything else is lost there, and the fidelity planner says so before it writes.
@@ -15,12 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from memorywire.core.records import Row
+from memorywire.embed.base import Embedder
 from memorywire.errors import Conflict
 
-__all__ = ["ALL_FIELDS", "ImportCounts", "OnConflict", "PortableStore", "decide", "page_of"]
+__all__ = ["ALL_FIELDS", "ImportCounts", "OnConflict", "PortableStore", "VectorPortable",
+           "decide", "page_of"]
 
 #: Every field of a core row, in declaration order.
 ALL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Row))
@@ -65,6 +68,25 @@ class PortableStore(Protocol):
     async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
         """Store rows with their own ids, timestamps and marks (embedding their text); a row
         whose ``(agent_id, id)`` exists is skipped, replaced or refused (``Conflict``)."""
+        ...
+
+
+@runtime_checkable
+class VectorPortable(Protocol):
+    """A portable store that can hand out its stored vectors and take given ones, so a move
+    between two stores with the same embedder (same ``embedder.name``) skips re-embedding."""
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    async def vectors_of(self, rows: Sequence[Row]) -> list[Any]:
+        """The stored float32 vector of each row (rows this store exported)."""
+        ...
+
+    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict,
+                          vectors: Sequence[Any] | None = None) -> ImportCounts:
+        """As :meth:`PortableStore.import_rows`; ``vectors`` (one per row, from the same
+        embedder) are stored instead of embedding the text."""
         ...
 
 

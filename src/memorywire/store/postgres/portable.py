@@ -11,14 +11,17 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from memorywire.core.content import embed_text, links_of
 from memorywire.core.records import Row
+from memorywire.errors import InvalidRequest
 from memorywire.store.portable import Cursor, ImportCounts, OnConflict, decide
 from memorywire.store.postgres.db import PgDb
 from memorywire.store.postgres.sql import ROW_COLS, TABLE, reject_nul, row_of, vector_literal
 from memorywire.store.postgres.writes import write_row
 
-__all__ = ["export_rows", "import_rows"]
+__all__ = ["export_rows", "import_rows", "vectors_of"]
 
 
 async def export_rows(db: PgDb, agent_id: str | None, after: Cursor | None,
@@ -38,13 +41,30 @@ async def export_rows(db: PgDb, agent_id: str | None, after: Cursor | None,
         return [row_of(r) for r in await cur.fetchall()]
 
 
-async def import_rows(db: PgDb, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
+async def vectors_of(db: PgDb, rows: Sequence[Row]) -> list[Any]:
+    out = []
+    async with db.tx() as conn:
+        for row in rows:
+            cur = await conn.execute(
+                f"SELECT embedding::text AS v FROM {TABLE} WHERE agent_id = %s AND id = %s",
+                (row.agent_id, row.id))
+            got = await cur.fetchone()
+            assert got is not None, f"{row.id} was exported from this store"
+            out.append(np.asarray(json.loads(got["v"]), dtype=np.float32))
+    return out
+
+
+async def import_rows(db: PgDb, rows: Sequence[Row], on_conflict: OnConflict,
+                      given: Sequence[Any] | None = None) -> ImportCounts:
     for row in rows:
         links_of(row.metadata)
         reject_nul(row.stored, "content")
         reject_nul(json.dumps(row.metadata), "metadata")
     texts = [embed_text(r.type, r.stored) for r in rows]
-    vectors = await db.embed(texts) if rows else []
+    vectors: Any = given if given is not None else await db.embed(texts) if rows else []
+    dim = db.embedder.dim
+    if given is not None and any(len(v) != dim for v in given):
+        raise InvalidRequest(f"given vectors do not have the store's dimension {dim}")
     counts = ImportCounts()
     added: dict[str, int] = {}
     async with db.tx() as conn:
@@ -69,7 +89,8 @@ async def import_rows(db: PgDb, rows: Sequence[Row], on_conflict: OnConflict) ->
                 added[row.agent_id] = added.get(row.agent_id, 0) + 1
                 counts.inserted += 1
             else:
-                await write_row(db, conn, row, row_of(got).stored != row.stored, vector)
+                changed = given is not None or row_of(got).stored != row.stored
+                await write_row(db, conn, row, changed, vector)
                 counts.replaced += 1
         for agent_id, n in sorted(added.items()):
             await conn.execute(

@@ -177,8 +177,12 @@ class PostgresStore:
                           limit: int) -> list[Row]:
         return await portable.export_rows(self._db, agent_id, after, limit)
 
-    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
-        return await portable.import_rows(self._db, rows, on_conflict)
+    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict,
+                          vectors: Sequence[Any] | None = None) -> ImportCounts:
+        return await portable.import_rows(self._db, rows, on_conflict, vectors)
+
+    async def vectors_of(self, rows: Sequence[Row]) -> list[Any]:
+        return await portable.vectors_of(self._db, rows)
 
     # --- reads -------------------------------------------------------------------------------
 

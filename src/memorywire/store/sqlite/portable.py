@@ -17,11 +17,11 @@ import numpy as np
 from memorywire.core.content import embed_text, links_of
 from memorywire.core.records import Row
 from memorywire.store.portable import Cursor, ImportCounts, OnConflict, decide
-from memorywire.store.sqlite.db import SqliteDb
+from memorywire.store.sqlite.db import SqliteDb, checked_vectors
 from memorywire.store.sqlite.maintenance import ROW_COLS, row_of, write_row
 from memorywire.store.sqlite.schema import agent_number, scope_token, vid
 
-__all__ = ["export_rows", "import_rows"]
+__all__ = ["export_rows", "import_rows", "vectors_of"]
 
 
 def _merged_into(conn: Any, agent_id: str, id: str) -> str | None:
@@ -48,6 +48,28 @@ def export_rows(db: SqliteDb, agent_id: str | None, after: Cursor | None,
                 for r in got]
 
 
+def vectors_of(db: SqliteDb, rows: Sequence[Row]) -> list[Any]:
+    out = []
+    with db.tx(durable=False) as conn:
+        for row in rows:
+            rid = conn.execute("SELECT rid FROM memories WHERE agent_id = ? AND id = ?",
+                               (row.agent_id, row.id)).fetchone()[0]
+            number = agent_number(conn, row.agent_id, create=False) or 0
+            blob = conn.execute("SELECT embedding FROM vectors WHERE vid = ?",
+                                (vid(number, rid),)).fetchone()[0]
+            out.append(np.frombuffer(blob, dtype=np.float32))
+    return out
+
+
+def _set_vector(conn: Any, row: Row, rid: int, text: str, vector: Any) -> None:
+    number = agent_number(conn, row.agent_id, create=True) or 0
+    conn.execute("INSERT OR REPLACE INTO vectors VALUES(?, ?)",
+                 (vid(number, rid), np.ascontiguousarray(vector, dtype=np.float32).tobytes()))
+    conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
+    conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
+                 (rid, text, scope_token(row.agent_id)))
+
+
 def _insert(conn: Any, row: Row, text: str, vector: Any) -> None:
     rid = conn.execute(
         "INSERT INTO memories(agent_id, id, user_id, type, content, metadata, confidence, "
@@ -58,11 +80,7 @@ def _insert(conn: Any, row: Row, text: str, vector: Any) -> None:
          row.created_at, row.updated_at, row.expires_at, row.deleted_at, row.archived_at,
          int(row.demoted), row.last_recalled_at, row.recall_count),
     ).fetchone()[0]
-    number = agent_number(conn, row.agent_id, create=True) or 0
-    conn.execute("INSERT INTO vectors VALUES(?, ?)",
-                 (vid(number, rid), np.ascontiguousarray(vector, dtype=np.float32).tobytes()))
-    conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
-                 (rid, text, scope_token(row.agent_id)))
+    _set_vector(conn, row, rid, text, vector)
     conn.executemany("INSERT OR IGNORE INTO links VALUES(?, ?, ?, 'link')",
                      [(row.agent_id, row.id, d) for d in links_of(row.metadata)])
     if row.merged_into is not None:
@@ -70,11 +88,14 @@ def _insert(conn: Any, row: Row, text: str, vector: Any) -> None:
                      (row.agent_id, row.id, row.merged_into))
 
 
-def import_rows(db: SqliteDb, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
+def import_rows(db: SqliteDb, rows: Sequence[Row], on_conflict: OnConflict,
+                given: Sequence[Any] | None = None) -> ImportCounts:
     for row in rows:
         links_of(row.metadata)
     texts = [embed_text(r.type, r.stored) for r in rows]
-    vectors: Any = db.embedder.embed(texts) if rows else []
+    vectors: Any = given if given is not None else db.embedder.embed(texts) if rows else []
+    if given is not None:
+        checked_vectors(np.asarray(given, dtype=np.float32), len(rows), db.embedder.dim)
     counts = ImportCounts()
     with db.tx() as conn:
         touched: set[str] = set()
@@ -89,7 +110,9 @@ def import_rows(db: SqliteDb, rows: Sequence[Row], on_conflict: OnConflict) -> I
                 counts.inserted += 1
             else:
                 rid, old = row_of(got)
-                write_row(db, conn, rid, old, row, old.stored != row.stored)
+                write_row(db, conn, rid, old, row, False)
+                if given is not None or old.stored != row.stored:
+                    _set_vector(conn, row, rid, text, vector)
                 counts.replaced += 1
             touched.add(row.agent_id)
         for agent_id in sorted(touched):

@@ -191,8 +191,13 @@ class SqliteStore:
                           limit: int) -> builtins.list[Row]:
         return await self._db.call(lambda: portable.export_rows(self._db, agent_id, after, limit))
 
-    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
-        return await self._db.call(lambda: portable.import_rows(self._db, rows, on_conflict))
+    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict,
+                          vectors: Sequence[Any] | None = None) -> ImportCounts:
+        return await self._db.call(
+            lambda: portable.import_rows(self._db, rows, on_conflict, vectors))
+
+    async def vectors_of(self, rows: Sequence[Row]) -> builtins.list[Any]:
+        return await self._db.call(lambda: portable.vectors_of(self._db, rows))
 
     # --- reads -------------------------------------------------------------------------------
 

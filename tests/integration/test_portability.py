@@ -301,3 +301,39 @@ async def test_migrate_reuses_vectors_between_same_embedder_stores(
     finally:
         await source.aclose()
         await target.aclose()
+
+
+async def test_cli_export_import_and_dry_run(clock: FakeClock, tmp_path: Path) -> None:
+    source = SqliteStore(tmp_path / "a.db", embedder=HashingEmbedder(), clock=clock)
+    await _populate(source, clock)
+    await source.recall(RecallRequest(agent_id="a1", query="fact number 2"))
+    await source.aclose()
+    env = {**os.environ, "PYTHONPATH": SRC}
+    src_url, dst_url = f"sqlite:///{tmp_path}/a.db", f"sqlite:///{tmp_path}/b.db"
+    dump = tmp_path / "d.jsonl.gz"
+    with open(dump, "wb") as out:
+        done = subprocess.run(_cli("export", "--store", src_url, "--agent", "a1", "--gzip"),
+                              env=env, stdout=out, stderr=subprocess.PIPE, text=False,
+                              timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert verify_dump(str(dump)) == 10  # a1's 12 minus forgotten m3 and merged-away m5
+    first = subprocess.run(_cli("import", "--store", dst_url, str(dump)), env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == {"inserted": 10, "replaced": 0, "skipped": 0}
+    again = subprocess.run(_cli("import", "--store", dst_url, str(dump)), env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert json.loads(again.stdout) == {"inserted": 0, "replaced": 0, "skipped": 10}
+    mem0_target = "mem0://?collection=cli"
+    dry = subprocess.run(_cli("migrate", "--from", src_url, "--to", mem0_target, "--dry-run"),
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 1 and "--allow-loss" in dry.stderr and "recall_count" in dry.stderr
+    allowed = subprocess.run(
+        _cli("migrate", "--from", src_url, "--to", mem0_target, "--dry-run", "--allow-loss",
+             "recall_count", "last_recalled_at"),
+        env=env, capture_output=True, text=True, timeout=120)
+    assert allowed.returncode == 0, allowed.stderr
+    lost = {f["field"]: f["records"] for f in json.loads(allowed.stdout)["plan"]["fields"]
+            if f["fate"] == "lost"}
+    assert set(lost) == {"recall_count", "last_recalled_at"}
+    assert lost["recall_count"] == lost["last_recalled_at"] > 0  # the recalled records only

@@ -337,3 +337,38 @@ async def test_cli_export_import_and_dry_run(clock: FakeClock, tmp_path: Path) -
             if f["fate"] == "lost"}
     assert set(lost) == {"recall_count", "last_recalled_at"}
     assert lost["recall_count"] == lost["last_recalled_at"] > 0  # the recalled records only
+
+
+async def test_admin_export_streams_the_dump_over_http(clock: FakeClock, tmp_path: Path) -> None:
+    import httpx
+
+    from memorywire.server.auth import Principal, Role
+    from memorywire.server.dispatch import Dispatcher
+    from memorywire.server.http import create_app
+
+    store = SqliteStore(tmp_path / "a.db", embedder=HashingEmbedder(), clock=clock)
+    await _populate(store, clock)
+
+    class _Tokens:
+        def authenticate(self, secret: str) -> Principal:
+            role = Role.ADMIN if secret == "admin" else Role.AGENT
+            return Principal(name=secret, role=role)
+
+    app = create_app(Dispatcher(store), tokens=_Tokens())  # type: ignore[arg-type]
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            agent = await http.get("/v0/admin/export", headers={"authorization": "Bearer a"})
+            assert agent.status_code == 403
+            bad = await http.get("/v0/admin/export?colour=red",
+                                 headers={"authorization": "Bearer admin"})
+            assert bad.status_code == 400 and "colour" in bad.json()["message"]
+            got = await http.get("/v0/admin/export?agent_id=a1&include_forgotten=true",
+                                 headers={"authorization": "Bearer admin"})
+            assert got.status_code == 200
+            assert got.headers["content-type"].startswith("application/x-ndjson")
+        path = tmp_path / "http.jsonl"
+        path.write_bytes(got.content)
+        assert verify_dump(str(path)) == 12
+    finally:
+        await store.aclose()

@@ -109,7 +109,7 @@ LAYERS: dict[str, Layer] = {
     ),
     "server": _layer(
         _pkg("memorywire.server"),
-        "errors wire core embed store router governance procedural",
+        "errors wire core embed store router governance procedural portability",
         "anyio numpy pydantic starlette uvicorn h11 jinja2 mcp mcp_types opentelemetry",
     ),
     "client": _layer(

@@ -12,6 +12,8 @@ transactions), which makes every record land exactly once.
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import os
 import time
@@ -34,7 +36,8 @@ from memorywire.store.portable import (
     VectorPortable,
 )
 
-__all__ = ["MigrateResult", "export_dump", "import_dump", "migrate", "portable", "public_url"]
+__all__ = ["MigrateResult", "dump_chunks", "export_dump", "import_dump", "migrate", "portable",
+           "public_url"]
 
 PAGE = 500
 
@@ -86,15 +89,16 @@ def same_embedder(source: Any, target: Any) -> bool:
             and source.embedder.dim == target.embedder.dim)
 
 
-async def export_dump(store: Any, out: IO[bytes], *, url: str, agent_id: str | None = None,
+async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
                       user_id: str | None = None, since: int | None = None,
                       include_forgotten: bool = False, include_vectors: bool = False,
-                      gzip_it: bool = False, page: int = PAGE) -> int:
-    """Write a dump of the selected rows to ``out``; returns the number of records."""
+                      page: int = PAGE) -> AsyncIterator[bytes]:
+    """The dump's lines (uncompressed), a page at a time: what a file export and a streamed
+    HTTP export both write."""
     src = portable(store)
     if include_vectors and not isinstance(store, VectorPortable):
         raise CapabilityMissing(f"store {getattr(store, 'name', store)!r} cannot hand out its "
-                                "vectors; export without --include-vectors")
+                                "vectors; export without include_vectors")
     embedder = getattr(store, "embedder", None)
     header = {
         "source": public_url(url), "store": getattr(store, "name", "?"),
@@ -105,7 +109,8 @@ async def export_dump(store: Any, out: IO[bytes], *, url: str, agent_id: str | N
         "selection": {"agent_id": agent_id, "user_id": user_id, "since": since,
                       "include_forgotten": include_forgotten},
     }
-    writer = DumpWriter(out, header, gzip_it=gzip_it)
+    buffer = io.BytesIO()
+    writer = DumpWriter(buffer, header, gzip_it=False)
     after: Cursor | None = None
     while True:
         rows = await src.export_rows(agent_id, after, page)
@@ -118,9 +123,32 @@ async def export_dump(store: Any, out: IO[bytes], *, url: str, agent_id: str | N
             writer.write(row, vector, None if embedder is None else embedder.name)
         if len(rows) < page:
             break
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
         after = (rows[-1].created_at, rows[-1].id)
     writer.close()
-    return writer.count
+    yield buffer.getvalue()
+
+
+async def export_dump(store: Any, out: IO[bytes], *, url: str, agent_id: str | None = None,
+                      user_id: str | None = None, since: int | None = None,
+                      include_forgotten: bool = False, include_vectors: bool = False,
+                      gzip_it: bool = False, page: int = PAGE) -> int:
+    """Write a dump of the selected rows to ``out``; returns the number of records."""
+    sink: IO[bytes] = out
+    if gzip_it:
+        sink = gzip.GzipFile(fileobj=out, mode="wb", mtime=0)  # type: ignore[assignment]
+    lines = 0
+    async for chunk in dump_chunks(store, url=url, agent_id=agent_id, user_id=user_id,
+                                   since=since, include_forgotten=include_forgotten,
+                                   include_vectors=include_vectors, page=page):
+        sink.write(chunk)
+        lines += chunk.count(b"\n")  # a JSON line holds no raw newline
+    if sink is not out:
+        sink.close()
+    out.flush()
+    return lines - 2  # the header and the footer
 
 
 async def _write(dst: PortableStore, rows: list[Row], vectors: list[Any] | None,

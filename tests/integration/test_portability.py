@@ -372,3 +372,19 @@ async def test_admin_export_streams_the_dump_over_http(clock: FakeClock, tmp_pat
         assert verify_dump(str(path)) == 12
     finally:
         await store.aclose()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres", "mem0"])
+async def test_same_id_and_time_in_two_agents_both_move_across_page_boundaries(
+        kind: str, factories: dict[str, Factory], clock: FakeClock, tmp_path: Path) -> None:
+    source, target = factories[kind](), factories["sqlite"]()
+    try:
+        for agent in ("b", "a", "c"):  # one clock instant: only the agent tells them apart
+            await source.remember(RememberRequest(agent_id=agent, id="same",
+                                                  type=MemoryType.SEMANTIC, content=agent))
+        result = await migrate(source, target, source_url="x://", target_url="y://",
+                               checkpoint=tmp_path / "ck.json", page=1)
+        assert result.counts.inserted == 3 and result.verified == 3 and not result.mismatches
+    finally:
+        await source.aclose()
+        await target.aclose()

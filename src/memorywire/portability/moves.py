@@ -1,6 +1,7 @@
 """export, import and migrate as library functions, streaming a page of rows at a time.
 
-Memory stays constant in the number of records: rows are read in ``(created_at, id)`` pages
+Memory stays constant in the number of records: rows are read in ``(created_at, id, agent_id)``
+pages
 through :class:`memorywire.store.portable.PortableStore`, and verification merge-joins the
 source and target streams (both ordered by the same key, which an import keeps).
 
@@ -34,6 +35,7 @@ from memorywire.store.portable import (
     OnConflict,
     PortableStore,
     VectorPortable,
+    cursor_of,
 )
 
 __all__ = ["MigrateResult", "dump_chunks", "export_dump", "import_dump", "migrate", "portable",
@@ -67,7 +69,7 @@ async def rows_of(store: PortableStore, agent_id: str | None = None,
             yield row
         if len(rows) < page:
             return
-        after = (rows[-1].created_at, rows[-1].id)
+        after = cursor_of(rows[-1])
 
 
 def _wanted(row: Row, user_id: str | None, since: int | None, include_forgotten: bool) -> bool:
@@ -126,7 +128,7 @@ async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()
-        after = (rows[-1].created_at, rows[-1].id)
+        after = cursor_of(rows[-1])
     writer.close()
     yield buffer.getvalue()
 
@@ -228,23 +230,26 @@ def _differences(a: Row, b: Row, compared: list[str]) -> list[str]:
 
 
 async def verify(src: PortableStore, dst: PortableStore, plan: FidelityPlan,
-                 result: MigrateResult) -> None:
-    """Read every source row back from the target and compare the fields the plan keeps."""
+                 result: MigrateResult, agents: set[str]) -> None:
+    """Read every source row back from the target and compare the fields the plan keeps.
+
+    Agent by agent (a target may list one agent at a time), merge-joining the two ordered
+    streams, so memory stays constant in the number of records."""
     compared = ["content" if f.field == "stored" else f.field
                 for f in plan.fields if f.fate == "kept"]
-    target = rows_of(dst)
-    current: Row | None = await anext(target, None)
-    async for row in rows_of(src):
-        key = (row.created_at, row.id, row.agent_id)
-        while current is not None and (current.created_at, current.id, current.agent_id) < key:
-            current = await anext(target, None)
-        if current is None or (current.created_at, current.id, current.agent_id) != key:
-            result.mismatches.append(f"{row.agent_id}/{row.id}: missing in the target")
-            continue
-        diff = _differences(row, current, compared)
-        if diff:
-            result.mismatches.append(f"{row.agent_id}/{row.id}: {', '.join(diff)} differ")
-        result.verified += 1
+    for agent_id in sorted(agents):
+        target = rows_of(dst, agent_id)
+        current: Row | None = await anext(target, None)
+        async for row in rows_of(src, agent_id):
+            while current is not None and cursor_of(current) < cursor_of(row):
+                current = await anext(target, None)
+            if current is None or cursor_of(current) != cursor_of(row):
+                result.mismatches.append(f"{row.agent_id}/{row.id}: missing in the target")
+                continue
+            diff = _differences(row, current, compared)
+            if diff:
+                result.mismatches.append(f"{row.agent_id}/{row.id}: {', '.join(diff)} differ")
+            result.verified += 1
 
 
 async def migrate(source: Any, target: Any, *, source_url: str, target_url: str,
@@ -286,7 +291,7 @@ async def migrate(source: Any, target: Any, *, source_url: str, target_url: str,
         if rows:
             vectors = await source.vectors_of(rows) if reuse else None
             result.counts.add(await _write(dst, rows, vectors, on_conflict))
-            after = (rows[-1].created_at, rows[-1].id)
+            after = cursor_of(rows[-1])
             state["cursor"], state["done"] = list(after), state["done"] + len(rows)
         state["finished"] = len(rows) < page
         _save(checkpoint, state)
@@ -295,6 +300,6 @@ async def migrate(source: Any, target: Any, *, source_url: str, target_url: str,
             progress(state["done"], scan.rows)
     result.seconds["copy"] = time.perf_counter() - copy_started
     verify_started = time.perf_counter()
-    await verify(src, dst, plan, result)
+    await verify(src, dst, plan, result, scan.agents)
     result.seconds["verify"] = time.perf_counter() - verify_started
     return result

@@ -37,9 +37,12 @@ class FieldScan:
 
     rows: int = 0
     carrying: dict[str, int] = field(default_factory=lambda: {n: 0 for n in _DEFAULTS})
+    #: The agents seen (verification reads agent by agent).
+    agents: set[str] = field(default_factory=set)
 
     def add(self, row: Row) -> None:
         self.rows += 1
+        self.agents.add(row.agent_id)
         for name in _DEFAULTS:
             if _carries(name, getattr(row, name)):
                 self.carrying[name] += 1

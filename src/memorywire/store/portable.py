@@ -22,14 +22,15 @@ from memorywire.core.records import Row
 from memorywire.embed.base import Embedder
 from memorywire.errors import Conflict
 
-__all__ = ["ALL_FIELDS", "ImportCounts", "OnConflict", "PortableStore", "VectorPortable",
-           "decide", "page_of"]
+__all__ = ["ALL_FIELDS", "Cursor", "ImportCounts", "OnConflict", "PortableStore", "VectorPortable",
+           "cursor_of", "decide", "page_of"]
 
 #: Every field of a core row, in declaration order.
 ALL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Row))
 
-#: An export cursor: the ``(created_at, id)`` of the last row of the previous page.
-Cursor = tuple[int, str]
+#: An export cursor: the ``(created_at, id, agent_id)`` of the last row of the previous page
+#: (ids are unique per agent only, so the agent breaks ties between agents).
+Cursor = tuple[int, str, str]
 
 
 class OnConflict(StrEnum):
@@ -62,7 +63,8 @@ class PortableStore(Protocol):
     async def export_rows(self, agent_id: str | None, after: Cursor | None,
                           limit: int) -> list[Row]:
         """Rows in every state (live, deleted, archived, merged away, expired), ordered by
-        ``(created_at, id)``, strictly after ``after``; ``agent_id=None`` is every agent."""
+        ``(created_at, id, agent_id)``, strictly after ``after``; ``agent_id=None`` is every
+        agent."""
         ...
 
     async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
@@ -90,13 +92,17 @@ class VectorPortable(Protocol):
         ...
 
 
+def cursor_of(row: Row) -> Cursor:
+    return (row.created_at, row.id, row.agent_id)
+
+
 def page_of(rows: Iterable[Row], agent_id: str | None, after: Cursor | None,
             limit: int) -> list[Row]:
     """An export page for stores that can only scan: sorted, after the cursor, at most
     ``limit``."""
     picked = [r for r in rows if r.in_scope(agent_id, None)
-              and (after is None or (r.created_at, r.id) > after)]
-    picked.sort(key=lambda r: (r.created_at, r.id))
+              and (after is None or cursor_of(r) > after)]
+    picked.sort(key=cursor_of)
     return picked[:limit]
 
 

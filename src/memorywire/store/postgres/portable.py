@@ -33,12 +33,12 @@ async def export_rows(db: PgDb, agent_id: str | None, after: Cursor | None,
         where.append("agent_id = %s")
         params.append(agent_id)
     if after is not None:
-        where.append("(created_at, id) > (%s, %s)")
-        params += [after[0], after[1]]
+        where.append("(created_at, id, agent_id) > (%s, %s, %s)")
+        params += list(after)
     async with db.tx() as conn:
         cur = await conn.execute(
             f"SELECT {ROW_COLS} FROM {TABLE} WHERE {' AND '.join(where)} "
-            "ORDER BY created_at, id LIMIT %s", [*params, limit])
+            "ORDER BY created_at, id, agent_id LIMIT %s", [*params, limit])
         return [row_of(r) for r in await cur.fetchall()]
 
 

@@ -38,12 +38,12 @@ def export_rows(db: SqliteDb, agent_id: str | None, after: Cursor | None,
         where.append("agent_id = ?")
         args.append(agent_id)
     if after is not None:
-        where.append("(created_at > ? OR (created_at = ? AND id > ?))")
-        args += [after[0], after[0], after[1]]
+        where.append("(created_at, id, agent_id) > (?, ?, ?)")
+        args += list(after)
     with db.tx(durable=False) as conn:
         got = [row_of(r)[1] for r in conn.execute(
             f"SELECT {ROW_COLS} FROM memories WHERE {' AND '.join(where)} "
-            "ORDER BY created_at, id LIMIT ?", [*args, limit])]
+            "ORDER BY created_at, id, agent_id LIMIT ?", [*args, limit])]
         return [Row(**{**r.__dict__, "merged_into": _merged_into(conn, r.agent_id, r.id)})
                 for r in got]
 

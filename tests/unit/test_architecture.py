@@ -77,6 +77,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store.refs",
             "memorywire.store.rowstore",
             "memorywire.store.timeline",
+            "memorywire.store.portable",
         ),
         "errors wire core embed",
         "anyio numpy",
@@ -105,9 +106,13 @@ LAYERS: dict[str, Layer] = {
         ("memorywire.governance.pg_backend",), "errors", "psycopg psycopg_pool"
     ),
     "consolidation": _layer(("memorywire.consolidation",), "errors wire core store", "anyio"),
+    # Dumps, fidelity plans, export/import/migrate: the store protocols only, like the router.
+    "portability": _layer(
+        _pkg("memorywire.portability"), "errors wire core embed store", "anyio numpy"
+    ),
     "server": _layer(
         _pkg("memorywire.server"),
-        "errors wire core embed store router governance procedural",
+        "errors wire core embed store router governance procedural portability",
         "anyio numpy pydantic starlette uvicorn h11 jinja2 markupsafe mcp mcp_types "
         "opentelemetry swagger_ui_bundle",
     ),
@@ -118,7 +123,8 @@ LAYERS: dict[str, Layer] = {
     ),
     "cli": _layer(
         _pkg("memorywire.cli"),
-        "errors wire core embed store router governance consolidation server client",
+        "errors wire core embed store router governance consolidation server client "
+        "portability",
         "anyio pydantic rich cryptography",
     ),
     "demo": _layer(

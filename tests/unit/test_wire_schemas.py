@@ -25,6 +25,7 @@ EXPECTED = {
     "types/memory",
     "governance/review",
     "governance/decision",
+    "export/line",
     "error",
 }
 ALL = sorted(schema_names(include_definitions=True))

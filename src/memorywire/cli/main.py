@@ -21,6 +21,7 @@ from memorywire.cli.audit import register_audit
 from memorywire.cli.consolidate import register_consolidate
 from memorywire.cli.forgetting import register_forgetting
 from memorywire.cli.ops import register_ops
+from memorywire.cli.portability import register_portability
 from memorywire.cli.records import register_records
 from memorywire.errors import MemorywireError
 from memorywire.wire import CURRENT, parse_json, schema, schema_names, validate
@@ -108,6 +109,7 @@ SUBCOMMANDS: list[Register] = [
     register_consolidate,
     register_ops,
     register_records,
+    register_portability,
     register_audit,
     register_forgetting,
 ]

@@ -33,6 +33,7 @@ from memorywire.errors import (
 from memorywire.server.apidocs import docs_mount
 from memorywire.server.auth import Principal, Role, TokenStore
 from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, DispatchResult
+from memorywire.server.export import export_response
 from memorywire.server.jsonrpc import handle_rpc
 from memorywire.server.limits import AnonymousPacer, parse_json_body
 from memorywire.server.openapi import openapi_document
@@ -205,6 +206,10 @@ def create_app(
     async def audit_verify(request: Request) -> Response:
         return await run(request, "audit.verify", {})
 
+    async def admin_export(request: Request) -> Response:
+        return await export_response(dispatcher.store, principal_of(request),
+                                     request.query_params)
+
     async def health(request: Request) -> Response:
         return await run(request, "health", {}, anonymous_ok=True)
 
@@ -239,6 +244,7 @@ def create_app(
         "approvals.reject": decide("approvals.reject"),
         "audit.list": audit_list,
         "audit.verify": audit_verify,
+        "admin.export": admin_export,
         "health": health,
         "schemas": schemas,
         "schema": schema,

@@ -187,6 +187,22 @@ def _operations() -> dict[str, dict[str, Any]]:
         "operationId": "audit_verify",
         "responses": {"200": _generic("audit chain check"), **_ERRORS},
     }
+    ops["admin.export"] = {
+        "operationId": "admin_export",
+        "summary": "the store as a memorywire/export dump (admin only)",
+        "parameters": [
+            {"name": "agent_id", "in": "query", "schema": {"type": "string"}},
+            {"name": "user_id", "in": "query", "schema": {"type": "string"}},
+            {"name": "since", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+            {"name": "include_forgotten", "in": "query", "schema": {"type": "boolean"}},
+            {"name": "include_vectors", "in": "query", "schema": {"type": "boolean"}},
+        ],
+        "responses": {
+            "200": {"description": "NDJSON lines, each an export/line document",
+                    "content": {"application/x-ndjson": {"schema": _ref_to("export.line")}}},
+            **_ERRORS,
+        },
+    }
     ops["health"] = {"operationId": "health", "responses": {"200": _generic("store health")}}
     ops["schemas"] = {
         "operationId": "schemas",

@@ -61,6 +61,7 @@ from memorywire.store._common import (
 from memorywire.store._revision import RevisionRow, revision_fields
 from memorywire.store.base import Capability, Health
 from memorywire.store.graph import refuse_hops
+from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
 from memorywire.store.rowstore import RowOps, live_in_scope
 from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
@@ -319,6 +320,19 @@ class LettaStore:
 
     async def list(self, query: ListQuery) -> list[MemoryRecord]:
         return await self._ops.list(query)
+
+    @property
+    def kept_fields(self) -> frozenset[str]:
+        """The revision document keeps every field but the recall counters (no tracking)."""
+        return frozenset(ALL_FIELDS) - {"last_recalled_at", "recall_count"}
+
+    async def export_rows(self, agent_id: str | None, after: Cursor | None,
+                          limit: int) -> builtins.list[Row]:
+        """One agent at a time: Letta cannot enumerate agents (``capability_missing``)."""
+        return await self._ops.export_rows(agent_id, after, limit)
+
+    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
+        return await self._ops.import_rows(rows, on_conflict)
 
     async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
         return await self._ops.merged_into(agent_id, id, user_id)

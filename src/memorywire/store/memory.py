@@ -30,6 +30,7 @@ from memorywire.store._common import (
 )
 from memorywire.store.base import Capability, Health
 from memorywire.store.graph import graph_recall
+from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
 from memorywire.store.rowstore import RowOps, live_in_scope
 from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
@@ -145,6 +146,17 @@ class InMemoryStore:
     async def purge_expired(self, before_ms: int, limit: int = 500) -> builtins.list[MemoryRecord]:
         """Erase memories expired at or before ``before_ms``; what the expiry sweep calls."""
         return await self._ops.purge_expired(before_ms, limit)
+    @property
+    def kept_fields(self) -> frozenset[str]:
+        """Rows are stored whole."""
+        return frozenset(ALL_FIELDS)
+
+    async def export_rows(self, agent_id: str | None, after: Cursor | None,
+                          limit: int) -> builtins.list[Row]:
+        return await self._ops.export_rows(agent_id, after, limit)
+
+    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
+        return await self._ops.import_rows(rows, on_conflict)
 
     async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
         return await self._ops.merged_into(agent_id, id, user_id)

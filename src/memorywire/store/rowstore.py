@@ -39,6 +39,7 @@ from memorywire.core.records import (
     remember_action,
 )
 from memorywire.errors import CapabilityMissing, NotFound
+from memorywire.store.portable import Cursor, ImportCounts, OnConflict, decide, page_of
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -256,3 +257,36 @@ class RowOps(Generic[R]):
         if row is None or not row.in_scope(agent_id, user_id):
             return None
         return row.merged_into
+
+    # --- portability (see memorywire.store.portable) ----------------------------------------
+
+    async def export_rows(self, agent_id: str | None, after: Cursor | None,
+                          limit: int) -> builtins.list[Row]:
+        rows: Sequence[R] = (await self._backend.scan_all() if agent_id is None
+                             else builtins.list((await self._backend.scan(agent_id)).values()))
+        return [Row(**{n: getattr(r, n) for n in _ROW_FIELDS})
+                for r in page_of(rows, agent_id, after, limit)]
+
+    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
+        counts = ImportCounts()
+        for agent_id in sorted({r.agent_id for r in rows}):
+            mine = [r for r in rows if r.agent_id == agent_id]
+            async with self.lock(agent_id):
+                existing = await self._backend.fetch(agent_id, [r.id for r in mine])
+                inserts: builtins.list[Row] = []
+                replaces: builtins.list[tuple[R, R, bool]] = []
+                for row in mine:
+                    old = existing.get(row.id)
+                    if not decide(old is not None, row, on_conflict):
+                        counts.skipped += 1
+                    elif old is None:
+                        inserts.append(row)
+                    else:
+                        replaces.append((old, revived(old, row), True))
+                if inserts:
+                    await self._backend.insert(inserts)
+                if replaces:
+                    await self._backend.replace(replaces)
+                counts.inserted += len(inserts)
+                counts.replaced += len(replaces)
+        return counts

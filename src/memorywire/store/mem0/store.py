@@ -79,6 +79,7 @@ from memorywire.store.mem0.mapping import (
     row_from_item,
     scope_key,
 )
+from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
 from memorywire.store.rowstore import RowOps
 from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
@@ -286,6 +287,18 @@ class Mem0Store:
 
     async def list(self, query: ListQuery) -> builtins.list[MemoryRecord]:
         return await self._ops.list(query)
+
+    @property
+    def kept_fields(self) -> frozenset[str]:
+        """Rows are stored whole, except the recall counters (mem0 does not track recalls)."""
+        return frozenset(ALL_FIELDS) - {"last_recalled_at", "recall_count"}
+
+    async def export_rows(self, agent_id: str | None, after: Cursor | None,
+                          limit: int) -> builtins.list[Row]:
+        return await self._ops.export_rows(agent_id, after, limit)
+
+    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
+        return await self._ops.import_rows(rows, on_conflict)
 
     async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
         return await self._ops.merged_into(agent_id, id, user_id)

@@ -28,7 +28,7 @@ import psycopg
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import content_from_storage
-from memorywire.core.records import ListQuery, UpdateRequest
+from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.scoring import candidate_pool, hybrid_rank
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
@@ -41,7 +41,8 @@ from memorywire.store._common import (
 )
 from memorywire.store.base import Capability, Health
 from memorywire.store.graph import graph_recall
-from memorywire.store.postgres import maintenance, writes
+from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
+from memorywire.store.postgres import maintenance, portable, writes
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.sql import (
     RECORD_COLS,
@@ -178,6 +179,24 @@ class PostgresStore:
     async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
         """The id that absorbed memory ``id`` in a merge, or ``None``."""
         return await maintenance.merged_into(self._db, agent_id, id, user_id)
+
+    # --- portability (portable.py) ------------------------------------------------------------
+
+    @property
+    def kept_fields(self) -> frozenset[str]:
+        """Every row field is a column, so every field is kept."""
+        return frozenset(ALL_FIELDS)
+
+    async def export_rows(self, agent_id: str | None, after: Cursor | None,
+                          limit: int) -> list[Row]:
+        return await portable.export_rows(self._db, agent_id, after, limit)
+
+    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict,
+                          vectors: Sequence[Any] | None = None) -> ImportCounts:
+        return await portable.import_rows(self._db, rows, on_conflict, vectors)
+
+    async def vectors_of(self, rows: Sequence[Row]) -> list[Any]:
+        return await portable.vectors_of(self._db, rows)
 
     # --- reads -------------------------------------------------------------------------------
 

@@ -43,7 +43,7 @@ import numpy.typing as npt
 from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.content import content_from_storage
 from memorywire.core.filters import matches_filter
-from memorywire.core.records import ListQuery, UpdateRequest
+from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import MemorywireError
 from memorywire.store._common import (
@@ -53,7 +53,8 @@ from memorywire.store._common import (
 )
 from memorywire.store.base import Capability, Health
 from memorywire.store.graph import graph_recall
-from memorywire.store.sqlite import maintenance, purge, writes
+from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
+from memorywire.store.sqlite import maintenance, portable, purge, writes
 from memorywire.store.sqlite.db import (
     COLS,
     IN_JSON,
@@ -204,6 +205,25 @@ class SqliteStore:
         """The id that absorbed memory ``id`` in a merge, or ``None``."""
         return await self._db.call(
             lambda: maintenance.merged_into(self._db, agent_id, id, user_id))
+
+    # --- portability (portable.py) ------------------------------------------------------------
+
+    @property
+    def kept_fields(self) -> frozenset[str]:
+        """Every row field is a column (the merge edge a link), so every field is kept."""
+        return frozenset(ALL_FIELDS)
+
+    async def export_rows(self, agent_id: str | None, after: Cursor | None,
+                          limit: int) -> builtins.list[Row]:
+        return await self._db.call(lambda: portable.export_rows(self._db, agent_id, after, limit))
+
+    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict,
+                          vectors: Sequence[Any] | None = None) -> ImportCounts:
+        return await self._db.call(
+            lambda: portable.import_rows(self._db, rows, on_conflict, vectors))
+
+    async def vectors_of(self, rows: Sequence[Row]) -> builtins.list[Any]:
+        return await self._db.call(lambda: portable.vectors_of(self._db, rows))
 
     # --- reads -------------------------------------------------------------------------------
 

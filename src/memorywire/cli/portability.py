@@ -1,0 +1,156 @@
+"""``memorywire export | import | migrate``: move memories between any two stores.
+
+Stores open from URLs with ``--embedder`` (an embedder spec, default the model). The dump
+goes to stdout (gzipped with ``--gzip``); the fidelity plan and progress go to stderr, so a
+pipe carries only the dump.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from memorywire.embed.spec import embedder_from_spec
+from memorywire.errors import InvalidRequest, MemorywireError
+from memorywire.portability import export_dump, import_dump, migrate
+from memorywire.store.portable import OnConflict
+from memorywire.store.registry import open_store
+
+__all__ = ["register_portability"]
+
+
+def _open(url: str, spec: str | None) -> Any:
+    return open_store(url, embedder=embedder_from_spec(spec or "minilm"))
+
+
+def _since(text: str | None) -> int | None:
+    if text is None:
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        return int(datetime.fromisoformat(text).timestamp() * 1000)
+    except ValueError as exc:
+        raise InvalidRequest(f"--since {text!r} is neither epoch ms nor ISO-8601") from exc
+
+
+def _guard(run: Any, name: str) -> int:
+    try:
+        return int(anyio.run(run))
+    except MemorywireError as exc:
+        print(f"memorywire {name}: {exc.message}", file=sys.stderr)
+        return 1
+
+
+def _export(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        store = _open(args.store, args.embedder)
+        try:
+            n = await export_dump(store, sys.stdout.buffer, url=args.store, agent_id=args.agent,
+                                  user_id=args.user, since=_since(args.since),
+                                  include_forgotten=args.include_forgotten,
+                                  include_vectors=args.include_vectors, gzip_it=args.gzip)
+        finally:
+            await store.aclose()
+        print(f"exported {n} records", file=sys.stderr)
+        return 0
+    return _guard(go, "export")
+
+
+def _import(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        store = _open(args.store, args.embedder)
+        try:
+            plan, counts = await import_dump(store, args.file,
+                                             on_conflict=OnConflict(args.on_conflict),
+                                             allow_loss=set(args.allow_loss or ()),
+                                             reembed=args.reembed)
+        finally:
+            await store.aclose()
+        print(plan.table(), file=sys.stderr)
+        print(json.dumps({"inserted": counts.inserted, "replaced": counts.replaced,
+                          "skipped": counts.skipped}))
+        return 0
+    return _guard(go, "import")
+
+
+def _bar(done: int, total: int) -> None:
+    width = 30
+    filled = width if total == 0 else min(width, width * done // total)
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end="",
+          file=sys.stderr, flush=True)
+
+
+def _beside(url: str, name: str) -> Path:
+    """A file next to a SQLite target, else in the working directory."""
+    if url.startswith("sqlite://") and ":memory:" not in url:
+        return Path(url[len("sqlite://"):].split("?", 1)[0] + "." + name)
+    return Path(f"memorywire-migrate.{name}")
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        source = _open(args.source, args.embedder)
+        target = _open(args.target, args.embedder)
+        try:
+            result = await migrate(
+                source, target, source_url=args.source, target_url=args.target,
+                checkpoint=Path(args.checkpoint or _beside(args.target, "checkpoint.json")),
+                dry_run=args.dry_run, allow_loss=set(args.allow_loss or ()),
+                reembed=args.reembed,
+                page=args.page, progress=None if args.quiet else _bar)
+        finally:
+            await source.aclose()
+            await target.aclose()
+        if not args.quiet:
+            print(file=sys.stderr)
+        print(result.plan.table(), file=sys.stderr)
+        report = json.dumps(result.to_json(), indent=2)
+        if not args.dry_run:
+            _beside(args.target, "report.json").write_text(report + "\n", encoding="utf-8")
+        print(report)
+        return 1 if result.mismatches else 0
+    return _guard(go, "migrate")
+
+
+def register_portability(sub: Any) -> None:
+    emb = {"help": "embedder spec for opening the stores (default: minilm; tests: hashing)"}
+    p = sub.add_parser("export", help="write a memorywire/export dump of a store to stdout")
+    p.add_argument("--store", required=True, metavar="URL")
+    p.add_argument("--agent")
+    p.add_argument("--user")
+    p.add_argument("--since", help="records changed at or after T (epoch ms or ISO-8601)")
+    p.add_argument("--include-forgotten", action="store_true",
+                   help="also deleted, archived and merged-away records")
+    p.add_argument("--include-vectors", action="store_true",
+                   help="carry each stored vector (base64 float32, tagged with the embedder)")
+    p.add_argument("--gzip", action="store_true", help="gzip the dump")
+    p.add_argument("--embedder", **emb)
+    p.set_defaults(handler=_export)
+    p = sub.add_parser("import", help="import a dump into a store (idempotent by id)")
+    p.add_argument("--store", required=True, metavar="URL")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--on-conflict", choices=[c.value for c in OnConflict], default="skip")
+    p.add_argument("--reembed", action="store_true",
+                   help="embed again even when the dump's vectors match the target's embedder")
+    p.add_argument("--allow-loss", nargs="+", metavar="FIELD")
+    p.add_argument("--embedder", **emb)
+    p.set_defaults(handler=_import)
+    p = sub.add_parser("migrate", help="copy every record between two stores, then verify")
+    p.add_argument("--from", dest="source", required=True, metavar="URL")
+    p.add_argument("--to", dest="target", required=True, metavar="URL")
+    p.add_argument("--dry-run", action="store_true", help="print the fidelity plan only")
+    p.add_argument("--allow-loss", nargs="+", metavar="FIELD")
+    p.add_argument("--checkpoint", metavar="PATH")
+    p.add_argument("--reembed", action="store_true",
+                   help="embed again even when both stores use the same embedder")
+    p.add_argument("--page", type=int, default=500)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--embedder", **emb)
+    p.set_defaults(handler=_migrate)

@@ -1,0 +1,305 @@
+"""export, import and migrate as library functions, streaming a page of rows at a time.
+
+Memory stays constant in the number of records: rows are read in ``(created_at, id, agent_id)``
+pages
+through :class:`memorywire.store.portable.PortableStore`, and verification merge-joins the
+source and target streams (both ordered by the same key, which an import keeps).
+
+A migration writes a checkpoint (the cursor of the last committed page) after every page,
+atomically, so one killed at any point resumes where it stopped; the page after the
+checkpoint is re-imported with ``replace`` (it may be half-written in a store without
+transactions), which makes every record land exactly once.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from memorywire.core.records import Row
+from memorywire.errors import CapabilityMissing, InvalidRequest
+from memorywire.portability.dump import DumpReader, DumpWriter, doc_of_row, open_dump
+from memorywire.portability.plan import FidelityPlan, FieldScan, plan_fidelity
+from memorywire.store.portable import (
+    ALL_FIELDS,
+    Cursor,
+    ImportCounts,
+    OnConflict,
+    PortableStore,
+    VectorPortable,
+    cursor_of,
+)
+
+__all__ = ["MigrateResult", "dump_chunks", "export_dump", "import_dump", "migrate", "portable",
+           "public_url"]
+
+PAGE = 500
+
+
+def public_url(url: str) -> str:
+    """``url`` without its password (a dump or report never carries a secret)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def portable(store: Any) -> PortableStore:
+    if not isinstance(store, PortableStore):
+        raise CapabilityMissing(f"store {getattr(store, 'name', store)!r} cannot export or "
+                                "import rows (it does not implement PortableStore)")
+    return store
+
+
+async def rows_of(store: PortableStore, agent_id: str | None = None,
+                  after: Cursor | None = None, page: int = PAGE) -> AsyncIterator[Row]:
+    while True:
+        rows = await store.export_rows(agent_id, after, page)
+        for row in rows:
+            yield row
+        if len(rows) < page:
+            return
+        after = cursor_of(rows[-1])
+
+
+def _wanted(row: Row, user_id: str | None, since: int | None, include_forgotten: bool) -> bool:
+    if user_id is not None and row.user_id != user_id:
+        return False
+    if not include_forgotten and (row.deleted_at is not None or row.archived_at is not None):
+        return False
+    if since is not None:
+        changed = max(t for t in (row.created_at, row.updated_at, row.deleted_at,
+                                  row.archived_at) if t is not None)
+        return changed >= since
+    return True
+
+
+def same_embedder(source: Any, target: Any) -> bool:
+    """Whether ``target`` can take ``source``'s stored vectors as its own."""
+    return (isinstance(source, VectorPortable) and isinstance(target, VectorPortable)
+            and source.embedder.name == target.embedder.name
+            and source.embedder.dim == target.embedder.dim)
+
+
+async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
+                      user_id: str | None = None, since: int | None = None,
+                      include_forgotten: bool = False, include_vectors: bool = False,
+                      page: int = PAGE) -> AsyncIterator[bytes]:
+    """The dump's lines (uncompressed), a page at a time: what a file export and a streamed
+    HTTP export both write."""
+    src = portable(store)
+    if include_vectors and not isinstance(store, VectorPortable):
+        raise CapabilityMissing(f"store {getattr(store, 'name', store)!r} cannot hand out its "
+                                "vectors; export without include_vectors")
+    embedder = getattr(store, "embedder", None)
+    header = {
+        "source": public_url(url), "store": getattr(store, "name", "?"),
+        "capabilities": sorted(str(c) for c in getattr(store, "capabilities", ())),
+        "kept_fields": sorted(src.kept_fields),
+        "embedder": None if embedder is None else {"id": embedder.name, "dim": embedder.dim},
+        "vectors": include_vectors, "created_at": int(time.time() * 1000),
+        "selection": {"agent_id": agent_id, "user_id": user_id, "since": since,
+                      "include_forgotten": include_forgotten},
+    }
+    buffer = io.BytesIO()
+    writer = DumpWriter(buffer, header, gzip_it=False)
+    after: Cursor | None = None
+    while True:
+        rows = await src.export_rows(agent_id, after, page)
+        picked = [r for r in rows if _wanted(r, user_id, since, include_forgotten)]
+        vectors: list[Any] = [None] * len(picked)
+        if include_vectors and picked:
+            assert isinstance(store, VectorPortable)
+            vectors = await store.vectors_of(picked)
+        for row, vector in zip(picked, vectors, strict=True):
+            writer.write(row, vector, None if embedder is None else embedder.name)
+        if len(rows) < page:
+            break
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+        after = cursor_of(rows[-1])
+    writer.close()
+    yield buffer.getvalue()
+
+
+async def export_dump(store: Any, out: IO[bytes], *, url: str, agent_id: str | None = None,
+                      user_id: str | None = None, since: int | None = None,
+                      include_forgotten: bool = False, include_vectors: bool = False,
+                      gzip_it: bool = False, page: int = PAGE) -> int:
+    """Write a dump of the selected rows to ``out``; returns the number of records."""
+    sink: IO[bytes] = out
+    if gzip_it:
+        sink = gzip.GzipFile(fileobj=out, mode="wb", mtime=0)  # type: ignore[assignment]
+    lines = 0
+    async for chunk in dump_chunks(store, url=url, agent_id=agent_id, user_id=user_id,
+                                   since=since, include_forgotten=include_forgotten,
+                                   include_vectors=include_vectors, page=page):
+        sink.write(chunk)
+        lines += chunk.count(b"\n")  # a JSON line holds no raw newline
+    if sink is not out:
+        sink.close()
+    out.flush()
+    return lines - 2  # the header and the footer
+
+
+async def _write(dst: PortableStore, rows: list[Row], vectors: list[Any] | None,
+                 on_conflict: OnConflict) -> ImportCounts:
+    if vectors is not None:
+        assert isinstance(dst, VectorPortable)
+        return await dst.import_rows(rows, on_conflict, vectors=vectors)
+    return await dst.import_rows(rows, on_conflict)
+
+
+async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConflict.FAIL,
+                      allow_loss: set[str] | None = None, reembed: bool = False,
+                      page: int = PAGE) -> tuple[FidelityPlan, ImportCounts]:
+    """Verify the whole dump and plan first (nothing is written from a bad dump), then
+    import it page by page. The dump's vectors are reused when every record carries one,
+    the target takes vectors and embeds with the same embedder, and ``reembed`` is off."""
+    dst = portable(store)
+    scan = FieldScan()
+    with open_dump(path) as stream:
+        reader = DumpReader(stream)
+        all_vectors = True
+        for row, vector in reader:
+            scan.add(row)
+            all_vectors = all_vectors and vector is not None
+        kept = frozenset(reader.header.get("kept_fields") or ALL_FIELDS)
+        source = str(reader.header.get("source"))
+        embedder = reader.header.get("embedder") or {}
+    plan = plan_fidelity(source, getattr(store, "name", "?"), kept, dst.kept_fields, scan)
+    plan.refuse_unless(allow_loss or set())
+    reuse = (not reembed and all_vectors and isinstance(store, VectorPortable)
+             and (embedder.get("id"), embedder.get("dim"))
+             == (store.embedder.name, store.embedder.dim))
+    counts = ImportCounts()
+    with open_dump(path) as stream:
+        batch: list[Row] = []
+        vectors: list[Any] = []
+        for row, vector in DumpReader(stream):
+            batch.append(row)
+            vectors.append(vector)
+            if len(batch) >= page:
+                counts.add(await _write(dst, batch, vectors if reuse else None, on_conflict))
+                batch, vectors = [], []
+        if batch:
+            counts.add(await _write(dst, batch, vectors if reuse else None, on_conflict))
+    return plan, counts
+
+
+@dataclass
+class MigrateResult:
+    plan: FidelityPlan
+    counts: ImportCounts = field(default_factory=ImportCounts)
+    resumed: bool = False
+    vectors: str = "re-embedded"
+    verified: int = 0
+    mismatches: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"plan": self.plan.to_json(), "inserted": self.counts.inserted,
+                "replaced": self.counts.replaced, "skipped": self.counts.skipped,
+                "resumed": self.resumed, "vectors": self.vectors, "verified": self.verified,
+                "mismatches": self.mismatches, "seconds": self.seconds}
+
+
+def _save(path: Path, state: dict[str, Any]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(state, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _differences(a: Row, b: Row, compared: list[str]) -> list[str]:
+    da, db = doc_of_row(a), doc_of_row(b)
+    return [n for n in compared if da.get(n, da.get("content")) != db.get(n, db.get("content"))]
+
+
+async def verify(src: PortableStore, dst: PortableStore, plan: FidelityPlan,
+                 result: MigrateResult, agents: set[str]) -> None:
+    """Read every source row back from the target and compare the fields the plan keeps.
+
+    Agent by agent (a target may list one agent at a time), merge-joining the two ordered
+    streams, so memory stays constant in the number of records."""
+    compared = ["content" if f.field == "stored" else f.field
+                for f in plan.fields if f.fate == "kept"]
+    for agent_id in sorted(agents):
+        target = rows_of(dst, agent_id)
+        current: Row | None = await anext(target, None)
+        async for row in rows_of(src, agent_id):
+            while current is not None and cursor_of(current) < cursor_of(row):
+                current = await anext(target, None)
+            if current is None or cursor_of(current) != cursor_of(row):
+                result.mismatches.append(f"{row.agent_id}/{row.id}: missing in the target")
+                continue
+            diff = _differences(row, current, compared)
+            if diff:
+                result.mismatches.append(f"{row.agent_id}/{row.id}: {', '.join(diff)} differ")
+            result.verified += 1
+
+
+async def migrate(source: Any, target: Any, *, source_url: str, target_url: str,
+                  checkpoint: Path, dry_run: bool = False, allow_loss: set[str] | None = None,
+                  reembed: bool = False, page: int = PAGE,
+                  progress: Callable[[int, int], None] | None = None) -> MigrateResult:
+    """Plan, refuse a lossy plan not allowed, copy every row (all states), then verify.
+
+    Stored vectors are copied instead of re-embedded when both stores embed with the same
+    embedder (and ``reembed`` is off)."""
+    src, dst = portable(source), portable(target)
+    started = time.perf_counter()
+    scan = FieldScan()
+    async for row in rows_of(src, page=page):
+        scan.add(row)
+    plan = plan_fidelity(public_url(source_url), public_url(target_url), src.kept_fields,
+                         dst.kept_fields, scan)
+    result = MigrateResult(plan)
+    reuse = not reembed and same_embedder(source, target)
+    if reuse:
+        result.vectors = "reused"
+    result.seconds["plan"] = time.perf_counter() - started
+    plan.refuse_unless(allow_loss or set())
+    if dry_run:
+        return result
+    state: dict[str, Any] = {"from": public_url(source_url), "to": public_url(target_url),
+                             "cursor": None, "done": 0, "finished": False}
+    if checkpoint.exists():
+        saved = json.loads(checkpoint.read_text(encoding="utf-8"))
+        if (saved.get("from"), saved.get("to")) != (state["from"], state["to"]):
+            raise InvalidRequest(f"checkpoint {checkpoint} belongs to another migration "
+                                 f"({saved.get('from')} -> {saved.get('to')})")
+        state, result.resumed = saved, True
+    copy_started = time.perf_counter()
+    on_conflict = OnConflict.REPLACE if result.resumed else OnConflict.FAIL
+    after: Cursor | None = None if state["cursor"] is None else tuple(state["cursor"])
+    while not state["finished"]:
+        rows = await src.export_rows(None, after, page)
+        if rows:
+            vectors = await source.vectors_of(rows) if reuse else None
+            result.counts.add(await _write(dst, rows, vectors, on_conflict))
+            after = cursor_of(rows[-1])
+            state["cursor"], state["done"] = list(after), state["done"] + len(rows)
+        state["finished"] = len(rows) < page
+        _save(checkpoint, state)
+        on_conflict = OnConflict.FAIL
+        if progress is not None:
+            progress(state["done"], scan.rows)
+    result.seconds["copy"] = time.perf_counter() - copy_started
+    verify_started = time.perf_counter()
+    await verify(src, dst, plan, result, scan.agents)
+    result.seconds["verify"] = time.perf_counter() - verify_started
+    return result

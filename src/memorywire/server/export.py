@@ -1,0 +1,55 @@
+"""``GET /v0/admin/export``: the store's ``memorywire/export`` dump, streamed as NDJSON.
+
+Admin only: a dump crosses every agent's scope and carries forgotten records on request.
+Behind governance the dump is read from the governed store's inner store (export only reads;
+nothing is staged). A store that cannot export answers ``capability_missing`` before the
+first byte, as an ordinary error envelope; once streaming has begun, a failure cuts the
+stream short, which a reader detects as a dump without its footer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from starlette.responses import Response, StreamingResponse
+
+from memorywire.errors import InvalidRequest
+from memorywire.portability.moves import dump_chunks
+from memorywire.server.auth import Principal, Role
+
+__all__ = ["EXPORT_PARAMS", "export_response"]
+
+EXPORT_PARAMS = ("agent_id", "user_id", "since", "include_forgotten", "include_vectors")
+
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    value = query.get(name, "false").lower()
+    if value not in ("true", "false", "1", "0"):
+        raise InvalidRequest(f"{name} must be true or false, not {value!r}")
+    return value in ("true", "1")
+
+
+async def export_response(store: Any, principal: Principal,
+                          query: Mapping[str, str]) -> Response:
+    principal.require(Role.ADMIN)
+    unknown = set(query) - set(EXPORT_PARAMS)
+    if unknown:
+        raise InvalidRequest(f"unknown export parameter(s): {', '.join(sorted(unknown))}")
+    since = query.get("since")
+    if since is not None and not since.isdigit():
+        raise InvalidRequest("since must be epoch milliseconds")
+    source = getattr(store, "inner", store)
+    chunks = dump_chunks(source, url=f"{getattr(source, 'name', 'store')}://",
+                         agent_id=query.get("agent_id"), user_id=query.get("user_id"),
+                         since=None if since is None else int(since),
+                         include_forgotten=_flag(query, "include_forgotten"),
+                         include_vectors=_flag(query, "include_vectors"))
+    first = await anext(chunks)  # refusals surface here, as an envelope
+
+    async def body() -> AsyncIterator[bytes]:
+        yield first
+        async for chunk in chunks:
+            yield chunk
+
+    return StreamingResponse(body(), media_type="application/x-ndjson")

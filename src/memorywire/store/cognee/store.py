@@ -189,8 +189,18 @@ class CogneeStore:
         if agent_id in self._datasets:
             return self._datasets[agent_id]
         name = self._dataset_name(agent_id)
-        found = [d.id for d in await self._call(self._cognee.datasets.list_datasets)
-                 if d.name == name]
+
+        async def datasets() -> list[Any]:
+            try:
+                return list(await self._cognee.datasets.list_datasets())
+            except Exception as exc:
+                # Cognee creates its databases on the first add: a read before any write
+                # (e.g. the conflict scan of a first remember) finds nothing, not an error.
+                if type(exc).__name__ == "DatabaseNotCreatedError":
+                    return []
+                raise
+
+        found = [d.id for d in await self._call(datasets) if d.name == name]
         if found:
             self._datasets[agent_id] = found[0]
             return found[0]

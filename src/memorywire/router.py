@@ -60,6 +60,7 @@ from memorywire.errors import (
     StoreCorrupt,
 )
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
+from memorywire.store.cascade import expand_cascade
 from memorywire.store.refs import unknown_refs
 from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
@@ -87,7 +88,8 @@ T = TypeVar("T")
 
 MAX_FETCH = 1000
 #: Capabilities the router claims only when every child claims them.
-_NEEDS_ALL = frozenset({Capability.RECALL_TRACKING, Capability.GOVERNANCE, Capability.ERASE})
+_NEEDS_ALL = frozenset({Capability.RECALL_TRACKING, Capability.GOVERNANCE, Capability.ERASE,
+                        Capability.DERIVATION})
 #: Follow-up calls (verification, graph edges) get at least this long even when a slow child
 #: used up the deadline, so one sleeper cannot make every survivor's answer unverifiable.
 _FOLLOW_UP_FLOOR_S = 0.05
@@ -319,6 +321,9 @@ class MemoryRouter:
                 f"hard_delete needs the erase capability, which {lacking} do not declare; "
                 "use a soft delete"
             )
+        # Expanded here, over every child's edges, so a descendant kept only by one child is
+        # still named to all of them.
+        req = await expand_cascade(self, req)
         outcomes = await self._gather(self._stores, lambda s: s.forget(req), "forget")
         if not any(o.ok for o in outcomes):
             raise self._all_failed(outcomes, "forget")

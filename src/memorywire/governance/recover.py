@@ -194,7 +194,8 @@ async def apply_recovery(
                                      reason=reason),
                 key, audit=audit, policy="recover", details={"selector": plan.selector})
             out.pending_approval |= bool(er.response.pending_approval)
-            out.receipts.append(er.receipt)
+            if er.receipt is not None:
+                out.receipts.append(er.receipt)
         if held:
             resp = await store.forget(ForgetRequest(agent_id=agent, user_id=user, ids=held,
                                                     reason=f"{reason}: quarantined"))

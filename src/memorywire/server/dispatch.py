@@ -20,6 +20,8 @@ from memorywire.errors import (
     NotFound,
 )
 from memorywire.governance.actor import acting_as
+from memorywire.governance.erasure import AuditSink, erase_with_receipt
+from memorywire.governance.signing import SigningKeySource
 from memorywire.server.approvals import Approvals
 from memorywire.server.auth import Principal, Role
 from memorywire.server.limits import Limits, RateLimiter, check_content_size
@@ -122,8 +124,14 @@ class Dispatcher:
         rate_limiter: RateLimiter | None = None,
         write_limiter: RateLimiter | None = None,
         observer: Observer | None = None,
+        signing_key: SigningKeySource | None = None,
+        receipts_audit: AuditSink | None = None,
     ) -> None:
         self.store = store
+        #: Signs the receipt a hard forget returns; ``None`` (or a source without a key): none.
+        self.signing_key = signing_key
+        #: Where each receipt's hash is chained (the governed store's audit log).
+        self.receipts_audit = receipts_audit
         #: Metrics/tracing around each dispatched operation (server/observability.py).
         self.observer = observer
         self.approvals = approvals
@@ -202,7 +210,14 @@ class Dispatcher:
         check_document("forget", to_wire(req))
         self._limit_writes(p)
         with acting_as(p.name, p.token_id):
-            return await self.store.forget(req)
+            key = None if self.signing_key is None or not req.hard_delete \
+                else self.signing_key.get()
+            if key is None:
+                return await self.store.forget(req)
+            er = await erase_with_receipt(self.store, req, key, audit=self.receipts_audit)
+            if er.receipt is None:
+                return er.response
+            return er.response.model_copy(update={"receipt": er.receipt})
 
     async def merge(self, req: MergeRequest, p: Principal) -> MergeResponse:
         p.require(*_WRITERS)

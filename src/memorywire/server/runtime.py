@@ -173,6 +173,8 @@ def open_runtime(
         limits=limits,
         **rate_limiters(limits, enabled=http and config.rate_limited()),
         observer=None if obs is None else obs.observe,
+        signing_key=config.signing_key_source(),
+        receipts_audit=governed,
     )
     return Runtime(config, served, dispatcher, governed, approvals, in_use, obs)
 

@@ -64,6 +64,7 @@ from memorywire.store._common import (
     resolve_embedder,
 )
 from memorywire.store.base import Capability, Health
+from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import refuse_hops
 from memorywire.store.mem0.backend import Mem0Backend
 from memorywire.store.mem0.mapping import (
@@ -111,6 +112,7 @@ _CAPABILITIES = frozenset(
         Capability.VECTOR,
         Capability.ERASE,
         Capability.TIME,
+        Capability.DERIVATION,
     }
 )
 
@@ -271,7 +273,7 @@ class Mem0Store:
         return await remember_in_time(self, reqs, self._ops.remember_many)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
-        return await self._ops.forget(req)
+        return await self._ops.forget(await expand_cascade(self, req))
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
         return await self._ops.merge(req)

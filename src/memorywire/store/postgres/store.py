@@ -40,6 +40,7 @@ from memorywire.store._common import (
     shortest_hops,
 )
 from memorywire.store.base import Capability, Health
+from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
 from memorywire.store.postgres import maintenance, portable, writes
@@ -87,6 +88,7 @@ _CAPABILITIES = frozenset(
         Capability.RECALL_TRACKING,
         Capability.ERASE,
         Capability.TIME,
+        Capability.DERIVATION,
     }
 )
 
@@ -165,6 +167,7 @@ class PostgresStore:
         return await remember_in_time(self, reqs, write)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
+        req = await expand_cascade(self, req)
         return await maintenance.forget(self._db, req)
 
     async def merge(self, req: MergeRequest) -> MergeResponse:

@@ -171,7 +171,12 @@ def serve(
             server = uvicorn.Server(
                 uvicorn_config(app, cfg.host, cfg.port, cfg.timeouts(), log_level=log_level)
             )
-            await server.serve()
+            sweep = runtime.expiry_sweeper()
+            async with anyio.create_task_group() as tg:
+                if sweep is not None:
+                    tg.start_soon(sweep)
+                await server.serve()
+                tg.cancel_scope.cancel()
 
     # uvicorn re-raises the Ctrl-C it caught once it has stopped; that is a normal exit.
     with contextlib.suppress(KeyboardInterrupt):

@@ -13,7 +13,8 @@ names several stores becomes a router there and nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from memorywire.server.observability import Observability
 
 __all__ = ["Runtime", "open_configured_store", "open_runtime", "running"]
+
+log = logging.getLogger(__name__)
 
 
 def open_configured_store(
@@ -106,6 +109,50 @@ class Runtime:
     #: Metrics, traces and the access log of the HTTP server (``None`` elsewhere).
     observability: Observability | None = None
     _closed: bool = field(default=False, repr=False)
+
+    def expiry_sweeper(self) -> Callable[[], Coroutine[Any, Any, None]] | None:
+        """The periodic expiry purge ``serve`` runs beside the HTTP server, or ``None``.
+
+        Off when ``purge_interval_s`` is 0. A store that cannot purge (no ``purge_expired``)
+        or a server without a signing key (receipts are part of the purge) also turns it off,
+        with a warning naming why, so the operator sees it at start-up rather than never.
+        """
+        from memorywire.errors import CapabilityMissing
+        from memorywire.governance.purge import purgeable
+
+        cfg = self.config
+        if cfg.purge_interval_s <= 0:
+            return None
+        try:
+            target = purgeable(self.store)
+        except CapabilityMissing as exc:
+            log.warning("expiry sweeper off: %s (set purge_interval_s = 0 to silence this)",
+                        exc.message)
+            return None
+        key = self.dispatcher.signing_key.get() if self.dispatcher.signing_key else None
+        if key is None:
+            log.warning("expiry sweeper off: no signing key for its receipts (set signing_key "
+                        "or turn governance on)")
+            return None
+        grace_ms = int(cfg.purge_grace_hours * 3_600_000)
+
+        async def run() -> None:
+            from memorywire.errors import MemorywireError
+            from memorywire.governance.purge import sweep_once
+
+            while True:
+                try:
+                    done = await sweep_once(target, key, grace_ms=grace_ms, audit=self.governed)
+                except MemorywireError as exc:  # a store outage waits for the next round
+                    log.warning("expiry sweep failed, retrying in %.0f s: %s",
+                                cfg.purge_interval_s, exc.message)
+                else:
+                    for rc in done:
+                        log.info("expiry sweep purged %d memories (receipt %s)",
+                                 sum(len(v) for v in rc["erased"].values()), rc["receipt_id"])
+                await anyio.sleep(cfg.purge_interval_s)
+
+        return run
 
     async def aclose(self) -> None:
         if self._closed:

@@ -80,7 +80,7 @@ async def test_soft_cascade_by_filter_hides_descendants_and_signs_nothing(
 
 async def test_without_cascade_the_derived_memory_stays(transport: Any, world: World) -> None:
     tok = world.agent_a
-    seed, summ, dig, _ = await _family(transport, tok)
+    seed, summ, _dig, _ = await _family(transport, tok)
     out = await transport.call("forget", {"agent_id": "A", "ids": [seed], "hard_delete": True},
                                tok)
     assert out.ok and out.body["forgotten_ids"] == [seed], out.body

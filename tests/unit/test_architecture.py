@@ -78,6 +78,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store.rowstore",
             "memorywire.store.timeline",
             "memorywire.store.portable",
+            "memorywire.store.cascade",
         ),
         "errors wire core embed",
         "anyio numpy",

@@ -25,7 +25,10 @@ from cryptography.hazmat.primitives.serialization import (
 from memorywire.errors import InvalidRequest
 from memorywire.governance.db import is_postgres_url
 
-__all__ = ["SigningKeySource", "default_signing_key_path", "load_signing_key_file"]
+__all__ = ["SigningKey", "SigningKeySource", "default_signing_key_path", "load_signing_key_file"]
+
+#: The key type, for modules that must not import ``cryptography`` themselves.
+SigningKey = Ed25519PrivateKey
 
 
 def load_signing_key_file(path: str | Path) -> Ed25519PrivateKey:

@@ -237,6 +237,18 @@ class GovernedStore(ReviewDesk):
                 return await self.merge(req)
             return await self.expire(req)
 
+    async def stage_operation(
+        self, operation: str, agent_id: str, request: dict[str, Any], reasoning: str,
+        details: Mapping[str, Any],
+    ) -> QueueItem:
+        """Stage one operation the caller commits itself (see ``CommitDriver.appliers``)."""
+        return await self._stage(operation, new_id(self._clock.now_ms()), agent_id, None,
+                                 request, reasoning, details)
+
+    @property
+    def commit_appliers(self) -> dict[str, Any]:
+        return self._driver.appliers
+
     async def _stage_expire(self, req: ExpireRequest) -> ExpireResponse:
         await self._decide("expire", req.agent_id, req.user_id, req)
         item = await self._stage(

@@ -31,6 +31,7 @@ from memorywire.server.precheck import (
     check_merge_size,
 )
 from memorywire.server.records import RecordOperations
+from memorywire.server.recovery import RecoverOperation
 from memorywire.store.base import MemoryStore
 from memorywire.wire.codec import RECORD_OPERATIONS, parse_record_request, parse_request, to_wire
 from memorywire.wire.door import check_document
@@ -141,6 +142,8 @@ class Dispatcher:
         self.write_limiter = write_limiter
         #: get, list, update, history, erase (typed entry points for the in-process client)
         self.records = RecordOperations(store)
+        self.recovery = RecoverOperation(store, getattr(approvals, "governed", None),
+                                         signing_key, receipts_audit)
         self._ops: dict[str, Handler] = {
             "remember": self._remember,
             "recall": self._recall,
@@ -158,6 +161,7 @@ class Dispatcher:
             "approvals.reject": self._approvals_reject,
             "audit.list": self._audit_list,
             "audit.verify": self._audit_verify,
+            "recover": self._recover,
             "health": self._health,
             "schema": self._schema,
         }
@@ -342,6 +346,9 @@ class Dispatcher:
         if p.agent_ids is not None:
             raise NotFound("no audit chain in this scope")
         return DispatchResult(await self._need_approvals().verify())
+
+    async def _recover(self, doc: Any, p: Principal) -> DispatchResult:
+        return DispatchResult(await self.recovery.run(doc, p))
 
     async def _health(self, doc: Any, p: Principal) -> DispatchResult:
         h = await self.store.health()

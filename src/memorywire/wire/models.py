@@ -426,7 +426,7 @@ class Diff(_Strict):
 class ReviewRequest(_Open):
     """What a reviewer sees for one pending operation."""
 
-    operation: Literal["remember", "forget", "merge", "expire", "update"]
+    operation: Literal["remember", "forget", "merge", "expire", "update", "recover"]
     agent_id: AgentId
     request: dict[str, Any]
     diff: Diff

@@ -171,10 +171,11 @@ def serve(
             server = uvicorn.Server(
                 uvicorn_config(app, cfg.host, cfg.port, cfg.timeouts(), log_level=log_level)
             )
-            sweep = runtime.expiry_sweeper()
+            loops = [runtime.expiry_sweeper(), runtime.outbox_courier()]
             async with anyio.create_task_group() as tg:
-                if sweep is not None:
-                    tg.start_soon(sweep)
+                for loop in loops:
+                    if loop is not None:
+                        tg.start_soon(loop)
                 await server.serve()
                 tg.cancel_scope.cancel()
 

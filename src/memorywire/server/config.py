@@ -54,6 +54,9 @@ class ServerConfig:
     remember_policy: str = "all"
     router_deadline_s: float = 2.0
     rrf_k: int = 60
+    #: The router's durable outbox of forgets a child missed (``[router] outbox``); empty:
+    #: ``router-outbox.db`` in the data directory.
+    router_outbox: str = ""
     host: str = "127.0.0.1"
     port: int = 8765
     no_auth: bool = False

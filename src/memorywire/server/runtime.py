@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["Runtime", "open_configured_store", "open_runtime", "running"]
 
 log = logging.getLogger(__name__)
+#: Seconds between the server's looks at the router outbox (each entry has its own backoff).
+OUTBOX_POLL_S = 2.0
 
 
 def open_configured_store(
@@ -86,11 +88,15 @@ def _open_router(config: ServerConfig, kw: dict[str, Any], reads_need_file: bool
         opened.append(store)
         if reads_need_file and hasattr(store, "reads_need_file"):
             store.reads_need_file = True
+    from memorywire.router_outbox import ForgetOutbox
+    from memorywire.server.config import data_dir
+
     weights = {s.name: e.weight for s, e in zip(opened, entries, strict=True)}
     return MemoryRouter(
         opened, weights, timeout=config.router_deadline_s, quorum=config.quorum,
         remember_policy="primary_only" if config.remember_policy == "primary_only" else "all",
         rrf_k=config.rrf_k,
+        outbox=ForgetOutbox(config.router_outbox or data_dir() / "router-outbox.db"),
     )
 
 
@@ -151,6 +157,28 @@ class Runtime:
                         log.info("expiry sweep purged %d memories (receipt %s)",
                                  sum(len(v) for v in rc["erased"].values()), rc["receipt_id"])
                 await anyio.sleep(cfg.purge_interval_s)
+
+        return run
+
+    def outbox_courier(self) -> Callable[[], Coroutine[Any, Any, None]] | None:
+        """The loop ``serve`` runs to re-send forgets a router child missed, or ``None``
+        when the store is not a router with an outbox; a quiet server catches up too."""
+        from memorywire.router import MemoryRouter
+
+        router: Any = self.store
+        while router is not None and not isinstance(router, MemoryRouter):
+            router = getattr(router, "inner", None)
+        if router is None or router.outbox is None:
+            return None
+        found: MemoryRouter = router
+
+        async def run() -> None:
+            while True:
+                if found.outbox is not None and found.outbox.due():
+                    taken = await found.deliver_outbox()
+                    if taken:
+                        log.info("router outbox: %d missed forgets delivered", taken)
+                await anyio.sleep(OUTBOX_POLL_S)
 
         return run
 

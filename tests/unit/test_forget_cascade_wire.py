@@ -102,3 +102,21 @@ async def test_governance_stages_the_expanded_ids_for_the_reviewer(tmp_path: Pat
         assert await _ids(gov.inner) == ["other"]
     finally:
         await gov.aclose()
+
+
+async def test_cascade_takes_the_later_versions_of_a_fact_but_not_the_earlier(
+    tmp_path: Path,
+) -> None:
+    store = SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(64))
+    try:
+        for id_, text, old in (("v1", "Carol is vegetarian", None),
+                               ("v2", "Carol is vegan", "v1"),
+                               ("v3", "Carol is vegan again", "v2")):
+            await store.remember(RememberRequest(agent_id="ag", type="semantic", content=text,
+                                                 id=id_, supersedes=[old] if old else None))
+        out = await store.forget(ForgetRequest(agent_id="ag", ids=["v2"], hard_delete=True,
+                                               cascade=True))
+        assert sorted(out.forgotten_ids) == ["v2", "v3"]
+        assert await _ids(store) == ["v1"]
+    finally:
+        await store.aclose()

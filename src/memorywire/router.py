@@ -214,9 +214,10 @@ class MemoryRouter:
         caps = [s.capabilities for s in self._stores]
         union = frozenset().union(*caps)
         every = frozenset.intersection(*caps)
-        # TIME always: the router applies it itself around a child that lacks it.
-        return frozenset({*(c for c in union if c not in _NEEDS_ALL or c in every),
-                          Capability.TIME})
+        # TIME always: the router applies it itself around a child that lacks it. PURGE
+        # never: each child's own sweep purges it (the router has no purge_expired).
+        return frozenset({*(c for c in union if (c not in _NEEDS_ALL or c in every)
+                            and c is not Capability.PURGE), Capability.TIME})
 
     # --- fan-out machinery ---------------------------------------------------------------------
 

@@ -65,6 +65,9 @@ class Capability(StrEnum):
     #: ``derived_from`` edges given on write are kept and listed back, so ``forget(cascade)``
     #: can follow them (see ``store.cascade``); a router declares it only if every child does.
     DERIVATION = "derivation"
+    #: ``purge_expired`` physically removes expired memories in batches, for the expiry
+    #: sweep (``governance.purge``); a store without it is refused by the sweep.
+    PURGE = "purge"
 
 
 @dataclass(frozen=True)

@@ -307,10 +307,6 @@ class LettaStore:
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         return await self._ops.forget(await expand_cascade(self, req))
 
-    async def purge_expired(self, before_ms: int, limit: int = 500) -> builtins.list[MemoryRecord]:
-        """Erase up to ``limit`` memories expired at or before ``before_ms`` (the sweep's)."""
-        return await self._ops.purge_expired(before_ms, limit)
-
     async def merge(self, req: MergeRequest) -> MergeResponse:
         return await self._ops.merge(req)
 

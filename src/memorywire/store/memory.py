@@ -65,6 +65,7 @@ _ALL_CAPABILITIES = frozenset(
         Capability.ERASE,
         Capability.TIME,
         Capability.DERIVATION,
+        Capability.PURGE,
     }
 )
 

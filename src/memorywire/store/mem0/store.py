@@ -113,6 +113,7 @@ _CAPABILITIES = frozenset(
         Capability.ERASE,
         Capability.TIME,
         Capability.DERIVATION,
+        Capability.PURGE,
     }
 )
 

@@ -90,6 +90,7 @@ _CAPABILITIES = frozenset(
         Capability.ERASE,
         Capability.TIME,
         Capability.DERIVATION,
+        Capability.PURGE,
     }
 )
 

@@ -101,6 +101,7 @@ _CAPABILITIES = frozenset(
         Capability.ERASE,
         Capability.TIME,
         Capability.DERIVATION,
+        Capability.PURGE,
     }
 )
 

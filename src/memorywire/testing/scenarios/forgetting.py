@@ -72,5 +72,5 @@ async def expired_is_purged(h: Harness, store: MemoryStore) -> None:
 
 SCENARIOS: list[Scenario] = [
     scenario(recall_after_forget_cascade_is_empty, Capability.SEMANTIC, Capability.ERASE),
-    scenario(expired_is_purged, Capability.SEMANTIC, Capability.ERASE),
+    scenario(expired_is_purged, Capability.SEMANTIC, Capability.ERASE, Capability.PURGE),
 ]

@@ -136,3 +136,24 @@ async def test_mcp_recover_stages_one_item_dry_run_answers_the_plan(tmp_path: Pa
         assert await gov.list(ListQuery(agent_id="B")) == []
     finally:
         await gov.aclose()
+
+
+async def test_remote_client_recover_plans_and_acts(world: World, asgi_app: Any) -> None:
+    import httpx
+
+    from memorywire.client import RemoteMemory
+
+    remote = RemoteMemory("http://127.0.0.1", world.admin,
+                          transport=httpx.ASGITransport(app=asgi_app))
+    try:
+        agent_b = RemoteMemory("http://127.0.0.1", world.agent_b,
+                               transport=httpx.ASGITransport(app=asgi_app))
+        gone = (await agent_b.remember(agent_id="B", type="semantic", content="poison")).id
+        await agent_b.aclose()
+        plan = await remote.recover(source="agent:B", dry_run=True)
+        assert [i["id"] for i in plan["plan"]["goes"]] == [gone]
+        done = await remote.recover(source="agent:B", reason="incident 7")
+        assert verify_receipt(dump_receipt(done["receipt"]))[0]
+        assert gone not in await _live(world)
+    finally:
+        await remote.aclose()

@@ -314,6 +314,14 @@ class RemoteMemory:
     ) -> EraseResponse:
         return await self._op("erase", _doc(req, kw), EraseResponse)
 
+    async def recover(self, **selector: Any) -> dict[str, Any]:
+        """``POST /v0/admin/recover`` (admin token): ``source``, ``agent_id``, ``since_ms``,
+        ``until_ms``, ``ids``; ``dry_run=True`` for the plan, ``approval=True`` to stage it
+        as one approval item; otherwise the plan is carried out and the receipt returned."""
+        out = await self.call("recover", selector)
+        assert isinstance(out, dict)
+        return out
+
     async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
         """Any other operation: on its REST route when it has one, else over JSON-RPC."""
         route = route_for(op, doc)

@@ -57,9 +57,12 @@ from memorywire.errors import (
     MemorywireError,
     NotFound,
     PendingApproval,
+    RateLimited,
     StoreCorrupt,
 )
+from memorywire.router_outbox import ForgetOutbox
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
+from memorywire.store.cascade import expand_cascade
 from memorywire.store.refs import unknown_refs
 from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
@@ -87,7 +90,8 @@ T = TypeVar("T")
 
 MAX_FETCH = 1000
 #: Capabilities the router claims only when every child claims them.
-_NEEDS_ALL = frozenset({Capability.RECALL_TRACKING, Capability.GOVERNANCE, Capability.ERASE})
+_NEEDS_ALL = frozenset({Capability.RECALL_TRACKING, Capability.GOVERNANCE, Capability.ERASE,
+                        Capability.DERIVATION})
 #: Follow-up calls (verification, graph edges) get at least this long even when a slow child
 #: used up the deadline, so one sleeper cannot make every survivor's answer unverifiable.
 _FOLLOW_UP_FLOOR_S = 0.05
@@ -163,6 +167,7 @@ class MemoryRouter:
         *,
         rrf_k: int = DEFAULT_RRF_K,
         verify_hits: bool = True,
+        outbox: ForgetOutbox | None = None,
     ) -> None:
         """``stores[0]`` is the primary (``primary_only`` writes there; it wins rank ties).
 
@@ -193,6 +198,8 @@ class MemoryRouter:
         self._name = name
         self._rrf_k = rrf_k
         self._verify = verify_hits
+        #: Forgets a child missed, re-sent until it acknowledges (see ``router_outbox``).
+        self.outbox = outbox
 
     @property
     def name(self) -> str:
@@ -207,9 +214,10 @@ class MemoryRouter:
         caps = [s.capabilities for s in self._stores]
         union = frozenset().union(*caps)
         every = frozenset.intersection(*caps)
-        # TIME always: the router applies it itself around a child that lacks it.
-        return frozenset({*(c for c in union if c not in _NEEDS_ALL or c in every),
-                          Capability.TIME})
+        # TIME always: the router applies it itself around a child that lacks it. PURGE
+        # never: each child's own sweep purges it (the router has no purge_expired).
+        return frozenset({*(c for c in union if (c not in _NEEDS_ALL or c in every)
+                            and c is not Capability.PURGE), Capability.TIME})
 
     # --- fan-out machinery ---------------------------------------------------------------------
 
@@ -220,6 +228,8 @@ class MemoryRouter:
         what: str,
         deadline: float | None = None,
     ) -> list[_Outcome[T]]:
+        if self.outbox is not None and self.outbox.due():
+            await self.deliver_outbox()
         if deadline is None:
             deadline = anyio.current_time() + self._timeout
         outcomes: list[_Outcome[T]] = [_Outcome(s) for s in stores]
@@ -254,6 +264,24 @@ class MemoryRouter:
                 tg.start_soon(one, o)
         return outcomes
 
+    async def deliver_outbox(self, *, force: bool = False) -> int:
+        """Re-send the missed forgets that are due (``force``: all); how many were taken."""
+        if self.outbox is None:
+            return 0
+        return await self.outbox.deliver({s.name: s for s in self._stores}, self._timeout,
+                                         force=force)
+
+    async def _keep_missed(self, outcomes: Sequence[_Outcome[Any]], req: ForgetRequest) -> None:
+        if self.outbox is None:
+            return
+        for o in outcomes:
+            # Down or silent (a refusal would be refused again): the child owes this forget.
+            missed = o.failure is not None and not o.bad and (
+                o.error is None or isinstance(o.error, BackendUnavailable | RateLimited))
+            if missed:
+                assert o.failure is not None
+                await self.outbox.record(o.store.name, req, o.failure.error)
+
     @staticmethod
     def _all_failed(outcomes: Sequence[_Outcome[Any]], what: str) -> MemorywireError:
         errors = [o.error for o in outcomes]
@@ -277,6 +305,11 @@ class MemoryRouter:
                 "GovernedStore instead"
             )
         mid = req.id or new_id()
+        if self.outbox is not None and req.id is not None and self.outbox.holds(req.agent_id,
+                                                                                  mid):
+            # An older missed forget of this id goes first, so it cannot delete this write.
+            await self.outbox.deliver({s.name: s for s in self._stores}, self._timeout,
+                                      agent_id=req.agent_id, memory_id=mid)
         child_req = req.model_copy(update={"id": mid})
         # Only children that keep this memory type are written: one lacking it would refuse,
         # and that is a property of the child, not a failure of the write.
@@ -319,7 +352,11 @@ class MemoryRouter:
                 f"hard_delete needs the erase capability, which {lacking} do not declare; "
                 "use a soft delete"
             )
+        # Expanded here, over every child's edges, so a descendant kept only by one child is
+        # still named to all of them.
+        req = await expand_cascade(self, req)
         outcomes = await self._gather(self._stores, lambda s: s.forget(req), "forget")
+        await self._keep_missed(outcomes, req)
         if not any(o.ok for o in outcomes):
             raise self._all_failed(outcomes, "forget")
         ids: dict[str, None] = {}
@@ -583,9 +620,14 @@ class MemoryRouter:
 
     async def aclose(self) -> None:
         """Closes every child; a failure to close one is logged and does not stop the rest."""
-        for o in await self._gather(self._stores, lambda s: s.aclose(), "close"):
-            if o.failure is not None:
-                log.warning("closing %r failed: %s", o.store.name, o.failure.error)
+        outbox, self.outbox = self.outbox, None  # closing delivers nothing more
+        try:
+            for o in await self._gather(self._stores, lambda s: s.aclose(), "close"):
+                if o.failure is not None:
+                    log.warning("closing %r failed: %s", o.store.name, o.failure.error)
+        finally:
+            if outbox is not None:
+                outbox.close()
 
 
 def _merge_distances(

@@ -137,7 +137,7 @@ class Rest:
 
 
 _RPC_METHOD = {op: f"memory.{op}" for op in (*FIVE, *RECORD_OPERATIONS)} | {
-    "health": "server.health"
+    "health": "server.health", "recover": "admin.recover"
 }
 
 

@@ -46,7 +46,7 @@ async def test_tools_and_schemas_are_listed(mcp_client: Client) -> None:
     tools = {t.name: t for t in (await mcp_client.list_tools()).tools}
     assert set(tools) == {
         "remember", "recall", "get", "list", "update", "history",
-        "forget", "erase", "merge", "expire",
+        "forget", "erase", "merge", "expire", "recover",
     }
     assert "agent_id" in tools["recall"].input_schema["required"]  # no default configured
     assert "https://" not in json.dumps(tools["remember"].input_schema)

@@ -49,7 +49,7 @@ def test_no_changelog_notes_leak_into_what_a_model_reads(tool: str) -> None:
 
 
 def test_destructive_tools_are_exactly_the_ones_that_lose_data() -> None:
-    assert {"forget", "erase", "merge", "expire"} == DESTRUCTIVE
+    assert {"forget", "erase", "merge", "expire", "recover"} == DESTRUCTIVE
     assert all("reviewer" in TOOLS[t] for t in DESTRUCTIVE)
 
 

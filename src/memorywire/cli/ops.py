@@ -179,31 +179,9 @@ def _forget(args: argparse.Namespace) -> int:
     doc = _doc(args, "agent_id", "user_id", "ids", "filter", "reason")
     if args.hard_delete:
         doc["hard_delete"] = True
-    if not args.cascade:
-        return _run(args, lambda m: m.forget(doc))
-
-    async def cascade(m: Any) -> Any:
-        # Derivations are read through the public list, so this works on any transport.
-        from memorywire.core.filters import matches_filter
-        from memorywire.core.provenance import descendants
-
-        scope = _doc(args, "agent_id", "user_id")
-        page = await m.list({**scope, "include_archived": True, "limit": 1000})
-        rows = list(page.memories)
-        while page.next_cursor is not None:
-            page = await m.list({**scope, "include_archived": True, "limit": 1000,
-                                 "cursor": page.next_cursor})
-            rows += page.memories
-        if args.filter is not None:
-            seeds = [r.id for r in rows if matches_filter(r.metadata or {}, args.filter)]
-        else:
-            seeds = list(args.ids or [])
-        ids = list(dict.fromkeys([*(args.ids or []), *seeds, *descendants(rows, seeds)]))
-        if not ids:
-            return await m.forget(doc)
-        return await m.forget({**{k: v for k, v in doc.items() if k != "filter"}, "ids": ids})
-
-    return _run(args, cascade)
+    if args.cascade:  # followed by the store, so it works the same on every transport
+        doc["cascade"] = True
+    return _run(args, lambda m: m.forget(doc))
 
 
 def _merge(args: argparse.Namespace) -> int:

@@ -15,11 +15,17 @@ from typing import Any, Protocol
 
 from memorywire.core.content import Edge, edges_of, edges_to_storage
 
-__all__ = ["DERIVED_FROM", "DERIVED_SOURCES", "Parent", "derived_from", "derived_sources",
-           "descendants", "with_derivation"]
+__all__ = ["CASCADE_EDGES", "DERIVED_FROM", "DERIVED_SOURCES", "SUPERSEDES", "Parent",
+           "cascade_parents", "derived_from", "derived_sources", "descendants",
+           "with_derivation"]
 
 #: The edge type naming a parent.
 DERIVED_FROM = "derived_from"
+#: The edge a remember with ``supersedes`` records from the newer memory to the older one.
+SUPERSEDES = "supersedes"
+#: What a cascading forget follows: derivations, and supersession, because a newer version of
+#: a fact restates it (erasing a fact erases its later versions; the older ones stay).
+CASCADE_EDGES = frozenset({DERIVED_FROM, SUPERSEDES})
 #: The metadata key listing the sources a memory's content came from through derivation.
 DERIVED_SOURCES = "derived_sources"
 
@@ -38,6 +44,11 @@ class Parent(Protocol):
 def derived_from(metadata: Mapping[str, Any] | None) -> list[str]:
     """The ids a memory's ``derived_from`` edges point at."""
     return [e.id for e in edges_of(metadata) if e.type == DERIVED_FROM]
+
+
+def cascade_parents(metadata: Mapping[str, Any] | None) -> list[str]:
+    """The ids whose forgetting with ``cascade`` takes this memory along."""
+    return [e.id for e in edges_of(metadata) if e.type in CASCADE_EDGES]
 
 
 def derived_sources(metadata: Mapping[str, Any] | None) -> list[str]:
@@ -62,9 +73,10 @@ def with_derivation(metadata: Mapping[str, Any], parents: Iterable[Parent]) -> d
 
 
 def descendants(memories: Iterable[Parent], seeds: Iterable[str]) -> list[str]:
-    """Every memory derived, directly or through other derived ones, from ``seeds``; in
-    ``memories`` order. This is what a cascading forget removes with the seeds: a derived
-    memory may quote any parent, so it goes whether or not it had other parents too."""
+    """Every memory derived (or superseding, see ``CASCADE_EDGES``), directly or through
+    others, from ``seeds``; in ``memories`` order. This is what a cascading forget removes
+    with the seeds: a derived memory may quote any parent, so it goes whether or not it had
+    other parents too."""
     rows = list(memories)
     gone = set(seeds)
     out: list[str] = []
@@ -72,7 +84,7 @@ def descendants(memories: Iterable[Parent], seeds: Iterable[str]) -> list[str]:
     while changed:
         changed = False
         for r in rows:
-            if r.id not in gone and gone.intersection(derived_from(r.metadata)):
+            if r.id not in gone and gone.intersection(cascade_parents(r.metadata)):
                 gone.add(r.id)
                 out.append(r.id)
                 changed = True

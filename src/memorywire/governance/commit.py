@@ -11,7 +11,7 @@ transient) and is reported, and the others and every later operation go on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,10 @@ class RecoveryReport:
     committed: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
 
+
+#: Commits one staged request of an operation the store does not know: (result, ids).
+Applier = Callable[[dict[str, Any]], Awaitable[tuple[dict[str, Any], list[str]]]]
+_BUILT_IN = frozenset({"remember", "forget", "expire", "update", "merge"})
 
 #: Failures that say nothing about the operation itself; the commit is retried later.
 _TRANSIENT = (BackendUnavailable, RateLimited)
@@ -69,6 +73,8 @@ class CommitDriver:
         self.last_recovery = RecoveryReport()
         #: Called after an item is marked failed (the store refreshes what health reports).
         self.on_failed: Callable[[], None] = lambda: None
+        #: Committers of operations staged from outside the store (``recover``), by name.
+        self.appliers: dict[str, Applier] = {}
 
     async def recover(self) -> RecoveryReport:
         """Re-drive every item a crash left ``committing``; each on its own (see module)."""
@@ -113,6 +119,12 @@ class CommitDriver:
 
     async def _apply(self, fresh: QueueItem) -> tuple[dict[str, Any], list[str]]:
         req = fresh.request
+        if fresh.operation in self.appliers:
+            return await self.appliers[fresh.operation](req)
+        if fresh.operation not in _BUILT_IN:
+            # Another process (a server with the signing key) commits it; stay committing.
+            raise BackendUnavailable(f"operation {fresh.operation!r} cannot be committed by "
+                                     "this process (no committer installed for it)")
         if fresh.operation == "remember":
             rr = await self._inner.remember(RememberRequest.model_validate(req))
             return {"stores": rr.stores}, [rr.id]

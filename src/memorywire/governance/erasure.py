@@ -21,6 +21,7 @@ from memorywire.governance.actor import current_actor
 from memorywire.governance.chain import canonical_json, sha256_hex
 from memorywire.governance.receipts import content_digest, sign_receipt, unsigned_receipt
 from memorywire.store.base import MemoryStore
+from memorywire.store.cascade import expand_cascade
 from memorywire.wire.models import ForgetRequest, ForgetResponse, MemoryRecord
 
 __all__ = ["AuditSink", "Erasure", "erase_with_receipt", "records_selected"]
@@ -37,7 +38,8 @@ class AuditSink(Protocol):
 @dataclass(frozen=True)
 class Erasure:
     response: ForgetResponse
-    receipt: dict[str, Any]
+    #: ``None`` when governance staged the forget: nothing was erased yet, so nothing is vouched.
+    receipt: dict[str, Any] | None
 
 
 async def records_selected(store: MemoryStore, req: ForgetRequest) -> list[MemoryRecord]:
@@ -69,12 +71,18 @@ async def erase_with_receipt(
     clock: Clock | None = None,
     details: Mapping[str, Any] | None = None,
 ) -> Erasure:
-    """Hard-forget ``req`` on ``store``; return the response and the signed receipt."""
+    """Hard-forget ``req`` on ``store``; return the response and the signed receipt.
+
+    A cascading ``req`` is expanded first, so the receipt digests every descendant too.
+    """
     if not req.hard_delete:
         raise InvalidRequest("hard_delete: a receipt is only issued for a hard forget")
+    req = await expand_cascade(store, req)
     before = {r.id: r for r in await records_selected(store, req)}
     sent = req.model_copy(update={"reason": None}) if redact_reason else req
     resp = await store.forget(sent)
+    if resp.pending_approval:
+        return Erasure(resp, None)
     erased_ids = list(resp.forgotten_ids)
     per_store = {c.store: erased_ids for c in resp.stores if c.count > 0}
     actor = current_actor()

@@ -23,6 +23,7 @@ from memorywire.governance.actor import current_actor
 from memorywire.governance.chain import canonical_json, sha256_hex
 from memorywire.governance.erasure import AuditSink
 from memorywire.governance.receipts import content_digest, sign_receipt, unsigned_receipt
+from memorywire.store.base import Capability
 from memorywire.wire.models import MemoryRecord
 
 __all__ = ["Purgeable", "purgeable", "run_sweeper", "sweep_once"]
@@ -37,9 +38,11 @@ class Purgeable(Protocol):
 
 
 def purgeable(store: Any) -> Purgeable:
-    """``store``, or the store a governance wrapper holds, if it can purge; else refuse."""
+    """``store``, or the store a governance wrapper holds, if it can purge (it declares
+    ``purge`` and has ``purge_expired``); else refuse."""
     seen = store
-    while not isinstance(seen, Purgeable):
+    while not (isinstance(seen, Purgeable)
+               and Capability.PURGE in getattr(seen, "capabilities", ())):
         inner = getattr(seen, "inner", None)
         if inner is None:
             raise CapabilityMissing(f"store {getattr(store, 'name', store)!r} cannot purge "

@@ -22,7 +22,7 @@ the parent is gone (a merge deletes the rows it absorbs): it is quarantined.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -86,6 +86,16 @@ class RecoveryPlan:
     quarantined: tuple[PlanItem, ...] = ()
     stays: tuple[PlanItem, ...] = ()
     scanned: int = 0
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> RecoveryPlan:
+        """The plan :meth:`to_dict` wrote (an approval stores it; approving acts on exactly it)."""
+        def items(key: str) -> tuple[PlanItem, ...]:
+            return tuple(PlanItem(str(i["id"]), str(i["agent_id"]), i.get("user_id"),
+                                  str(i.get("why", ""))) for i in doc.get(key, []))
+
+        return cls(dict(doc.get("selector", {})), items("goes"), items("quarantined"),
+                   items("stays"), int(doc.get("scanned", 0)))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -194,7 +204,8 @@ async def apply_recovery(
                                      reason=reason),
                 key, audit=audit, policy="recover", details={"selector": plan.selector})
             out.pending_approval |= bool(er.response.pending_approval)
-            out.receipts.append(er.receipt)
+            if er.receipt is not None:
+                out.receipts.append(er.receipt)
         if held:
             resp = await store.forget(ForgetRequest(agent_id=agent, user_id=user, ids=held,
                                                     reason=f"{reason}: quarantined"))

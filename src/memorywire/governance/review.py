@@ -103,6 +103,15 @@ class ReviewBuilder:
                 ):
                     found.setdefault(rec.id, rec)
             return forget_diff([_rec(r) for r in found.values()])
+        if item.operation == "recover":  # what the plan removes or quarantines
+            plan = item.request.get("plan", {})
+            gone: list[dict[str, Any]] = []
+            for part in ("goes", "quarantined"):
+                for it in plan.get(part, []):
+                    rec = await self._inner.get(it["agent_id"], it["id"], it.get("user_id"))
+                    if rec is not None:
+                        gone.append(_rec(rec))
+            return forget_diff(gone)
         if item.operation == "expire":
             return await self._expire_diff(ExpireRequest.model_validate(item.request))
         if item.operation == "update":

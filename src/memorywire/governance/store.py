@@ -55,6 +55,7 @@ from memorywire.governance.queue import ApprovalQueue, QueueItem, content_hash_o
 from memorywire.governance.review import ReviewBuilder
 from memorywire.governance.worker import GovWorker
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
+from memorywire.store.cascade import expand_cascade
 from memorywire.wire.memory_ops import UpdateMemoryRequest
 from memorywire.wire.models import (
     ExpireRequest,
@@ -236,6 +237,18 @@ class GovernedStore(ReviewDesk):
                 return await self.merge(req)
             return await self.expire(req)
 
+    async def stage_operation(
+        self, operation: str, agent_id: str, request: dict[str, Any], reasoning: str,
+        details: Mapping[str, Any],
+    ) -> QueueItem:
+        """Stage one operation the caller commits itself (see ``CommitDriver.appliers``)."""
+        return await self._stage(operation, new_id(self._clock.now_ms()), agent_id, None,
+                                 request, reasoning, details)
+
+    @property
+    def commit_appliers(self) -> dict[str, Any]:
+        return self._driver.appliers
+
     async def _stage_expire(self, req: ExpireRequest) -> ExpireResponse:
         await self._decide("expire", req.agent_id, req.user_id, req)
         item = await self._stage(
@@ -356,6 +369,8 @@ class GovernedStore(ReviewDesk):
             # refuse up front: staging a hard delete the store can never honour helps no one
             raise CapabilityMissing(f"store {self._inner.name!r} does not declare erase: "
                                     "hard_delete is unsupported, use a soft delete")
+        # Expanded before the policy and the queue, so a reviewer sees every id that goes.
+        req = await expand_cascade(self._inner, req)
         if await self._decide("forget", req.agent_id, req.user_id, req) == "review":
             item = await self._stage(
                 "forget",

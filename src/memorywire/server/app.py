@@ -171,7 +171,13 @@ def serve(
             server = uvicorn.Server(
                 uvicorn_config(app, cfg.host, cfg.port, cfg.timeouts(), log_level=log_level)
             )
-            await server.serve()
+            loops = [runtime.expiry_sweeper(), runtime.outbox_courier()]
+            async with anyio.create_task_group() as tg:
+                for loop in loops:
+                    if loop is not None:
+                        tg.start_soon(loop)
+                await server.serve()
+                tg.cancel_scope.cancel()
 
     # uvicorn re-raises the Ctrl-C it caught once it has stopped; that is a normal exit.
     with contextlib.suppress(KeyboardInterrupt):

@@ -12,12 +12,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memorywire.errors import InvalidRequest
 from memorywire.server.config_file import StoreEntry, read_config_file
 from memorywire.server.limits import Limits, Timeouts
 from memorywire.server.mcp_tools import ToolDefaults
+
+if TYPE_CHECKING:
+    from memorywire.governance.signing import SigningKeySource
 
 __all__ = ["ServerConfig", "StoreEntry", "data_dir", "is_loopback", "load_config"]
 
@@ -51,6 +54,9 @@ class ServerConfig:
     remember_policy: str = "all"
     router_deadline_s: float = 2.0
     rrf_k: int = 60
+    #: The router's durable outbox of forgets a child missed (``[router] outbox``); empty:
+    #: ``router-outbox.db`` in the data directory.
+    router_outbox: str = ""
     host: str = "127.0.0.1"
     port: int = 8765
     no_auth: bool = False
@@ -63,6 +69,13 @@ class ServerConfig:
     #: Governance policy: a JSON policy file's path, or the policy itself (``default``,
     #: ``rules``); applies only when governance is on.
     policies: str | Mapping[str, Any] | None = None
+    #: The Ed25519 key (PEM) deletion receipts are signed with (``MEMORYWIRE_SIGNING_KEY``);
+    #: empty: beside the governance database, created on first use (see governance/signing.py).
+    signing_key: str = ""
+    #: Seconds between expiry sweeps in ``serve`` (0 turns the sweeper off) and how long past
+    #: its ``expires_at`` a memory is kept before the sweep purges it.
+    purge_interval_s: float = 300.0
+    purge_grace_hours: float = 24.0
     #: ``default`` lets the store choose; otherwise an embedder spec (``minilm``,
     #: ``minilm-int8``, ``hashing`` (tests only), ``sentence-transformers:M``,
     #: ``openai:URL#MODEL``; see :mod:`memorywire.embed.spec`).
@@ -131,11 +144,24 @@ class ServerConfig:
             )
         if not 0 < out.port < 65536:
             raise InvalidRequest(f"port {out.port} is out of range")
+        if out.purge_interval_s < 0 or out.purge_grace_hours < 0:
+            raise InvalidRequest("purge_interval_s and purge_grace_hours must be >= 0 "
+                                 "(purge_interval_s = 0 turns the expiry sweeper off)")
         if out.rate_limits not in ("auto", "on", "off"):
             raise InvalidRequest(
                 f"rate_limits must be auto, on or off (got {out.rate_limits!r})"
             )
         return out
+
+    def signing_key_source(self) -> SigningKeySource:
+        """Where deletion receipts' key comes from (resolved configurations only)."""
+        from memorywire.governance.signing import SigningKeySource, default_signing_key_path
+
+        if self.signing_key:
+            return SigningKeySource(self.signing_key, create=False)
+        if self.governance_db:
+            return SigningKeySource(default_signing_key_path(self.governance_db), create=True)
+        return SigningKeySource(None, create=False)
 
     def timeouts(self) -> Timeouts:
         return Timeouts(self.header_timeout_s, self.body_timeout_s, self.idle_timeout_s)

@@ -37,6 +37,7 @@ _ROUTER_KEYS = {
     "remember_policy": "remember_policy",
     "deadline_s": "router_deadline_s",
     "rrf_k": "rrf_k",
+    "outbox": "router_outbox",
 }
 _GOVERNANCE_KEYS = ("enabled", "database", "default", "rules")
 

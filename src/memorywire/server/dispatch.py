@@ -20,6 +20,8 @@ from memorywire.errors import (
     NotFound,
 )
 from memorywire.governance.actor import acting_as
+from memorywire.governance.erasure import AuditSink, erase_with_receipt
+from memorywire.governance.signing import SigningKeySource
 from memorywire.server.approvals import Approvals
 from memorywire.server.auth import Principal, Role
 from memorywire.server.limits import Limits, RateLimiter, check_content_size
@@ -29,6 +31,7 @@ from memorywire.server.precheck import (
     check_merge_size,
 )
 from memorywire.server.records import RecordOperations
+from memorywire.server.recovery import RecoverOperation
 from memorywire.store.base import MemoryStore
 from memorywire.wire.codec import RECORD_OPERATIONS, parse_record_request, parse_request, to_wire
 from memorywire.wire.door import check_document
@@ -122,8 +125,14 @@ class Dispatcher:
         rate_limiter: RateLimiter | None = None,
         write_limiter: RateLimiter | None = None,
         observer: Observer | None = None,
+        signing_key: SigningKeySource | None = None,
+        receipts_audit: AuditSink | None = None,
     ) -> None:
         self.store = store
+        #: Signs the receipt a hard forget returns; ``None`` (or a source without a key): none.
+        self.signing_key = signing_key
+        #: Where each receipt's hash is chained (the governed store's audit log).
+        self.receipts_audit = receipts_audit
         #: Metrics/tracing around each dispatched operation (server/observability.py).
         self.observer = observer
         self.approvals = approvals
@@ -133,6 +142,8 @@ class Dispatcher:
         self.write_limiter = write_limiter
         #: get, list, update, history, erase (typed entry points for the in-process client)
         self.records = RecordOperations(store)
+        self.recovery = RecoverOperation(store, getattr(approvals, "governed", None),
+                                         signing_key, receipts_audit)
         self._ops: dict[str, Handler] = {
             "remember": self._remember,
             "recall": self._recall,
@@ -150,6 +161,7 @@ class Dispatcher:
             "approvals.reject": self._approvals_reject,
             "audit.list": self._audit_list,
             "audit.verify": self._audit_verify,
+            "recover": self._recover,
             "health": self._health,
             "schema": self._schema,
         }
@@ -202,7 +214,14 @@ class Dispatcher:
         check_document("forget", to_wire(req))
         self._limit_writes(p)
         with acting_as(p.name, p.token_id):
-            return await self.store.forget(req)
+            key = None if self.signing_key is None or not req.hard_delete \
+                else self.signing_key.get()
+            if key is None:
+                return await self.store.forget(req)
+            er = await erase_with_receipt(self.store, req, key, audit=self.receipts_audit)
+            if er.receipt is None:
+                return er.response
+            return er.response.model_copy(update={"receipt": er.receipt})
 
     async def merge(self, req: MergeRequest, p: Principal) -> MergeResponse:
         p.require(*_WRITERS)
@@ -327,6 +346,9 @@ class Dispatcher:
         if p.agent_ids is not None:
             raise NotFound("no audit chain in this scope")
         return DispatchResult(await self._need_approvals().verify())
+
+    async def _recover(self, doc: Any, p: Principal) -> DispatchResult:
+        return DispatchResult(await self.recovery.run(doc, p))
 
     async def _health(self, doc: Any, p: Principal) -> DispatchResult:
         h = await self.store.health()

@@ -245,6 +245,7 @@ def create_app(
         "audit.list": audit_list,
         "audit.verify": audit_verify,
         "admin.export": admin_export,
+        "recover": operation("recover"),
         "health": health,
         "schemas": schemas,
         "schema": schema,

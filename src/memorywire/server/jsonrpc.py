@@ -63,6 +63,7 @@ METHODS: Mapping[str, str] = {
     "approvals.reject": "approvals.reject",
     "audit.list": "audit.list",
     "audit.verify": "audit.verify",
+    "admin.recover": "recover",
     "server.health": "health",
     "server.schema": "schema",
 }

@@ -49,8 +49,11 @@ PRINCIPAL_SCOPE_KEY = "memorywire.principal"
 
 
 def is_destructive(op: str, args: dict[str, Any]) -> bool:
-    """Whether a tool call is staged (or refused) instead of run; ``args`` do not matter:
-    a model cannot make a forget safe by choosing its arguments."""
+    """Whether a tool call is staged (or refused) instead of run; ``args`` do not matter
+    (a model cannot make a forget safe by choosing its arguments), except a ``recover`` dry
+    run, which only reads."""
+    if op == "recover" and args.get("dry_run") is True:
+        return False
     return op in DESTRUCTIVE
 
 
@@ -133,6 +136,8 @@ def build_mcp_server(
                     "reviewer (start it with --governance-db)"
                 )
             else:
+                if params.name == "recover":  # the whole plan becomes one approval item
+                    args["approval"] = True
                 with governed.staging():
                     result = await dispatcher.dispatch(params.name, args, caller)
         except MemorywireError as err:

@@ -14,6 +14,7 @@ refuses one outside the token's scope.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,9 +34,11 @@ TOOLS: dict[str, str] = {
     "erase": "Erase every memory of an agent or of one user. Staged for a human reviewer.",
     "merge": "Merge duplicate memories into a canonical one. Staged for a human reviewer.",
     "expire": "Forget, archive or demote memories matching a policy. Staged for a human reviewer.",
+    "recover": "Find poisoned memories by source, agent, time or ids and what was derived from "
+               "them; dry_run shows the plan, else it is staged as one item for a human reviewer.",
 }
 #: Tools a model may never run directly: staged for review, or refused without governance.
-DESTRUCTIVE = frozenset({"forget", "erase", "merge", "expire"})
+DESTRUCTIVE = frozenset({"forget", "erase", "merge", "expire", "recover"})
 READ_ONLY = frozenset({"recall", "get", "list", "history"})
 
 
@@ -59,8 +62,19 @@ def _fill(p: Principal, defaults: ToolDefaults) -> dict[str, str]:
     return {k: v for k, v in filled.items() if v}
 
 
+def _schema(name: str) -> dict[str, Any]:
+    if name == "recover":  # an administrative operation, not a wire document
+        from memorywire.server.recovery import RECOVER_SCHEMA
+
+        return copy.deepcopy(RECOVER_SCHEMA)
+    return bundled_schema(name)
+
+
 def complete_args(name: str, args: dict[str, Any], p: Principal, defaults: ToolDefaults) -> None:
-    """Fill ``agent_id``/``user_id`` the call left out, where the tool takes them."""
+    """Fill ``agent_id``/``user_id`` the call left out, where the tool takes them (not for
+    ``recover``, whose ``agent_id`` narrows a search the caller means to be wide)."""
+    if name == "recover":
+        return
     props = bundled_schema(name).get("properties", {})
     for key, value in _fill(p, defaults).items():
         if key in props and args.get(key) in (None, ""):
@@ -69,7 +83,9 @@ def complete_args(name: str, args: dict[str, Any], p: Principal, defaults: ToolD
 
 def input_schema(name: str, p: Principal, defaults: ToolDefaults) -> dict[str, Any]:
     """The wire schema, with the fields a default will fill no longer required."""
-    doc = bundled_schema(name)
+    doc = _schema(name)
+    if name == "recover":
+        return doc
     filled = _fill(p, defaults)
     if "agent_id" in filled:
         doc["required"] = [r for r in doc.get("required", []) if r != "agent_id"]

@@ -203,6 +203,16 @@ def _operations() -> dict[str, dict[str, Any]]:
             **_ERRORS,
         },
     }
+    from memorywire.server.recovery import RECOVER_SCHEMA
+
+    ops["recover"] = {
+        "operationId": "recover",
+        "summary": "remove poisoned memory by provenance: plan, stage or act (admin only)",
+        "requestBody": {"required": True,
+                        "content": {"application/json": {"schema": RECOVER_SCHEMA}}},
+        "responses": {"200": _generic("the plan, the staged approval, or the receipt"),
+                      **_ERRORS},
+    }
     ops["health"] = {"operationId": "health", "responses": {"200": _generic("store health")}}
     ops["schemas"] = {
         "operationId": "schemas",

@@ -13,7 +13,8 @@ names several stores becomes a router there and nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
     from memorywire.server.observability import Observability
 
 __all__ = ["Runtime", "open_configured_store", "open_runtime", "running"]
+
+log = logging.getLogger(__name__)
+#: Seconds between the server's looks at the router outbox (each entry has its own backoff).
+OUTBOX_POLL_S = 2.0
 
 
 def open_configured_store(
@@ -83,11 +88,15 @@ def _open_router(config: ServerConfig, kw: dict[str, Any], reads_need_file: bool
         opened.append(store)
         if reads_need_file and hasattr(store, "reads_need_file"):
             store.reads_need_file = True
+    from memorywire.router_outbox import ForgetOutbox
+    from memorywire.server.config import data_dir
+
     weights = {s.name: e.weight for s, e in zip(opened, entries, strict=True)}
     return MemoryRouter(
         opened, weights, timeout=config.router_deadline_s, quorum=config.quorum,
         remember_policy="primary_only" if config.remember_policy == "primary_only" else "all",
         rrf_k=config.rrf_k,
+        outbox=ForgetOutbox(config.router_outbox or data_dir() / "router-outbox.db"),
     )
 
 
@@ -106,6 +115,72 @@ class Runtime:
     #: Metrics, traces and the access log of the HTTP server (``None`` elsewhere).
     observability: Observability | None = None
     _closed: bool = field(default=False, repr=False)
+
+    def expiry_sweeper(self) -> Callable[[], Coroutine[Any, Any, None]] | None:
+        """The periodic expiry purge ``serve`` runs beside the HTTP server, or ``None``.
+
+        Off when ``purge_interval_s`` is 0. A store that cannot purge (no ``purge_expired``)
+        or a server without a signing key (receipts are part of the purge) also turns it off,
+        with a warning naming why, so the operator sees it at start-up rather than never.
+        """
+        from memorywire.errors import CapabilityMissing
+        from memorywire.governance.purge import purgeable
+
+        cfg = self.config
+        if cfg.purge_interval_s <= 0:
+            return None
+        try:
+            target = purgeable(self.store)
+        except CapabilityMissing as exc:
+            log.warning("expiry sweeper off: %s (set purge_interval_s = 0 to silence this)",
+                        exc.message)
+            return None
+        key = self.dispatcher.signing_key.get() if self.dispatcher.signing_key else None
+        if key is None:
+            log.warning("expiry sweeper off: no signing key for its receipts (set signing_key "
+                        "or turn governance on)")
+            return None
+        grace_ms = int(cfg.purge_grace_hours * 3_600_000)
+
+        async def run() -> None:
+            from memorywire.errors import MemorywireError
+            from memorywire.governance.purge import sweep_once
+
+            while True:
+                try:
+                    done = await sweep_once(target, key, grace_ms=grace_ms, audit=self.governed)
+                except MemorywireError as exc:  # a store outage waits for the next round
+                    log.warning("expiry sweep failed, retrying in %.0f s: %s",
+                                cfg.purge_interval_s, exc.message)
+                else:
+                    for rc in done:
+                        log.info("expiry sweep purged %d memories (receipt %s)",
+                                 sum(len(v) for v in rc["erased"].values()), rc["receipt_id"])
+                await anyio.sleep(cfg.purge_interval_s)
+
+        return run
+
+    def outbox_courier(self) -> Callable[[], Coroutine[Any, Any, None]] | None:
+        """The loop ``serve`` runs to re-send forgets a router child missed, or ``None``
+        when the store is not a router with an outbox; a quiet server catches up too."""
+        from memorywire.router import MemoryRouter
+
+        router: Any = self.store
+        while router is not None and not isinstance(router, MemoryRouter):
+            router = getattr(router, "inner", None)
+        if router is None or router.outbox is None:
+            return None
+        found: MemoryRouter = router
+
+        async def run() -> None:
+            while True:
+                if found.outbox is not None and found.outbox.due():
+                    taken = await found.deliver_outbox()
+                    if taken:
+                        log.info("router outbox: %d missed forgets delivered", taken)
+                await anyio.sleep(OUTBOX_POLL_S)
+
+        return run
 
     async def aclose(self) -> None:
         if self._closed:
@@ -173,6 +248,8 @@ def open_runtime(
         limits=limits,
         **rate_limiters(limits, enabled=http and config.rate_limited()),
         observer=None if obs is None else obs.observe,
+        signing_key=config.signing_key_source(),
+        receipts_audit=governed,
     )
     return Runtime(config, served, dispatcher, governed, approvals, in_use, obs)
 

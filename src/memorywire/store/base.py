@@ -62,6 +62,12 @@ class Capability(StrEnum):
     #: Validity intervals, ``supersedes``, ``as_of`` and ``include_superseded`` are honoured
     #: (see ``core.timeline``); a router applies them itself around a child without it.
     TIME = "time"
+    #: ``derived_from`` edges given on write are kept and listed back, so ``forget(cascade)``
+    #: can follow them (see ``store.cascade``); a router declares it only if every child does.
+    DERIVATION = "derivation"
+    #: ``purge_expired`` physically removes expired memories in batches, for the expiry
+    #: sweep (``governance.purge``); a store without it is refused by the sweep.
+    PURGE = "purge"
 
 
 @dataclass(frozen=True)

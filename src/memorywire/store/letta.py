@@ -60,6 +60,7 @@ from memorywire.store._common import (
 )
 from memorywire.store._revision import RevisionRow, revision_fields
 from memorywire.store.base import Capability, Health
+from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import refuse_hops
 from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
 from memorywire.store.rowstore import RowOps, live_in_scope
@@ -304,7 +305,7 @@ class LettaStore:
         return await remember_in_time(self, reqs, self._ops.remember_many)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
-        return await self._ops.forget(req)
+        return await self._ops.forget(await expand_cascade(self, req))
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
         return await self._ops.merge(req)

@@ -29,6 +29,7 @@ from memorywire.store._common import (
     shortest_hops,
 )
 from memorywire.store.base import Capability, Health
+from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
 from memorywire.store.rowstore import RowOps, live_in_scope
@@ -63,6 +64,8 @@ _ALL_CAPABILITIES = frozenset(
         Capability.RECALL_TRACKING,
         Capability.ERASE,
         Capability.TIME,
+        Capability.DERIVATION,
+        Capability.PURGE,
     }
 )
 
@@ -126,7 +129,7 @@ class InMemoryStore:
         return await remember_in_time(self, reqs, self._ops.remember_many)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
-        return await self._ops.forget(req)
+        return await self._ops.forget(await expand_cascade(self, req))
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
         return await self._ops.merge(req)

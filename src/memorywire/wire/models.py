@@ -218,6 +218,8 @@ class ForgetRequest(_Strict):
     filter: dict[str, Any] | None = None
     hard_delete: bool = False
     reason: str | None = None
+    #: NEW (v0 minor): also forget every memory derived from the selected ones.
+    cascade: bool = False
 
     @field_validator("filter")
     @classmethod
@@ -338,6 +340,8 @@ class ForgetResponse(_Strict):
     hard_delete: bool
     pending_approval: bool | None = None
     approval_url: str | None = None
+    #: NEW (v0 minor): the signed deletion receipt of a hard forget, where the server signs.
+    receipt: dict[str, Any] | None = None
 
 
 class MergeResponse(_Strict):
@@ -422,7 +426,7 @@ class Diff(_Strict):
 class ReviewRequest(_Open):
     """What a reviewer sees for one pending operation."""
 
-    operation: Literal["remember", "forget", "merge", "expire", "update"]
+    operation: Literal["remember", "forget", "merge", "expire", "update", "recover"]
     agent_id: AgentId
     request: dict[str, Any]
     diff: Diff

@@ -72,6 +72,7 @@ from memorywire.errors import (
 )
 from memorywire.store._common import DEFAULT_RELEVANCE_FLOOR
 from memorywire.store.base import Capability, Health
+from memorywire.store.cascade import require_derivation
 from memorywire.store.cognee.engine import engine
 from memorywire.store.cognee.row import KEY, Row, row_from_data
 from memorywire.store.cognee.writes import RememberBatcher
@@ -285,6 +286,8 @@ class CogneeStore:
         return await remember_in_time(self, reqs, self._batcher.remember_many)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
+        if req.cascade:
+            require_derivation(self)
         if req.hard_delete:  # checked before anything is read or written
             raise CapabilityMissing("the Cognee store cannot hard delete (no erase capability): "
                                     "Cognee keeps the text in its vector, graph and relational "

@@ -64,6 +64,7 @@ from memorywire.store._common import (
     resolve_embedder,
 )
 from memorywire.store.base import Capability, Health
+from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import refuse_hops
 from memorywire.store.mem0.backend import Mem0Backend
 from memorywire.store.mem0.mapping import (
@@ -111,6 +112,8 @@ _CAPABILITIES = frozenset(
         Capability.VECTOR,
         Capability.ERASE,
         Capability.TIME,
+        Capability.DERIVATION,
+        Capability.PURGE,
     }
 )
 
@@ -271,7 +274,11 @@ class Mem0Store:
         return await remember_in_time(self, reqs, self._ops.remember_many)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
-        return await self._ops.forget(req)
+        return await self._ops.forget(await expand_cascade(self, req))
+
+    async def purge_expired(self, before_ms: int, limit: int = 500) -> builtins.list[MemoryRecord]:
+        """Erase up to ``limit`` memories expired at or before ``before_ms`` (the sweep's)."""
+        return await self._ops.purge_expired(before_ms, limit)
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
         return await self._ops.merge(req)

@@ -19,6 +19,7 @@ is verified: if the index could not fill the candidate pool, the exact search ru
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -40,9 +41,10 @@ from memorywire.store._common import (
     shortest_hops,
 )
 from memorywire.store.base import Capability, Health
+from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
-from memorywire.store.postgres import maintenance, portable, writes
+from memorywire.store.postgres import maintenance, portable, purge, writes
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.sql import (
     RECORD_COLS,
@@ -87,6 +89,8 @@ _CAPABILITIES = frozenset(
         Capability.RECALL_TRACKING,
         Capability.ERASE,
         Capability.TIME,
+        Capability.DERIVATION,
+        Capability.PURGE,
     }
 )
 
@@ -165,6 +169,7 @@ class PostgresStore:
         return await remember_in_time(self, reqs, write)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
+        req = await expand_cascade(self, req)
         return await maintenance.forget(self._db, req)
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
@@ -175,6 +180,10 @@ class PostgresStore:
 
     async def update(self, req: UpdateRequest) -> MemoryRecord:
         return await maintenance.update(self._db, req)
+
+    async def purge_expired(self, before_ms: int, limit: int = 500) -> builtins.list[MemoryRecord]:
+        """Erase up to ``limit`` memories expired at or before ``before_ms`` (the sweep's)."""
+        return await purge.purge_expired(self._db, before_ms, limit)
 
     async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
         """The id that absorbed memory ``id`` in a merge, or ``None``."""

@@ -52,6 +52,7 @@ from memorywire.store._common import (
     shortest_hops,
 )
 from memorywire.store.base import Capability, Health
+from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
 from memorywire.store.sqlite import maintenance, portable, purge, writes
@@ -99,6 +100,8 @@ _CAPABILITIES = frozenset(
         Capability.RECALL_TRACKING,
         Capability.ERASE,
         Capability.TIME,
+        Capability.DERIVATION,
+        Capability.PURGE,
     }
 )
 
@@ -186,6 +189,7 @@ class SqliteStore:
         return await remember_in_time(self, reqs, write)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
+        req = await expand_cascade(self, req)
         return await self._db.call(lambda: maintenance.forget(self._db, req))
 
     async def merge(self, req: MergeRequest) -> MergeResponse:

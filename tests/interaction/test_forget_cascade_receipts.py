@@ -1,0 +1,89 @@
+"""``cascade`` and the deletion receipt of a hard forget, over every transport that runs a forget
+(MCP stages it instead: test_mcp_staging.py). Governance is on, so the server signs with the
+key it keeps beside the governance database."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from memorywire.governance.receipts import dump_receipt, verify_receipt
+from memorywire.wire.validate import validate
+
+from .conftest import World
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def governed() -> bool:
+    return True
+
+
+async def _remember(t: Any, tok: str, content: str, **extra: Any) -> str:
+    out = await t.call("remember", {"agent_id": "A", "type": "semantic", "content": content,
+                                    **extra}, tok)
+    assert out.ok, out.body
+    return str(out.body["id"])
+
+
+async def _family(t: Any, tok: str) -> tuple[str, str, str, str]:
+    seed = await _remember(t, tok, "The vault phrase is marmalade-8812")
+    summ = await _remember(t, tok, "Summary: vault phrase marmalade-8812",
+                           links=[{"id": seed, "type": "derived_from"}])
+    dig = await _remember(t, tok, "Digest: marmalade-8812 and more",
+                          links=[{"id": summ, "type": "derived_from"}])
+    other = await _remember(t, tok, "The garden has three apple trees",
+                            links=[{"id": seed, "type": "related"}])
+    return seed, summ, dig, other
+
+
+async def test_cascade_hard_forget_erases_descendants_and_returns_a_verifying_receipt(
+    transport: Any, world: World
+) -> None:
+    tok = world.agent_a
+    seed, summ, dig, other = await _family(transport, tok)
+    out = await transport.call("forget", {"agent_id": "A", "ids": [seed], "hard_delete": True,
+                                          "cascade": True}, tok)
+    assert out.ok, out.body
+    assert not validate("forget.response", out.body), out.body
+    assert sorted(out.body["forgotten_ids"]) == sorted([seed, summ, dig])
+    receipt = out.body["receipt"]
+    assert sorted(receipt["erased"]["memory"]) == sorted([seed, summ, dig])
+    assert receipt["actor"] == "a"
+    raw = dump_receipt(receipt)
+    assert verify_receipt(raw) == (True, "signature valid")
+    tampered = raw.replace(seed.encode(), seed[:-1].encode() + b"X", 1)
+    assert verify_receipt(tampered)[0] is False
+
+    listed = await transport.call("list", {"agent_id": "A", "include_archived": True}, tok)
+    assert [m["id"] for m in listed.body["memories"]] == [other]
+    hits = await transport.call("recall", {"agent_id": "A", "query": "vault marmalade"}, tok)
+    assert "marmalade" not in json.dumps(hits.body)
+
+
+async def test_soft_cascade_by_filter_hides_descendants_and_signs_nothing(
+    transport: Any, world: World
+) -> None:
+    tok = world.agent_a
+    seed = await _remember(transport, tok, "poisoned note", metadata={"batch": "x"})
+    child = await _remember(transport, tok, "derived note",
+                            links=[{"id": seed, "type": "derived_from"}])
+    out = await transport.call("forget", {"agent_id": "A", "filter": {"batch": "x"},
+                                          "cascade": True}, tok)
+    assert out.ok, out.body
+    assert sorted(out.body["forgotten_ids"]) == sorted([seed, child])
+    assert "receipt" not in out.body  # a soft forget erases nothing, so vouches for nothing
+
+
+async def test_without_cascade_the_derived_memory_stays(transport: Any, world: World) -> None:
+    tok = world.agent_a
+    seed, summ, _dig, _ = await _family(transport, tok)
+    out = await transport.call("forget", {"agent_id": "A", "ids": [seed], "hard_delete": True},
+                               tok)
+    assert out.ok and out.body["forgotten_ids"] == [seed], out.body
+    assert out.body["receipt"]["erased"] == {"memory": [seed]}
+    got = await transport.call("get", {"agent_id": "A", "id": summ}, tok)
+    assert got.ok, got.body

@@ -135,9 +135,11 @@ class Memory:
         approvals: Approvals | None = None,
         principal: Principal | None = None,
         own_store: bool = False,
+        min_relevance: float | None = None,
         **store_kw: Any,
     ) -> None:
-        """A URL is opened here and closed by :meth:`aclose`; so is a store with ``own_store``."""
+        """A URL is opened here and closed by :meth:`aclose`; so is a store with ``own_store``.
+        ``min_relevance``: the floor of a recall that names none (a configuration's)."""
         if isinstance(store, str):
             from memorywire.store.registry import open_store
 
@@ -146,7 +148,7 @@ class Memory:
         else:
             self._owned = store if own_store else None
         self.store = store
-        self._dispatcher = Dispatcher(store, approvals=approvals)
+        self._dispatcher = Dispatcher(store, approvals=approvals, min_relevance=min_relevance)
         self._principal = principal or Principal.local_admin()
 
     async def remember(

@@ -173,6 +173,7 @@ def open_runtime(
         limits=limits,
         **rate_limiters(limits, enabled=http and config.rate_limited()),
         observer=None if obs is None else obs.observe,
+        min_relevance=config.min_relevance,
     )
     return Runtime(config, served, dispatcher, governed, approvals, in_use, obs)
 

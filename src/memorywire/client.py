@@ -19,13 +19,14 @@ import json
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar, cast
 
 import httpx
 from pydantic import BaseModel
 
 from memorywire.errors import (
     BackendUnavailable,
+    CapabilityMissing,
     MemorywireError,
     error_from_envelope,
 )
@@ -60,6 +61,9 @@ from memorywire.wire.models import (
     StoreFailure,
 )
 from memorywire.wire.routes import route_for, route_named
+
+if TYPE_CHECKING:
+    from memorywire.server.recovery import RecoveryResult
 
 __all__ = ["AsyncMemoryAPI", "Memory", "RemoteMemory", "SyncMemory"]
 
@@ -214,6 +218,15 @@ class Memory:
     async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
         """Any other dispatcher operation (``approvals.list``, ``health``, ...) as JSON."""
         return (await self._dispatcher.dispatch(op, dict(doc or {}), self._principal)).body
+
+    async def recover(self, **kw: Any) -> RecoveryResult:
+        """Remove poisoned memory by provenance, as ``memorywire recover`` does: keyword
+        arguments of :func:`memorywire.server.recovery.recover` (``source``, ``agent_id``,
+        ``since_ms``, ``until_ms``, ``ids``, ``key``, ``dry_run``, ``reason``, ``audit``).
+        Admins only; in-process only (:class:`RemoteMemory` has no recover)."""
+        from memorywire.server.recovery import recover
+
+        return await recover(self.store, self._principal, **kw)
 
     async def aclose(self) -> None:
         if self._owned is not None:
@@ -422,6 +435,18 @@ class SyncMemory(Generic[A]):
 
     def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
         return self._run(self._mem.call, op, {"doc": doc})
+
+    def recover(self, **kw: Any) -> RecoveryResult:
+        """:meth:`Memory.recover`; a remote client has none to call."""
+        fn = getattr(self._mem, "recover", None)
+        if fn is None:
+            raise CapabilityMissing("recover is not available over this client; run "
+                                    "`memorywire recover` where the store is")
+
+        async def go() -> RecoveryResult:
+            return cast("RecoveryResult", await fn(**kw))
+
+        return self._portal.call(go)
 
     def close(self) -> None:
         self._finalizer()

@@ -13,11 +13,15 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from memorywire.client import Memory, RemoteMemory, SyncMemory
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
+from memorywire.errors import CapabilityMissing
 from memorywire.governance import GovernedStore
+from memorywire.governance.receipts import dump_receipt, verify_receipt
+from memorywire.governance.recover import RecoveryResult
 from memorywire.server.approvals import GovernanceApprovals
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
@@ -43,6 +47,8 @@ class _Served(RemoteMemory):
         app = create_app(Dispatcher(store, approvals=approvals), tokens=None)
         super().__init__("http://127.0.0.1", transport=httpx.ASGITransport(app=app))
         self._store = store
+        #: The server's store, for what only runs where the store is (``recover``).
+        self.served_store = store
 
     async def aclose(self) -> None:
         await super().aclose()
@@ -84,3 +90,24 @@ def make_client(
 @pytest.fixture
 def client(make_client: MakeClient) -> SyncMemory[Any]:
     return make_client()
+
+
+def recover_by_source(client: SyncMemory[Any], source: str) -> RecoveryResult:
+    """Recovery by provenance, run as a deployment would: the in-process client's
+    ``recover``; for the remote client, the same library call on the server's store (as
+    ``memorywire recover`` runs where the store is), since recover is not served over REST
+    yet. Checks the signed receipt before returning the result."""
+    key = Ed25519PrivateKey.generate()
+    mem = client._mem  # the async client on the facade's loop (tests only)
+    if isinstance(mem, _Served):
+        served = Memory(mem.served_store)  # not owned: the server closes its store
+        result: RecoveryResult = client._portal.call(
+            lambda: served.recover(source=source, key=key))
+        with pytest.raises(CapabilityMissing, match="recover"):
+            client.recover(source=source, key=key)
+    else:
+        result = client.recover(source=source, key=key)
+    assert result.receipt is not None
+    ok, why = verify_receipt(dump_receipt(result.receipt))
+    assert ok, why
+    return result

@@ -39,7 +39,7 @@ from __future__ import annotations
 import builtins
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
@@ -48,7 +48,7 @@ import anyio.to_thread
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import embed_text
 from memorywire.core.filters import matches_filter
-from memorywire.core.records import ListQuery, Row, UpdateRequest
+from memorywire.core.records import Row
 from memorywire.core.relevance import relevance
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool
 from memorywire.core.textsearch import query_terms
@@ -79,23 +79,14 @@ from memorywire.store.mem0.mapping import (
     row_from_item,
     scope_key,
 )
-from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
-from memorywire.store.rowstore import RowOps
-from memorywire.store.timeline import recall_in_time, remember_in_time
+from memorywire.store.portable import ALL_FIELDS
+from memorywire.store.rowstore import RowDelegate, RowOps
+from memorywire.store.timeline import recall_in_time
 from memorywire.wire.models import (
-    ExpireRequest,
-    ExpireResponse,
-    ForgetRequest,
-    ForgetResponse,
     Fusion,
-    MemoryRecord,
-    MergeRequest,
-    MergeResponse,
     RecallHit,
     RecallRequest,
     RecallResponse,
-    RememberRequest,
-    RememberResponse,
 )
 
 __all__ = ["Mem0Store"]
@@ -115,7 +106,7 @@ _CAPABILITIES = frozenset(
 )
 
 
-class Mem0Store:
+class Mem0Store(RowDelegate[Mem0Row]):
     def __init__(
         self,
         memory: Any | None = None,
@@ -261,47 +252,12 @@ class Mem0Store:
         rows.sort(key=lambda r: (r.created_at, r.id))
         return rows
 
-    # --- the operations the row store implements once -----------------------------------
-
-    async def remember(self, req: RememberRequest) -> RememberResponse:
-        return (await self.remember_many([req]))[0]
-
-    async def remember_many(self, reqs: Sequence[RememberRequest]) -> builtins.list[
-            RememberResponse]:
-        return await remember_in_time(self, reqs, self._ops.remember_many)
-
-    async def forget(self, req: ForgetRequest) -> ForgetResponse:
-        return await self._ops.forget(req)
-
-    async def merge(self, req: MergeRequest) -> MergeResponse:
-        return await self._ops.merge(req)
-
-    async def expire(self, req: ExpireRequest) -> ExpireResponse:
-        return await self._ops.expire(req)
-
-    async def update(self, req: UpdateRequest) -> MemoryRecord:
-        return await self._ops.update(req)
-
-    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
-        return await self._ops.get(agent_id, id, user_id)
-
-    async def list(self, query: ListQuery) -> builtins.list[MemoryRecord]:
-        return await self._ops.list(query)
+    # --- the operations come from RowDelegate -------------------------------------------
 
     @property
     def kept_fields(self) -> frozenset[str]:
         """Rows are stored whole, except the recall counters (mem0 does not track recalls)."""
         return frozenset(ALL_FIELDS) - {"last_recalled_at", "recall_count"}
-
-    async def export_rows(self, agent_id: str | None, after: Cursor | None,
-                          limit: int) -> builtins.list[Row]:
-        return await self._ops.export_rows(agent_id, after, limit)
-
-    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
-        return await self._ops.import_rows(rows, on_conflict)
-
-    async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
-        return await self._ops.merged_into(agent_id, id, user_id)
 
     # --- the row backend: translation to mem0 calls -----------------------------------------
 

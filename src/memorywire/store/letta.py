@@ -40,7 +40,7 @@ import httpx
 import numpy as np
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
-from memorywire.core.content import content_from_storage, embed_text
+from memorywire.core.content import embed_text
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
@@ -62,7 +62,7 @@ from memorywire.store._revision import RevisionRow, revision_fields
 from memorywire.store.base import Capability, Health
 from memorywire.store.graph import refuse_hops
 from memorywire.store.portable import ALL_FIELDS
-from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope
+from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope, row_hit
 from memorywire.store.timeline import recall_in_time
 from memorywire.wire.models import (
     Fusion,
@@ -331,14 +331,7 @@ class LettaStore(RowDelegate[_Row]):
                                  factors={r.id: DEMOTE_FACTOR for r in rows if r.demoted},
                                  min_relevance=req.min_relevance)
             by_id = {r.id: r for r in rows}
-            for s in ranked:
-                row = by_id[s.id]
-                hits.append(RecallHit(
-                    id=row.id, type=row.type, content=content_from_storage(row.type, row.stored),
-                    score=s.score, metadata=dict(row.metadata), created_at=row.created_at,
-                    relevance=round(s.relevance, 4),
-                    supporting=[], source_store=self._name, user_id=row.user_id,
-                    source=row.source, confidence=row.confidence))
+            hits.extend(row_hit(by_id[s.id], s.score, s.relevance, self._name) for s in ranked)
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
                               latency_ms=int((time.perf_counter() - started) * 1000))
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
-from memorywire.core.content import content_from_storage, embed_text
+from memorywire.core.content import embed_text
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
@@ -31,7 +31,7 @@ from memorywire.store._common import (
 from memorywire.store.base import Capability, Health
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS
-from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope
+from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope, row_hit
 from memorywire.store.timeline import recall_in_time
 from memorywire.wire.models import (
     Fusion,
@@ -170,13 +170,7 @@ class InMemoryStore(RowDelegate[_Row]):
                 row = by_id[s.id]
                 self._rows[row.agent_id][row.id] = replace(
                     row, last_recalled_at=now, recall_count=row.recall_count + 1)
-                hits.append(RecallHit(
-                    id=row.id, type=row.type, content=content_from_storage(row.type, row.stored),
-                    score=s.score, metadata=dict(row.metadata), created_at=row.created_at,
-                    relevance=round(s.relevance, 4),
-                    supporting=[], source_store=self._name, user_id=row.user_id,
-                    source=row.source, confidence=row.confidence,
-                ))
+                hits.append(row_hit(row, s.score, s.relevance, self._name))
         return RecallResponse(
             results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
             latency_ms=int((time.perf_counter() - started) * 1000),

@@ -51,6 +51,7 @@ from memorywire.wire.models import (
     MemoryRecord,
     MergeRequest,
     MergeResponse,
+    RecallHit,
     RememberRequest,
     RememberResponse,
     StoreCount,
@@ -59,7 +60,7 @@ from memorywire.wire.models import (
 if TYPE_CHECKING:
     from memorywire.store.base import MemoryStore
 
-__all__ = ["RowBackend", "RowDelegate", "RowOps", "live_in_scope", "revived"]
+__all__ = ["RowBackend", "RowDelegate", "RowOps", "live_in_scope", "revived", "row_hit"]
 
 R = TypeVar("R", bound=Row)
 
@@ -103,6 +104,15 @@ def live_in_scope(rows: dict[str, R], user_id: str | None, now: int) -> builtins
     out = [r for r in rows.values() if r.in_scope(None, user_id) and r.live(now)]
     out.sort(key=lambda r: (r.created_at, r.id))
     return out
+
+
+def row_hit(row: Row, score: float, relevance: float, store: str) -> RecallHit:
+    """A row store's recall hit: the row as the wire shows it, its fused ``score`` and its
+    calibrated ``relevance``; ``store`` names where it came from."""
+    return RecallHit(id=row.id, type=row.type, content=row.content(), score=score,
+                     relevance=round(relevance, 4), metadata=dict(row.metadata),
+                     created_at=row.created_at, supporting=[], source_store=store,
+                     user_id=row.user_id, source=row.source, confidence=row.confidence)
 
 
 def revived(old: R, fresh: Row) -> R:

@@ -80,7 +80,7 @@ from memorywire.store.mem0.mapping import (
     scope_key,
 )
 from memorywire.store.portable import ALL_FIELDS
-from memorywire.store.rowstore import RowDelegate, RowOps
+from memorywire.store.rowstore import RowDelegate, RowOps, row_hit
 from memorywire.store.timeline import recall_in_time
 from memorywire.wire.models import (
     Fusion,
@@ -340,12 +340,7 @@ class Mem0Store(RowDelegate[Mem0Row]):
                 break
             fetch *= 4
         return [
-            RecallHit(id=row.id, type=row.type, content=row.content(), score=score,
-                      relevance=round(rel, 4), metadata=dict(row.metadata),
-                      created_at=row.created_at, supporting=[],
-                      source_store=self._name, user_id=row.user_id, source=row.source,
-                      confidence=row.confidence)
-            for score, row, rel in scored[: req.k]
+            row_hit(row, score, rel, self._name) for score, row, rel in scored[: req.k]
         ]
 
     def _admitted(self, item: dict[str, Any], row: Mem0Row, terms: set[str],

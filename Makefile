@@ -48,7 +48,8 @@ test-cognee:
 test-wheel: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider packaging_tests
 
-# The MCP extra at its lowest allowed versions, in its own venv (.cache/venv-lower-bounds).
+# The mcp, postgres and mem0 extras at their lowest allowed versions, in their own venv
+# (.cache/venv-lower-bounds).
 .PHONY: test-lower-bounds
 test-lower-bounds:
 	PY=$(PY) bash scripts/test-lower-bounds.sh

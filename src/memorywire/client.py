@@ -19,13 +19,14 @@ import json
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar, cast
 
 import httpx
 from pydantic import BaseModel
 
 from memorywire.errors import (
     BackendUnavailable,
+    CapabilityMissing,
     MemorywireError,
     error_from_envelope,
 )
@@ -60,6 +61,9 @@ from memorywire.wire.models import (
     StoreFailure,
 )
 from memorywire.wire.routes import route_for, route_named
+
+if TYPE_CHECKING:
+    from memorywire.server.recovery import RecoveryResult
 
 __all__ = ["AsyncMemoryAPI", "Memory", "RemoteMemory", "SyncMemory"]
 
@@ -135,9 +139,11 @@ class Memory:
         approvals: Approvals | None = None,
         principal: Principal | None = None,
         own_store: bool = False,
+        min_relevance: float | None = None,
         **store_kw: Any,
     ) -> None:
-        """A URL is opened here and closed by :meth:`aclose`; so is a store with ``own_store``."""
+        """A URL is opened here and closed by :meth:`aclose`; so is a store with ``own_store``.
+        ``min_relevance``: the floor of a recall that names none (a configuration's)."""
         if isinstance(store, str):
             from memorywire.store.registry import open_store
 
@@ -146,7 +152,7 @@ class Memory:
         else:
             self._owned = store if own_store else None
         self.store = store
-        self._dispatcher = Dispatcher(store, approvals=approvals)
+        self._dispatcher = Dispatcher(store, approvals=approvals, min_relevance=min_relevance)
         self._principal = principal or Principal.local_admin()
 
     async def remember(
@@ -212,6 +218,16 @@ class Memory:
     async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
         """Any other dispatcher operation (``approvals.list``, ``health``, ...) as JSON."""
         return (await self._dispatcher.dispatch(op, dict(doc or {}), self._principal)).body
+
+    async def recover(self, **kw: Any) -> RecoveryResult:
+        """Remove poisoned memory by provenance, as ``memorywire recover`` does: keyword
+        arguments of :func:`memorywire.server.recovery.recover` (``source``, ``agent_id``,
+        ``since_ms``, ``until_ms``, ``ids``, ``key``, ``dry_run``, ``reason``, ``audit``).
+        Admins only. :meth:`RemoteMemory.recover` asks a server's admin route instead and
+        returns its JSON (plan, receipt), with ``approval=True`` to stage the plan."""
+        from memorywire.server.recovery import recover
+
+        return await recover(self.store, self._principal, **kw)
 
     async def aclose(self) -> None:
         if self._owned is not None:
@@ -428,6 +444,19 @@ class SyncMemory(Generic[A]):
 
     def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
         return self._run(self._mem.call, op, {"doc": doc})
+
+    def recover(self, **kw: Any) -> RecoveryResult | dict[str, Any]:
+        """:meth:`Memory.recover` in process (a :class:`RecoveryResult`), or
+        :meth:`RemoteMemory.recover` on a server (its JSON answer)."""
+        fn = getattr(self._mem, "recover", None)
+        if fn is None:
+            raise CapabilityMissing("recover is not available over this client; run "
+                                    "`memorywire recover` where the store is")
+
+        async def go() -> RecoveryResult | dict[str, Any]:
+            return cast("RecoveryResult | dict[str, Any]", await fn(**kw))
+
+        return self._portal.call(go)
 
     def close(self) -> None:
         self._finalizer()

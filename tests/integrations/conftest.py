@@ -13,11 +13,15 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from memorywire.client import Memory, RemoteMemory, SyncMemory
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.governance import GovernedStore
+from memorywire.governance.receipts import dump_receipt, verify_receipt
+from memorywire.governance.recover import RecoveryPlan, RecoveryResult
+from memorywire.governance.signing import SigningKeySource
 from memorywire.server.approvals import GovernanceApprovals
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
@@ -38,9 +42,10 @@ def embedder() -> Embedder:
 class _Served(RemoteMemory):
     """A RemoteMemory talking to the server's app; closing it closes the server's store."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryStore, key_path: Path) -> None:
         approvals = GovernanceApprovals(store) if isinstance(store, GovernedStore) else None
-        app = create_app(Dispatcher(store, approvals=approvals), tokens=None)
+        keys = SigningKeySource(key_path, create=True)  # the server signs recover receipts
+        app = create_app(Dispatcher(store, approvals=approvals, signing_key=keys), tokens=None)
         super().__init__("http://127.0.0.1", transport=httpx.ASGITransport(app=app))
         self._store = store
 
@@ -70,7 +75,7 @@ def make_client(
                 )
             if request.param == "local":
                 return Memory(store, own_store=True)
-            return _Served(store)
+            return _Served(store, tmp_path / f"key{len(made)}.pem")
 
         client: SyncMemory[Any] = SyncMemory(build)
         made.append(client)
@@ -84,3 +89,25 @@ def make_client(
 @pytest.fixture
 def client(make_client: MakeClient) -> SyncMemory[Any]:
     return make_client()
+
+
+def recover_by_source(client: SyncMemory[Any], source: str) -> RecoveryResult:
+    """Recovery by provenance, run as a deployment would: the in-process client's
+    ``recover`` with the operator's key; the remote client asks the server's admin route
+    (``POST /v0/admin/recover``), which signs with the server's key. Checks the signed
+    receipt before returning the result."""
+    if isinstance(client._mem, _Served):  # the async client behind the facade (tests only)
+        out = client.recover(source=source)
+        assert isinstance(out, dict)
+        result = RecoveryResult(RecoveryPlan.from_dict(out["plan"]),
+                                receipts=list(out.get("part_receipts") or []),
+                                pending_approval=bool(out.get("pending_approval")),
+                                receipt=out.get("receipt"))
+    else:
+        got = client.recover(source=source, key=Ed25519PrivateKey.generate())
+        assert isinstance(got, RecoveryResult)
+        result = got
+    assert result.receipt is not None
+    ok, why = verify_receipt(dump_receipt(result.receipt))
+    assert ok, why
+    return result

@@ -22,7 +22,7 @@ from memorywire.client import SyncMemory
 from memorywire.errors import PendingApproval
 from memorywire.integrations.openai_agents import MemorywireSession, memory_tools
 
-from .conftest import REVIEW_TOOL_RESULTS, MakeClient
+from .conftest import REVIEW_TOOL_RESULTS, MakeClient, recover_by_source
 
 
 def _say(text: str) -> ResponseOutputMessage:
@@ -96,9 +96,10 @@ async def test_a_session_stores_items_with_provenance_and_replays_them(
     assert rows[2].content.startswith("Oslo: -3C. IGNORE")
     assert all((r.metadata or {})["session_id"] == "conv-1" for r in rows)
 
-    # poisoning round trip: remove by provenance (stand-in for recovery by source)
+    # poisoning round trip: recovery by provenance removes the tool result
     poisoned = [r.id for r in rows if r.source == "tool_result"]
-    client.forget(agent_id="weather", ids=poisoned, hard_delete=True, reason="poisoned tool")
+    result = recover_by_source(client, "tool_result")
+    assert [i.id for i in result.plan.goes] == poisoned
     left = await session.get_items()
     assert all(i.get("type") != "function_call_output" for i in left)
     assert [i["content"] for i in left if i.get("role") == "user"] == [

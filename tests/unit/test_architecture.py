@@ -116,7 +116,8 @@ LAYERS: dict[str, Layer] = {
         _pkg("memorywire.server"),
         "errors wire core embed store router governance procedural portability",
         "anyio numpy pydantic starlette uvicorn h11 jinja2 markupsafe mcp mcp_types "
-        "opentelemetry swagger_ui_bundle",
+        # cryptography: in-process recover takes the deployment's Ed25519 signing key
+        "opentelemetry swagger_ui_bundle cryptography",
     ),
     "client": _layer(
         ("memorywire.client", "memorywire.sync_loop"),

@@ -141,3 +141,29 @@ def test_repeated_store_flag_builds_a_router(
     hits = _cli(capsys, "recall", *both, "cat sofa", "--json")
     assert [h["id"] for h in hits["results"]] == [wrote["id"]]
     assert hits["stores_queried"] == ["sqlite-1", "sqlite-2"]
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", '"high"', "true", "nan"])
+def test_a_relevance_floor_outside_0_1_is_refused_naming_the_key(
+    tmp_path: Path, value: str
+) -> None:
+    with pytest.raises(InvalidRequest) as err:
+        load_config(_write(tmp_path, "bad.toml", f"[server]\nmin_relevance = {value}\n"), env={})
+    assert "min_relevance" in err.value.message and "bad.toml" in err.value.message
+    with pytest.raises(InvalidRequest, match="min_relevance"):
+        load_config(env={"MEMORYWIRE_MIN_RELEVANCE": value.strip('"')})
+
+
+def test_a_relevance_floor_comes_from_file_env_and_flag_in_that_order(tmp_path: Path) -> None:
+    path = _write(tmp_path, "mw.toml", "min_relevance = 0.25\n")
+    assert ServerConfig().min_relevance is None
+    assert load_config(path, env={}).min_relevance == 0.25
+    env = {"MEMORYWIRE_MIN_RELEVANCE": "0.5"}
+    assert load_config(path, env=env).min_relevance == 0.5
+    assert load_config(path, env=env, overrides={"min_relevance": 0.75}).min_relevance == 0.75
+
+
+def test_serve_and_mcp_refuse_a_floor_outside_0_1(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("serve", "mcp"):
+        assert main([command, "--store", "memory://", "--min-relevance", "2"]) == 2
+        assert "min_relevance" in capsys.readouterr().err

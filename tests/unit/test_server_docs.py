@@ -14,7 +14,10 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
+import memorywire.server.app as app_module
 from memorywire.embed.hashing import HashingEmbedder
+from memorywire.server import apidocs
+from memorywire.server.apidocs import redoc_script
 from memorywire.server.app import build_server, endpoints
 from memorywire.server.config import ServerConfig
 from memorywire.store.memory import InMemoryStore
@@ -36,7 +39,38 @@ def test_docs_are_swagger_ui_served_from_this_server_only(tmp_path: Path) -> Non
             assert got.status_code == 200 and len(got.content) > 30, ref
         assert "https://" not in page.text
         assert '"/openapi.json"' in client.get("/docs/init.js").text
-        assert client.get("/redoc").status_code == 404
+
+
+def test_redoc_is_served_from_the_redoc_extra_only(tmp_path: Path) -> None:
+    if redoc_script() is None:
+        pytest.skip("the redoc extra is not installed: pip install 'memorywire[redoc]'")
+    with _server(tmp_path) as client:
+        page = client.get("/redoc")
+        assert page.status_code == 200 and "<script>" not in page.text  # no inline script
+        assert '<redoc spec-url="/openapi.json">' in page.text
+        assert "https://" not in page.text and "http://" not in page.text
+        script = client.get("/redoc/redoc.standalone.js")
+        assert script.status_code == 200
+        assert script.headers["content-type"].startswith("text/javascript")
+        assert b"Redoc" in script.content and len(script.content) > 500_000
+    where = dict(endpoints(_server(tmp_path).app, ServerConfig().resolved()))
+    assert where["ReDoc"] == "http://127.0.0.1:8765/redoc"
+
+
+def test_without_the_redoc_extra_the_page_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(apidocs, "redoc_script", lambda: None)
+    monkeypatch.setattr(app_module, "redoc_script", lambda: None)
+    with _server(tmp_path) as client:
+        page = client.get("/redoc")
+        assert page.status_code == 404
+        assert "pip install &#39;memorywire[redoc]&#39;" in page.text or (
+            "pip install 'memorywire[redoc]'" in page.text)
+        assert 'href="/docs"' in page.text
+        assert client.get("/redoc/redoc.standalone.js").status_code == 404
+        where = dict(endpoints(client.app, ServerConfig().resolved()))  # type: ignore[arg-type]
+    assert where["ReDoc"] == "not installed: pip install 'memorywire[redoc]'"
 
 
 def test_start_up_lists_every_endpoint_the_app_serves(tmp_path: Path) -> None:

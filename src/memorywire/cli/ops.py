@@ -46,6 +46,7 @@ def _local_config(args: argparse.Namespace) -> Any:
             "embedder": args.embedder,
             "governance_db": getattr(args, "governance_db", None),
             "governance": False if getattr(args, "no_governance", False) else None,
+            "min_relevance": getattr(args, "min_relevance", None),
         }
     )
     if getattr(args, "command", None) in _READS:
@@ -88,7 +89,8 @@ async def _memory(args: argparse.Namespace) -> AsyncIterator[Any]:
     reads = getattr(args, "command", None) in _READS
     async with running(_local_config(args), reads_need_file=reads) as runtime:
         yield Memory(runtime.store, approvals=runtime.approvals,
-                     principal=Principal.local_operator())
+                     principal=Principal.local_operator(),
+                     min_relevance=runtime.config.min_relevance)
 
 
 def _run(
@@ -373,6 +375,7 @@ def _serve(args: argparse.Namespace) -> int:
                 "governance": False if args.no_governance else None,
                 "tokens_db": args.tokens_db,
                 "embedder": args.embedder,
+                "min_relevance": args.min_relevance,
             },
         )
         serve(config, on_ready=ready, log_level=args.log_level)
@@ -409,6 +412,9 @@ def _register_serve(sub: Subparsers) -> None:
     p.add_argument("--log-level", dest="log_level", default="warning",
                    choices=["critical", "error", "warning", "info", "debug", "trace"],
                    help="uvicorn's log level; info or lower logs every request (default warning)")
+    p.add_argument("--min-relevance", dest="min_relevance", type=float, metavar="R",
+                   help="relevance floor (0..1) of a recall that names none (default: the "
+                        "store's calibrated floor, 0.5)")
     p.add_argument("--embedder", choices=["default", "hashing"], help=argparse.SUPPRESS)
     p.set_defaults(handler=_serve)
 
@@ -421,6 +427,9 @@ def _register_serve(sub: Subparsers) -> None:
                                    "(default: $MEMORYWIRE_AGENT)")
     p.add_argument("--user", help="user_id tools use when a call leaves it out "
                                   "(default: $MEMORYWIRE_USER)")
+    p.add_argument("--min-relevance", dest="min_relevance", type=float, metavar="R",
+                   help="relevance floor (0..1) of a recall that names none (default: the "
+                        "store's calibrated floor, 0.5)")
     p.add_argument("--embedder", choices=["default", "hashing"], help=argparse.SUPPRESS)
     p.set_defaults(handler=_mcp)
 

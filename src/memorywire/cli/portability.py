@@ -2,7 +2,8 @@
 
 Stores open from URLs with ``--embedder`` (an embedder spec, default the model). The dump
 goes to stdout (gzipped with ``--gzip``); the fidelity plan and progress go to stderr, so a
-pipe carries only the dump.
+pipe carries only the dump. Progress (records done / total, rate) shows when stderr is a
+terminal or with ``--progress`` (see :mod:`memorywire.cli.progress`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from memorywire.cli.progress import Progress
 from memorywire.embed.spec import embedder_from_spec
 from memorywire.errors import InvalidRequest, MemorywireError
 from memorywire.portability import export_dump, import_dump, migrate
@@ -48,15 +50,23 @@ def _guard(run: Any, name: str) -> int:
         return 1
 
 
+def _progress(args: argparse.Namespace) -> Progress:
+    """On a terminal unless ``--no-progress`` (``--quiet``); elsewhere only with ``--progress``."""
+    return Progress(args.command, enabled=args.progress)
+
+
 def _export(args: argparse.Namespace) -> int:
     async def go() -> int:
         store = _open(args.store, args.embedder)
+        progress = _progress(args)
         try:
             n = await export_dump(store, sys.stdout.buffer, url=args.store, agent_id=args.agent,
                                   user_id=args.user, since=_since(args.since),
                                   include_forgotten=args.include_forgotten,
-                                  include_vectors=args.include_vectors, gzip_it=args.gzip)
+                                  include_vectors=args.include_vectors, gzip_it=args.gzip,
+                                  progress=progress)
         finally:
+            progress.close()
             await store.aclose()
         print(f"exported {n} records", file=sys.stderr)
         return 0
@@ -66,25 +76,20 @@ def _export(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     async def go() -> int:
         store = _open(args.store, args.embedder)
+        progress = _progress(args)
         try:
             plan, counts = await import_dump(store, args.file,
                                              on_conflict=OnConflict(args.on_conflict),
                                              allow_loss=set(args.allow_loss or ()),
-                                             reembed=args.reembed)
+                                             reembed=args.reembed, progress=progress)
         finally:
+            progress.close()
             await store.aclose()
         print(plan.table(), file=sys.stderr)
         print(json.dumps({"inserted": counts.inserted, "replaced": counts.replaced,
                           "skipped": counts.skipped}))
         return 0
     return _guard(go, "import")
-
-
-def _bar(done: int, total: int) -> None:
-    width = 30
-    filled = width if total == 0 else min(width, width * done // total)
-    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end="",
-          file=sys.stderr, flush=True)
 
 
 def _beside(url: str, name: str) -> Path:
@@ -98,18 +103,17 @@ def _migrate(args: argparse.Namespace) -> int:
     async def go() -> int:
         source = _open(args.source, args.embedder)
         target = _open(args.target, args.embedder)
+        progress = _progress(args)
         try:
             result = await migrate(
                 source, target, source_url=args.source, target_url=args.target,
                 checkpoint=Path(args.checkpoint or _beside(args.target, "checkpoint.json")),
                 dry_run=args.dry_run, allow_loss=set(args.allow_loss or ()),
-                reembed=args.reembed,
-                page=args.page, progress=None if args.quiet else _bar)
+                reembed=args.reembed, page=args.page, progress=progress)
         finally:
+            progress.close()
             await source.aclose()
             await target.aclose()
-        if not args.quiet:
-            print(file=sys.stderr)
         print(result.plan.table(), file=sys.stderr)
         report = json.dumps(result.to_json(), indent=2)
         if not args.dry_run:
@@ -117,6 +121,14 @@ def _migrate(args: argparse.Namespace) -> int:
         print(report)
         return 1 if result.mismatches else 0
     return _guard(go, "migrate")
+
+
+def _progress_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="records done / total and the rate on stderr (default: only when "
+                        "stderr is a terminal)")
+    p.add_argument("--quiet", dest="progress", action="store_false",
+                   help="the same as --no-progress")
 
 
 def register_portability(sub: Any) -> None:
@@ -131,6 +143,7 @@ def register_portability(sub: Any) -> None:
     p.add_argument("--include-vectors", action="store_true",
                    help="carry each stored vector (base64 float32, tagged with the embedder)")
     p.add_argument("--gzip", action="store_true", help="gzip the dump")
+    _progress_flags(p)
     p.add_argument("--embedder", **emb)
     p.set_defaults(handler=_export)
     p = sub.add_parser("import", help="import a dump into a store (idempotent by id)")
@@ -140,6 +153,7 @@ def register_portability(sub: Any) -> None:
     p.add_argument("--reembed", action="store_true",
                    help="embed again even when the dump's vectors match the target's embedder")
     p.add_argument("--allow-loss", nargs="+", metavar="FIELD")
+    _progress_flags(p)
     p.add_argument("--embedder", **emb)
     p.set_defaults(handler=_import)
     p = sub.add_parser("migrate", help="copy every record between two stores, then verify")
@@ -151,6 +165,6 @@ def register_portability(sub: Any) -> None:
     p.add_argument("--reembed", action="store_true",
                    help="embed again even when both stores use the same embedder")
     p.add_argument("--page", type=int, default=500)
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _progress_flags(p)
     p.add_argument("--embedder", **emb)
     p.set_defaults(handler=_migrate)

@@ -136,17 +136,25 @@ async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
 async def export_dump(store: Any, out: IO[bytes], *, url: str, agent_id: str | None = None,
                       user_id: str | None = None, since: int | None = None,
                       include_forgotten: bool = False, include_vectors: bool = False,
-                      gzip_it: bool = False, page: int = PAGE) -> int:
-    """Write a dump of the selected rows to ``out``; returns the number of records."""
+                      gzip_it: bool = False, page: int = PAGE,
+                      progress: Callable[[int, int | None], None] | None = None) -> int:
+    """Write a dump of the selected rows to ``out``; returns the number of records.
+    ``progress(done, None)`` follows each page (the total is not known before the end)."""
     sink: IO[bytes] = out
     if gzip_it:
         sink = gzip.GzipFile(fileobj=out, mode="wb", mtime=0)  # type: ignore[assignment]
     lines = 0
+    if progress is not None:
+        progress(0, None)
     async for chunk in dump_chunks(store, url=url, agent_id=agent_id, user_id=user_id,
                                    since=since, include_forgotten=include_forgotten,
                                    include_vectors=include_vectors, page=page):
+        if progress is not None and lines:
+            progress(lines - 1, None)  # the pages before this one, less the header
         sink.write(chunk)
         lines += chunk.count(b"\n")  # a JSON line holds no raw newline
+    if progress is not None:
+        progress(lines - 2, lines - 2)
     if sink is not out:
         sink.close()
     out.flush()
@@ -163,10 +171,13 @@ async def _write(dst: PortableStore, rows: list[Row], vectors: list[Any] | None,
 
 async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConflict.FAIL,
                       allow_loss: set[str] | None = None, reembed: bool = False,
-                      page: int = PAGE) -> tuple[FidelityPlan, ImportCounts]:
+                      page: int = PAGE,
+                      progress: Callable[[int, int], None] | None = None,
+                      ) -> tuple[FidelityPlan, ImportCounts]:
     """Verify the whole dump and plan first (nothing is written from a bad dump), then
     import it page by page. The dump's vectors are reused when every record carries one,
-    the target takes vectors and embeds with the same embedder, and ``reembed`` is off."""
+    the target takes vectors and embeds with the same embedder, and ``reembed`` is off.
+    ``progress(done, total)`` follows each page written."""
     dst = portable(store)
     scan = FieldScan()
     with open_dump(path) as stream:
@@ -184,6 +195,9 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
              and (embedder.get("id"), embedder.get("dim"))
              == (store.embedder.name, store.embedder.dim))
     counts = ImportCounts()
+    done = 0
+    if progress is not None:
+        progress(done, scan.rows)
     with open_dump(path) as stream:
         batch: list[Row] = []
         vectors: list[Any] = []
@@ -192,9 +206,15 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
             vectors.append(vector)
             if len(batch) >= page:
                 counts.add(await _write(dst, batch, vectors if reuse else None, on_conflict))
+                done += len(batch)
                 batch, vectors = [], []
+                if progress is not None:
+                    progress(done, scan.rows)
         if batch:
             counts.add(await _write(dst, batch, vectors if reuse else None, on_conflict))
+            done += len(batch)
+        if progress is not None:
+            progress(done, scan.rows)
     return plan, counts
 
 
@@ -286,6 +306,8 @@ async def migrate(source: Any, target: Any, *, source_url: str, target_url: str,
     copy_started = time.perf_counter()
     on_conflict = OnConflict.REPLACE if result.resumed else OnConflict.FAIL
     after: Cursor | None = None if state["cursor"] is None else tuple(state["cursor"])
+    if progress is not None:
+        progress(state["done"], scan.rows)
     while not state["finished"]:
         rows = await src.export_rows(None, after, page)
         if rows:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from starlette.applications import Starlette
 
 from memorywire.errors import InvalidRequest, MemorywireError
-from memorywire.server.apidocs import DOCS_PATH
+from memorywire.server.apidocs import DOCS_PATH, REDOC_INSTALL_HINT, REDOC_PATH, redoc_script
 from memorywire.server.auth import LOCAL_OPERATOR, Role, TokenStore
 from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
@@ -139,6 +139,9 @@ def endpoints(app: Starlette, config: ServerConfig) -> list[tuple[str, str]]:
                 else "off: start with --governance-db PATH"))
     if DOCS_PATH in paths:
         out.append(("API docs", base + DOCS_PATH))
+    if REDOC_PATH in paths:
+        out.append(("ReDoc", base + REDOC_PATH if redoc_script() is not None
+                    else f"not installed: {REDOC_INSTALL_HINT}"))
     out.append(("OpenAPI", base + route_named("openapi").path))
     if "/metrics" in paths:
         out.append(("metrics", f"{base}/metrics"))

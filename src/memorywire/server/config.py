@@ -8,6 +8,7 @@ Environment variables are ``MEMORYWIRE_<FIELD>`` (``MEMORYWIRE_STORE``, ``MEMORY
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -111,6 +112,9 @@ class ServerConfig:
     #: ``MEMORYWIRE_USER``); empty: the call must name them.
     agent: str = ""
     user: str = ""
+    #: The relevance floor (0..1, see :mod:`memorywire.core.relevance`) of a recall that
+    #: names no ``min_relevance``; ``None``: each store's calibrated floors (equal to 0.5).
+    min_relevance: float | None = None
 
     def tool_defaults(self) -> ToolDefaults:
         return ToolDefaults(agent_id=self.agent, user_id=self.user)
@@ -196,7 +200,21 @@ def _stores_of(name: str, value: Any) -> tuple[StoreEntry, ...]:
     return tuple(v if isinstance(v, StoreEntry) else StoreEntry(str(v)) for v in value)
 
 
+def _relevance(value: Any) -> float:
+    """``min_relevance`` from a file, the environment or a flag: a number in 0..1."""
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        number = math.nan
+    if not 0.0 <= number <= 1.0:  # NaN fails too
+        raise InvalidRequest(f"config min_relevance: must be a number from 0 to 1 "
+                             f"(got {value!r})")
+    return number
+
+
 def _coerce(name: str, value: Any, default: Any) -> Any:
+    if name == "min_relevance":
+        return _relevance(value)
     if name == "stores":
         return _stores_of(name, value)
     if name == "policies":
@@ -238,7 +256,10 @@ def load_config(
     path = path if path is not None else (env.get("MEMORYWIRE_CONFIG") or None)
     if path is not None:
         for key, value in read_config_file(path, known).items():
-            values[key] = _coerce(key, value, known[key])
+            try:
+                values[key] = _coerce(key, value, known[key])
+            except InvalidRequest as exc:  # name the file as well as the key
+                raise InvalidRequest(f"config file {path}: {exc.message}") from None
     for key, default in known.items():
         raw = env.get(f"MEMORYWIRE_{key.upper()}")
         if raw is not None:

@@ -127,12 +127,16 @@ class Dispatcher:
         observer: Observer | None = None,
         signing_key: SigningKeySource | None = None,
         receipts_audit: AuditSink | None = None,
+        min_relevance: float | None = None,
     ) -> None:
         self.store = store
         #: Signs the receipt a hard forget returns; ``None`` (or a source without a key): none.
         self.signing_key = signing_key
         #: Where each receipt's hash is chained (the governed store's audit log).
         self.receipts_audit = receipts_audit
+        #: The configured relevance floor: a recall that names no ``min_relevance`` gets this
+        #: one (``None``: the store's own calibrated floors, which equal 0.5).
+        self.min_relevance = min_relevance
         #: Metrics/tracing around each dispatched operation (server/observability.py).
         self.observer = observer
         self.approvals = approvals
@@ -205,6 +209,8 @@ class Dispatcher:
         check_document("recall", to_wire(req))
         if self.rate_limiter is not None:
             self.rate_limiter.acquire(p.name)
+        if req.min_relevance is None and self.min_relevance is not None:
+            req = req.model_copy(update={"min_relevance": self.min_relevance})
         with acting_as(p.name, p.token_id):
             return await self.store.recall(req)
 

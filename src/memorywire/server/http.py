@@ -30,7 +30,7 @@ from memorywire.errors import (
     PayloadTooLarge,
     Unauthorized,
 )
-from memorywire.server.apidocs import docs_mount
+from memorywire.server.apidocs import docs_mount, redoc_mount
 from memorywire.server.auth import Principal, Role, TokenStore
 from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, DispatchResult
 from memorywire.server.export import export_response
@@ -257,6 +257,7 @@ def create_app(
         Route(r.path, _guard(endpoints[r.name]), methods=[r.method]) for r in ROUTES
     ]
     routes.append(docs_mount())
+    routes.append(redoc_mount())
     if ui_app is not None:
         routes.append(Mount("/ui", app=ui_app))
     if mcp_app is not None:

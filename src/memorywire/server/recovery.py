@@ -1,5 +1,5 @@
 """``recover`` as a server operation: REST ``POST /v0/admin/recover``, JSON-RPC ``recover``, the
-MCP tool ``recover`` and ``RemoteMemory.recover``.
+MCP tool ``recover``, ``RemoteMemory.recover`` and, in process, ``Memory.recover``.
 
 Recovery reads every agent's memories and removes some of them, so only an unscoped admin
 may call it. One call does one of three things:
@@ -18,7 +18,7 @@ plan are not touched, and the hash a reviewer approves covers every id.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memorywire.core.clock import SystemClock
@@ -27,6 +27,7 @@ from memorywire.governance.actor import acting_as
 from memorywire.governance.erasure import AuditSink
 from memorywire.governance.recover import (
     RecoveryPlan,
+    RecoveryResult,
     RecoverySelector,
     apply_recovery,
     plan_recovery,
@@ -37,9 +38,11 @@ from memorywire.server.auth import Principal, Role
 from memorywire.store.base import MemoryStore
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     from memorywire.governance import GovernedStore
 
-__all__ = ["RECOVER_SCHEMA", "RecoverOperation", "selector_of"]
+__all__ = ["RECOVER_SCHEMA", "RecoverOperation", "RecoveryResult", "recover", "selector_of"]
 
 #: The ``recover`` request (not a wire document: an administrative operation of this server).
 RECOVER_SCHEMA: dict[str, Any] = {
@@ -155,3 +158,34 @@ class RecoverOperation:
                                    now_ms=SystemClock().now_ms())
         ids = [i.id for i in (*plan.goes, *plan.quarantined)]
         return {"receipt": res.receipt, "quarantined": res.quarantined_ids}, ids
+
+
+async def recover(
+    store: MemoryStore,
+    principal: Principal,
+    *,
+    source: str | None = None,
+    agent_id: str | None = None,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
+    ids: Sequence[str] | None = None,
+    key: Ed25519PrivateKey | None = None,
+    dry_run: bool = False,
+    reason: str = "recover",
+    audit: AuditSink | None = None,
+) -> RecoveryResult:
+    """Plan over every memory of ``store``, then (unless ``dry_run``) act through its own
+    forget, so a governance policy can stage it; ``dry_run`` returns the plan with no
+    receipt."""
+    principal.require(Role.ADMIN)
+    selector = RecoverySelector(source=source, agent_id=agent_id, since_ms=since_ms,
+                                until_ms=until_ms, ids=ids)
+    plan = plan_recovery(await scan_all(store), selector)
+    if dry_run:
+        return RecoveryResult(plan)
+    if key is None:
+        raise InvalidRequest("recover: key: the Ed25519 signing key is needed to sign the "
+                             "receipt (or pass dry_run=True)")
+    with acting_as(principal.name, principal.token_id):
+        return await apply_recovery(store, plan, key, audit=audit, reason=reason,
+                                    now_ms=SystemClock().now_ms())

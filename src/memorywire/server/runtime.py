@@ -250,6 +250,7 @@ def open_runtime(
         observer=None if obs is None else obs.observe,
         signing_key=config.signing_key_source(),
         receipts_audit=governed,
+        min_relevance=config.min_relevance,
     )
     return Runtime(config, served, dispatcher, governed, approvals, in_use, obs)
 

@@ -40,9 +40,9 @@ import httpx
 import numpy as np
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
-from memorywire.core.content import content_from_storage, embed_text
+from memorywire.core.content import embed_text
 from memorywire.core.filters import matches_filter
-from memorywire.core.records import ListQuery, Row, UpdateRequest
+from memorywire.core.records import Row
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
@@ -60,25 +60,15 @@ from memorywire.store._common import (
 )
 from memorywire.store._revision import RevisionRow, revision_fields
 from memorywire.store.base import Capability, Health
-from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import refuse_hops
-from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
-from memorywire.store.rowstore import RowOps, live_in_scope
-from memorywire.store.timeline import recall_in_time, remember_in_time
+from memorywire.store.portable import ALL_FIELDS
+from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope, row_hit
+from memorywire.store.timeline import recall_in_time
 from memorywire.wire.models import (
-    ExpireRequest,
-    ExpireResponse,
-    ForgetRequest,
-    ForgetResponse,
     Fusion,
-    MemoryRecord,
-    MergeRequest,
-    MergeResponse,
     RecallHit,
     RecallRequest,
     RecallResponse,
-    RememberRequest,
-    RememberResponse,
 )
 
 __all__ = ["LettaStore"]
@@ -113,7 +103,7 @@ def _row_from_passage(p: dict[str, Any], dim: int) -> _Row:
             f"Letta passage {p.get('id')!r} does not hold a memorywire record") from exc
 
 
-class LettaStore:
+class LettaStore(RowDelegate[_Row]):
     def __init__(
         self,
         base_url: str,
@@ -296,47 +286,13 @@ class LettaStore:
         archive_id, rows = await self._scan(agent_id)
         return archive_id, live_in_scope(rows, user_id, now)
 
-    # --- the operations the row store implements once -------------------------------------
-
-    async def remember(self, req: RememberRequest) -> RememberResponse:
-        return (await self.remember_many([req]))[0]
-
-    async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
-        return await remember_in_time(self, reqs, self._ops.remember_many)
-
-    async def forget(self, req: ForgetRequest) -> ForgetResponse:
-        return await self._ops.forget(await expand_cascade(self, req))
-
-    async def merge(self, req: MergeRequest) -> MergeResponse:
-        return await self._ops.merge(req)
-
-    async def expire(self, req: ExpireRequest) -> ExpireResponse:
-        return await self._ops.expire(req)
-
-    async def update(self, req: UpdateRequest) -> MemoryRecord:
-        return await self._ops.update(req)
-
-    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
-        return await self._ops.get(agent_id, id, user_id)
-
-    async def list(self, query: ListQuery) -> list[MemoryRecord]:
-        return await self._ops.list(query)
+    # --- the operations come from RowDelegate; export_rows goes one agent at a time (Letta
+    # --- cannot enumerate agents: capability_missing) ------------------------------------
 
     @property
     def kept_fields(self) -> frozenset[str]:
         """The revision document keeps every field but the recall counters (no tracking)."""
         return frozenset(ALL_FIELDS) - {"last_recalled_at", "recall_count"}
-
-    async def export_rows(self, agent_id: str | None, after: Cursor | None,
-                          limit: int) -> builtins.list[Row]:
-        """One agent at a time: Letta cannot enumerate agents (``capability_missing``)."""
-        return await self._ops.export_rows(agent_id, after, limit)
-
-    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
-        return await self._ops.import_rows(rows, on_conflict)
-
-    async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
-        return await self._ops.merged_into(agent_id, id, user_id)
 
     # --- reads -------------------------------------------------------------------------------
 
@@ -375,14 +331,7 @@ class LettaStore:
                                  factors={r.id: DEMOTE_FACTOR for r in rows if r.demoted},
                                  min_relevance=req.min_relevance)
             by_id = {r.id: r for r in rows}
-            for s in ranked:
-                row = by_id[s.id]
-                hits.append(RecallHit(
-                    id=row.id, type=row.type, content=content_from_storage(row.type, row.stored),
-                    score=s.score, metadata=dict(row.metadata), created_at=row.created_at,
-                    relevance=round(s.relevance, 4),
-                    supporting=[], source_store=self._name, user_id=row.user_id,
-                    source=row.source, confidence=row.confidence))
+            hits.extend(row_hit(by_id[s.id], s.score, s.relevance, self._name) for s in ranked)
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
                               latency_ms=int((time.perf_counter() - started) * 1000))
 

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
-from memorywire.core.content import content_from_storage, embed_text
+from memorywire.core.content import embed_text
 from memorywire.core.filters import matches_filter
-from memorywire.core.records import ListQuery, Row, UpdateRequest
+from memorywire.core.records import Row
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
@@ -29,25 +29,16 @@ from memorywire.store._common import (
     shortest_hops,
 )
 from memorywire.store.base import Capability, Health
-from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
-from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
-from memorywire.store.rowstore import RowOps, live_in_scope
-from memorywire.store.timeline import recall_in_time, remember_in_time
+from memorywire.store.portable import ALL_FIELDS
+from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope, row_hit
+from memorywire.store.timeline import recall_in_time
 from memorywire.wire.models import (
-    ExpireRequest,
-    ExpireResponse,
-    ForgetRequest,
-    ForgetResponse,
     Fusion,
     MemoryRecord,
-    MergeRequest,
-    MergeResponse,
     RecallHit,
     RecallRequest,
     RecallResponse,
-    RememberRequest,
-    RememberResponse,
 )
 
 __all__ = ["InMemoryStore"]
@@ -79,7 +70,7 @@ class _Row(Row):
     terms: frozenset[str] = field(default=frozenset(), compare=False)
 
 
-class InMemoryStore:
+class InMemoryStore(RowDelegate[_Row]):
     def __init__(
         self,
         embedder: Embedder | None = None,
@@ -120,49 +111,16 @@ class InMemoryStore:
             self._embedder = resolve_embedder(None)
         return self._embedder
 
-    # --- the operations the row store implements once ----------------------------------------
-
-    async def remember(self, req: RememberRequest) -> RememberResponse:
-        return (await self.remember_many([req]))[0]
-
-    async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
-        return await remember_in_time(self, reqs, self._ops.remember_many)
-
-    async def forget(self, req: ForgetRequest) -> ForgetResponse:
-        return await self._ops.forget(await expand_cascade(self, req))
-
-    async def merge(self, req: MergeRequest) -> MergeResponse:
-        return await self._ops.merge(req)
-
-    async def expire(self, req: ExpireRequest) -> ExpireResponse:
-        return await self._ops.expire(req)
-
-    async def update(self, req: UpdateRequest) -> MemoryRecord:
-        return await self._ops.update(req)
-
-    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
-        return await self._ops.get(agent_id, id, user_id)
-
-    async def list(self, query: ListQuery) -> list[MemoryRecord]:
-        return await self._ops.list(query)
+    # --- the operations come from RowDelegate; the expiry sweep only here ---------------------
 
     async def purge_expired(self, before_ms: int, limit: int = 500) -> builtins.list[MemoryRecord]:
         """Erase memories expired at or before ``before_ms``; what the expiry sweep calls."""
         return await self._ops.purge_expired(before_ms, limit)
+
     @property
     def kept_fields(self) -> frozenset[str]:
         """Rows are stored whole."""
         return frozenset(ALL_FIELDS)
-
-    async def export_rows(self, agent_id: str | None, after: Cursor | None,
-                          limit: int) -> builtins.list[Row]:
-        return await self._ops.export_rows(agent_id, after, limit)
-
-    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
-        return await self._ops.import_rows(rows, on_conflict)
-
-    async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
-        return await self._ops.merged_into(agent_id, id, user_id)
 
     def _indexed(self, row: Row, vector: Any) -> _Row:
         text = embed_text(row.type, row.stored)
@@ -214,13 +172,7 @@ class InMemoryStore:
                 row = by_id[s.id]
                 self._rows[row.agent_id][row.id] = replace(
                     row, last_recalled_at=now, recall_count=row.recall_count + 1)
-                hits.append(RecallHit(
-                    id=row.id, type=row.type, content=content_from_storage(row.type, row.stored),
-                    score=s.score, metadata=dict(row.metadata), created_at=row.created_at,
-                    relevance=round(s.relevance, 4),
-                    supporting=[], source_store=self._name, user_id=row.user_id,
-                    source=row.source, confidence=row.confidence,
-                ))
+                hits.append(row_hit(row, s.score, s.relevance, self._name))
         return RecallResponse(
             results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
             latency_ms=int((time.perf_counter() - started) * 1000),

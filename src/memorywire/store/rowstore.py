@@ -4,8 +4,10 @@ In-memory, mem0, Letta and Cognee keep each memory as one row (a dict entry, a p
 passage, a data item) and cannot run our rules in a query language, so the rules run here,
 over :class:`memorywire.core.records.Row`, and each adapter supplies only a
 :class:`RowBackend`: read an agent's rows (all, or by id), write new ones, replace changed
-ones, erase. The adapter composes a :class:`RowOps` and forwards the protocol methods to it;
-recall (the backends search differently) stays with the adapter.
+ones, erase. The adapter composes a :class:`RowOps` and inherits :class:`RowDelegate`, which
+forwards the protocol methods to it; recall (the backends search differently), health and
+closing stay with the adapter, which overrides a delegated method only to translate (a
+batching ``remember_many``, a refusal before anything is read).
 
 Every operation holds the agent's lock (one ``anyio.Lock`` per agent) from its read to its
 last write, so two operations of one agent in one process never interleave.
@@ -17,7 +19,7 @@ import builtins
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import fields, replace
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
 import anyio
 
@@ -39,7 +41,9 @@ from memorywire.core.records import (
     remember_action,
 )
 from memorywire.errors import CapabilityMissing, NotFound
+from memorywire.store.cascade import expand_cascade
 from memorywire.store.portable import Cursor, ImportCounts, OnConflict, decide, page_of
+from memorywire.store.timeline import remember_in_time
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -48,12 +52,16 @@ from memorywire.wire.models import (
     MemoryRecord,
     MergeRequest,
     MergeResponse,
+    RecallHit,
     RememberRequest,
     RememberResponse,
     StoreCount,
 )
 
-__all__ = ["RowBackend", "RowOps", "live_in_scope", "revived"]
+if TYPE_CHECKING:
+    from memorywire.store.base import MemoryStore
+
+__all__ = ["RowBackend", "RowDelegate", "RowOps", "live_in_scope", "revived", "row_hit"]
 
 R = TypeVar("R", bound=Row)
 
@@ -97,6 +105,15 @@ def live_in_scope(rows: dict[str, R], user_id: str | None, now: int) -> builtins
     out = [r for r in rows.values() if r.in_scope(None, user_id) and r.live(now)]
     out.sort(key=lambda r: (r.created_at, r.id))
     return out
+
+
+def row_hit(row: Row, score: float, relevance: float, store: str) -> RecallHit:
+    """A row store's recall hit: the row as the wire shows it, its fused ``score`` and its
+    calibrated ``relevance``; ``store`` names where it came from."""
+    return RecallHit(id=row.id, type=row.type, content=row.content(), score=score,
+                     relevance=round(relevance, 4), metadata=dict(row.metadata),
+                     created_at=row.created_at, supporting=[], source_store=store,
+                     user_id=row.user_id, source=row.source, confidence=row.confidence)
 
 
 def revived(old: R, fresh: Row) -> R:
@@ -290,3 +307,49 @@ class RowOps(Generic[R]):
                 counts.inserted += len(inserts)
                 counts.replaced += len(replaces)
         return counts
+
+
+class RowDelegate(Generic[R]):
+    """The protocol methods a row store answers through its :class:`RowOps` (``_ops``).
+
+    ``remember_many`` adds validity, supersession and conflicts (``store.timeline``) around
+    the row writes; ``remember`` is a batch of one, so an adapter that batches overrides
+    ``remember_many`` alone.
+    """
+
+    _ops: RowOps[R]
+
+    async def remember(self, req: RememberRequest) -> RememberResponse:
+        return (await self.remember_many([req]))[0]
+
+    async def remember_many(self, reqs: Sequence[RememberRequest]
+                            ) -> builtins.list[RememberResponse]:
+        return await remember_in_time(cast("MemoryStore", self), reqs, self._ops.remember_many)
+
+    async def forget(self, req: ForgetRequest) -> ForgetResponse:
+        return await self._ops.forget(await expand_cascade(cast("MemoryStore", self), req))
+
+    async def merge(self, req: MergeRequest) -> MergeResponse:
+        return await self._ops.merge(req)
+
+    async def expire(self, req: ExpireRequest) -> ExpireResponse:
+        return await self._ops.expire(req)
+
+    async def update(self, req: UpdateRequest) -> MemoryRecord:
+        return await self._ops.update(req)
+
+    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
+        return await self._ops.get(agent_id, id, user_id)
+
+    async def list(self, query: ListQuery) -> builtins.list[MemoryRecord]:
+        return await self._ops.list(query)
+
+    async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
+        return await self._ops.merged_into(agent_id, id, user_id)
+
+    async def export_rows(self, agent_id: str | None, after: Cursor | None,
+                          limit: int) -> builtins.list[Row]:
+        return await self._ops.export_rows(agent_id, after, limit)
+
+    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
+        return await self._ops.import_rows(rows, on_conflict)

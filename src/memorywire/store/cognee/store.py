@@ -57,9 +57,8 @@ import anyio
 import anyio.to_thread
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
-from memorywire.core.content import content_from_storage, embed_text
+from memorywire.core.content import embed_text
 from memorywire.core.filters import matches_filter
-from memorywire.core.records import ListQuery, UpdateRequest
 from memorywire.core.records import Row as CoreRow
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, hybrid_rank
 from memorywire.embed.base import Embedder
@@ -77,18 +76,13 @@ from memorywire.store.cognee.engine import engine
 from memorywire.store.cognee.row import KEY, Row, row_from_data
 from memorywire.store.cognee.writes import RememberBatcher
 from memorywire.store.graph import refuse_hops
-from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
-from memorywire.store.rowstore import RowOps
+from memorywire.store.portable import ALL_FIELDS
+from memorywire.store.rowstore import RowDelegate, RowOps, row_hit
 from memorywire.store.timeline import recall_in_time, remember_in_time
 from memorywire.wire.models import (
-    ExpireRequest,
-    ExpireResponse,
     ForgetRequest,
     ForgetResponse,
     Fusion,
-    MemoryRecord,
-    MergeRequest,
-    MergeResponse,
     RecallHit,
     RecallRequest,
     RecallResponse,
@@ -106,7 +100,7 @@ _CAPABILITIES = frozenset({
 _CHUNKS_PER_ROW = 64  # search breadth per stored data item; 64 KiB text is ~60 chunks
 
 
-class CogneeStore:
+class CogneeStore(RowDelegate[Row]):
     def __init__(
         self,
         path: str | Path,
@@ -276,10 +270,8 @@ class CogneeStore:
             await self._drop(agent_id, stale)
         return newest
 
-    # --- the operations the row store implements once -------------------------------------
-
-    async def remember(self, req: RememberRequest) -> RememberResponse:
-        return (await self.remember_many([req]))[0]
+    # --- the operations come from RowDelegate, but for these two; export_rows goes one
+    # --- agent at a time (Cognee cannot enumerate agents: capability_missing) --------------
 
     async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
         """Every request waiting for these agents when their locks free is written in one run."""
@@ -294,36 +286,10 @@ class CogneeStore:
                                     "storage after delete_data; use a soft delete instead")
         return await self._ops.forget(req)
 
-    async def merge(self, req: MergeRequest) -> MergeResponse:
-        return await self._ops.merge(req)
-
-    async def expire(self, req: ExpireRequest) -> ExpireResponse:
-        return await self._ops.expire(req)
-
-    async def update(self, req: UpdateRequest) -> MemoryRecord:
-        return await self._ops.update(req)
-
-    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
-        return await self._ops.get(agent_id, id, user_id)
-
-    async def list(self, query: ListQuery) -> list[MemoryRecord]:
-        return await self._ops.list(query)
-
     @property
     def kept_fields(self) -> frozenset[str]:
         """The revision document keeps every field but the recall counters (no tracking)."""
         return frozenset(ALL_FIELDS) - {"last_recalled_at", "recall_count"}
-
-    async def export_rows(self, agent_id: str | None, after: Cursor | None,
-                          limit: int) -> builtins.list[CoreRow]:
-        """One agent at a time: Cognee cannot enumerate agents (``capability_missing``)."""
-        return await self._ops.export_rows(agent_id, after, limit)
-
-    async def import_rows(self, rows: Sequence[CoreRow], on_conflict: OnConflict) -> ImportCounts:
-        return await self._ops.import_rows(rows, on_conflict)
-
-    async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
-        return await self._ops.merged_into(agent_id, id, user_id)
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -368,14 +334,7 @@ class CogneeStore:
                                  factors={r.id: DEMOTE_FACTOR for r in rows if r.demoted},
                                  min_relevance=req.min_relevance)
             by_id = {r.id: r for r in rows}
-            for s in ranked:
-                row = by_id[s.id]
-                hits.append(RecallHit(
-                    id=row.id, type=row.type, content=content_from_storage(row.type, row.stored),
-                    score=s.score, metadata=dict(row.metadata), created_at=row.created_at,
-                    relevance=round(s.relevance, 4),
-                    supporting=[], source_store=self._name, user_id=row.user_id,
-                    source=row.source, confidence=row.confidence))
+            hits.extend(row_hit(by_id[s.id], s.score, s.relevance, self._name) for s in ranked)
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
                               latency_ms=int((time.perf_counter() - started) * 1000))
 

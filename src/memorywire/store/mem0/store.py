@@ -39,7 +39,7 @@ from __future__ import annotations
 import builtins
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
@@ -48,7 +48,7 @@ import anyio.to_thread
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import embed_text
 from memorywire.core.filters import matches_filter
-from memorywire.core.records import ListQuery, Row, UpdateRequest
+from memorywire.core.records import Row
 from memorywire.core.relevance import relevance
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool
 from memorywire.core.textsearch import query_terms
@@ -64,7 +64,6 @@ from memorywire.store._common import (
     resolve_embedder,
 )
 from memorywire.store.base import Capability, Health
-from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import refuse_hops
 from memorywire.store.mem0.backend import Mem0Backend
 from memorywire.store.mem0.mapping import (
@@ -80,23 +79,15 @@ from memorywire.store.mem0.mapping import (
     row_from_item,
     scope_key,
 )
-from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
-from memorywire.store.rowstore import RowOps
-from memorywire.store.timeline import recall_in_time, remember_in_time
+from memorywire.store.portable import ALL_FIELDS
+from memorywire.store.rowstore import RowDelegate, RowOps, row_hit
+from memorywire.store.timeline import recall_in_time
 from memorywire.wire.models import (
-    ExpireRequest,
-    ExpireResponse,
-    ForgetRequest,
-    ForgetResponse,
     Fusion,
     MemoryRecord,
-    MergeRequest,
-    MergeResponse,
     RecallHit,
     RecallRequest,
     RecallResponse,
-    RememberRequest,
-    RememberResponse,
 )
 
 __all__ = ["Mem0Store"]
@@ -118,7 +109,7 @@ _CAPABILITIES = frozenset(
 )
 
 
-class Mem0Store:
+class Mem0Store(RowDelegate[Mem0Row]):
     def __init__(
         self,
         memory: Any | None = None,
@@ -264,51 +255,16 @@ class Mem0Store:
         rows.sort(key=lambda r: (r.created_at, r.id))
         return rows
 
-    # --- the operations the row store implements once -----------------------------------
-
-    async def remember(self, req: RememberRequest) -> RememberResponse:
-        return (await self.remember_many([req]))[0]
-
-    async def remember_many(self, reqs: Sequence[RememberRequest]) -> builtins.list[
-            RememberResponse]:
-        return await remember_in_time(self, reqs, self._ops.remember_many)
-
-    async def forget(self, req: ForgetRequest) -> ForgetResponse:
-        return await self._ops.forget(await expand_cascade(self, req))
+    # --- the operations come from RowDelegate -------------------------------------------
 
     async def purge_expired(self, before_ms: int, limit: int = 500) -> builtins.list[MemoryRecord]:
         """Erase up to ``limit`` memories expired at or before ``before_ms`` (the sweep's)."""
         return await self._ops.purge_expired(before_ms, limit)
 
-    async def merge(self, req: MergeRequest) -> MergeResponse:
-        return await self._ops.merge(req)
-
-    async def expire(self, req: ExpireRequest) -> ExpireResponse:
-        return await self._ops.expire(req)
-
-    async def update(self, req: UpdateRequest) -> MemoryRecord:
-        return await self._ops.update(req)
-
-    async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
-        return await self._ops.get(agent_id, id, user_id)
-
-    async def list(self, query: ListQuery) -> builtins.list[MemoryRecord]:
-        return await self._ops.list(query)
-
     @property
     def kept_fields(self) -> frozenset[str]:
         """Rows are stored whole, except the recall counters (mem0 does not track recalls)."""
         return frozenset(ALL_FIELDS) - {"last_recalled_at", "recall_count"}
-
-    async def export_rows(self, agent_id: str | None, after: Cursor | None,
-                          limit: int) -> builtins.list[Row]:
-        return await self._ops.export_rows(agent_id, after, limit)
-
-    async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict) -> ImportCounts:
-        return await self._ops.import_rows(rows, on_conflict)
-
-    async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
-        return await self._ops.merged_into(agent_id, id, user_id)
 
     # --- the row backend: translation to mem0 calls -----------------------------------------
 
@@ -391,12 +347,7 @@ class Mem0Store:
                 break
             fetch *= 4
         return [
-            RecallHit(id=row.id, type=row.type, content=row.content(), score=score,
-                      relevance=round(rel, 4), metadata=dict(row.metadata),
-                      created_at=row.created_at, supporting=[],
-                      source_store=self._name, user_id=row.user_id, source=row.source,
-                      confidence=row.confidence)
-            for score, row, rel in scored[: req.k]
+            row_hit(row, score, rel, self._name) for score, row, rel in scored[: req.k]
         ]
 
     def _admitted(self, item: dict[str, Any], row: Mem0Row, terms: set[str],

@@ -83,6 +83,48 @@ ATTRIBUTES: dict[str, tuple[list[str], str, list[str]]] = {
             "At which gym does the user exercise?",
             ["McFit", "Urban Sports", "Basic-Fit", "John Reed", "FitX", "Holmes Place"]),
 }
+#: A second corpus, written before the detector was tuned and never used to tune it: other
+#: attributes, other phrasings (the update often names the slot differently), so the dev
+#: numbers can be checked for over-fitting.
+HELDOUT: dict[str, tuple[list[str], str, list[str]]] = {
+    "bank": (["The user banks with {}.", "The user moved their account to {}."],
+             "Which bank does the user use?",
+             ["ING", "Revolut", "N26", "Barclays", "HSBC", "Santander", "Monzo"]),
+    "team": (["The user supports {} in football.", "The user is a {} fan these days."],
+             "Which football club does the user cheer for?",
+             ["Arsenal", "Liverpool", "Bayern", "Ajax", "Juventus", "Benfica", "Celtic"]),
+    "language": (["The user is learning {}.", "The user started taking {} lessons instead."],
+                 "Which language is the user studying?",
+                 ["Spanish", "Japanese", "German", "Italian", "Korean", "Portuguese"]),
+    "dog": (["The user's dog is called {}.", "The user renamed the dog {}."],
+            "What is the name of the user's dog?",
+            ["Max", "Bella", "Luna", "Rocky", "Charlie", "Daisy"]),
+    "age": (["The user is {} years old.", "The user just turned {}."],
+            "How old is the user?",
+            ["31", "32", "33", "34", "35", "36"]),
+    "coffee": (["The user drinks {} every morning.", "The user has switched to {} for breakfast."],
+               "What does the user drink in the morning?",
+               ["espresso", "cappuccino", "green tea", "flat white", "oat latte",
+                "black coffee"]),
+    "editor": (["The user codes in {}.", "The user changed editors and now uses {}."],
+               "Which code editor does the user use?",
+               ["Vim", "Emacs", "VS Code", "PyCharm", "Zed", "Sublime Text"]),
+    "partner": (["The user's partner is {}.", "The user is now in a relationship with {}."],
+                "Who is the user's partner?",
+                ["Anna", "Sophie", "Lukas", "Marco", "Elena", "Tom"]),
+    "salary": (["The user earns {} euros a year.", "The user got a raise to {} euros."],
+               "How much money does the user make?",
+               ["52000", "58000", "61000", "67000", "72000", "80000"]),
+    "rooms": (["The user's flat has {} rooms.", "The user's new apartment has {} rooms."],
+              "How many rooms are in the user's home?",
+              ["1", "2", "3", "4", "5"]),
+    "doctor": (["The user's doctor is Dr {}.", "The user sees a new GP, Dr {}."],
+               "Who is the user's family doctor?",
+               ["Meyer", "Rossi", "Novak", "Garcia", "Schmidt", "Dubois"]),
+    "sport": (["The user plays {} on weekends.", "The user gave up the old sport for {}."],
+              "Which sport does the user do?",
+              ["tennis", "squash", "badminton", "volleyball", "golf", "padel"]),
+}
 STEP_MS = 60_000
 AGENTS = ("plain", "explicit", "auto")
 

@@ -137,3 +137,30 @@ async def test_router_applies_time_around_a_child_without_it() -> None:
                                               include_superseded=True))
     assert [(h.content, h.superseded_by) for h in shown.results] == [(RYANAIR, None),
                                                                      (KLM, resp.id)]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # frame: one short lower-case span differs
+    ("The user's job title is principal architect.", "The user's job title is team lead."),
+    # change cue: the smaller subject sits inside the larger one
+    ("The user trains at McFit gym.", "The user changed to Basic-Fit gym."),
+    ("The user's favourite hotel chain is Hilton.", "The user switched to Marriott hotels."),
+    # slot classes: preference and airline words, job words
+    ("The user's favourite airline is KLM.", "The user now prefers to fly Ryanair."),
+    ("The user works at Siemens.", "The user has a new job at Spotify."),
+    # the object of the sentence is the value, unless the other side names it
+    ("The user's job title is junior engineer.", "The user was promoted to director."),
+])
+def test_detector_catches_paraphrased_updates(old: str, new: str) -> None:
+    assert judge(old, new) is not None
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("The user's job title is director.", "The user has a new job at Spotify."),
+    ("The user's favourite airline is KLM.", "The user now loves sushi most."),
+    ("The user's favourite food is sushi.", "The user's favourite colour is blue."),
+    ("The user has 2 cats.", "The user has 2 dogs."),
+    ("The user lives in Berlin.", "The user lives in Berlin with two cats."),
+])
+def test_detector_leaves_neighbours_and_added_detail_alone(old: str, new: str) -> None:
+    assert judge(old, new) is None

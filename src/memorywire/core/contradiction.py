@@ -94,6 +94,8 @@ class _Parsed:
     #: lead*", "… promoted to *director*"): the object, a value unless the other side has it
     #: as a subject word.
     tail: frozenset[str]
+    #: Every lower-case word that is not a stop word (the frame rule needs two shared).
+    content: frozenset[str]
 
 
 def _norm(low: str) -> str:
@@ -143,7 +145,8 @@ def _parse(text: str) -> _Parsed:
     tail = {_norm(w) for w in lows[start:end]} & subject if end - start <= MAX_VALUE_WORDS \
         else set()
     return _Parsed(tuple(lows), frozenset(subject), frozenset(values),
-                   negated, cue, frozenset(tail if subject - tail else ()))
+                   negated, cue, frozenset(tail if subject - tail else ()),
+                   frozenset(w for w in lows if w not in _STOP))
 
 
 def _frame(a: _Parsed, b: _Parsed) -> tuple[str, str, str] | None:
@@ -160,6 +163,8 @@ def _frame(a: _Parsed, b: _Parsed) -> tuple[str, str, str] | None:
         return None
     if any(w in _NEGATIONS or w in _CUES for w in old + new):
         return None
+    if a.values.intersection(x[len(x) - s:]):
+        return None  # the same value after a different word: another slot, not a new value
     kept = [w for w in x[:p] + x[len(x) - s:] if w not in _STOP and w not in _NEGATIONS]
     if len({_norm(w) for w in kept} - _GENERIC) < 2:
         return None
@@ -220,11 +225,11 @@ def find_conflicts(new: str, stored: Iterable[tuple[str, str]],
                    limit: int = 5) -> list[Candidate]:
     """The stored ``(id, text)`` pairs that ``new`` seems to contradict, most similar first."""
     parsed = _parse(new)
-    subject, words = parsed.subject - _GENERIC, set(parsed.words)
+    subject, words = parsed.subject - _GENERIC, parsed.content
     out = []
     for id, text in stored:
         other = _parse(text)
-        if subject.isdisjoint(other.subject) and len(words.intersection(other.words)) < 3:
+        if subject.isdisjoint(other.subject) and len(words & other.content) < 2:
             continue  # the common case, decided without building a verdict
         verdict = judge(text, new)
         if verdict is not None:

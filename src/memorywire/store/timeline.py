@@ -35,13 +35,17 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["CONFLICT_SCAN_LIMIT", "recall_in_time", "remember_in_time", "supersede"]
+__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "recall_in_time", "remember_in_time", "supersede"]
 
 #: How many of the scope's memories (of the same type) the detector compares a write with.
 CONFLICT_SCAN_LIMIT = 1000
 _FACT_TYPES = (MemoryType.SEMANTIC, MemoryType.EPISODIC, MemoryType.EMOTIONAL)
 
 Write = Callable[[Sequence[RememberRequest]], Awaitable[list[RememberResponse]]]
+#: A store's own cheap read of the detector's candidates: ``(agent_id, user_id, type, limit)``
+#: to ``(id, text)`` of the scope's current memories, newest first. Without one, a write reads
+#: the scope through ``list`` (whole records: several times the cost on a large scope).
+Scan = Callable[[str, str | None, "MemoryType", int], Awaitable[list[tuple[str, str]]]]
 Search = Callable[[RecallRequest], Awaitable[RecallResponse]]
 
 
@@ -77,14 +81,16 @@ async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
 
 
 async def _conflicts(store: MemoryStore, req: RememberRequest,
-                     seen: dict[Scope, list[tuple[str, str]]]) -> list[ConflictCandidate]:
+                     seen: dict[Scope, list[tuple[str, str]]],
+                     scan: Scan | None) -> list[ConflictCandidate]:
     """Candidates for one write; ``seen`` shares one scan per scope across a batch (a batch
     is compared with what was stored before it, not with itself)."""
     if req.type not in _FACT_TYPES or not isinstance(req.content, str):
         return []
     scope = (req.agent_id, req.user_id, req.type)
     if scope not in seen:
-        seen[scope] = await _current(store, scope)
+        seen[scope] = (await scan(*scope, CONFLICT_SCAN_LIMIT) if scan is not None
+                       else await _current(store, scope))
     skip = {req.id, *(req.supersedes or [])}
     pairs = [(i, text) for i, text in seen[scope] if i not in skip]
     return [ConflictCandidate(id=c.id, similarity=c.similarity, why=c.why)
@@ -92,8 +98,9 @@ async def _conflicts(store: MemoryStore, req: RememberRequest,
 
 
 async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
-                           write: Write) -> list[RememberResponse]:
-    """``write`` (the store's own batch remember) with validity, supersession and conflicts.
+                           write: Write, scan: Scan | None = None) -> list[RememberResponse]:
+    """``write`` (the store's own batch remember) with validity, supersession and conflicts;
+    ``scan``, when the store has one, reads the detector's candidates (see :data:`Scan`).
 
     Every id in ``supersedes`` must name a live memory of the same agent and user, checked
     before anything is written (``NotFound`` otherwise).
@@ -106,7 +113,7 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
                 raise NotFound(f"supersedes: memory {old_id!r} not found")
             olds[(req.agent_id, old_id)] = rec
     seen: dict[Scope, list[tuple[str, str]]] = {}
-    conflicts = [await _conflicts(store, req, seen) for req in reqs]
+    conflicts = [await _conflicts(store, req, seen, scan) for req in reqs]
     responses = await write([_plain(req) for req in reqs])
     out = []
     for req, resp, found in zip(reqs, responses, conflicts, strict=True):

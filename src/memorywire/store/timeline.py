@@ -10,7 +10,9 @@ contradiction candidates among the scope's memories, and filters recall to what 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from memorywire.core.contradiction import find_conflicts
 from memorywire.core.records import ListQuery, UpdateRequest
@@ -35,7 +37,8 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "recall_in_time", "remember_in_time", "supersede"]
+__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "conflicts_for", "no_conflict_scan", "recall_in_time",
+           "remember_in_time", "supersede"]
 
 #: How many of the scope's memories (of the same type) the detector compares a write with.
 CONFLICT_SCAN_LIMIT = 1000
@@ -65,6 +68,20 @@ def _plain(req: RememberRequest) -> RememberRequest:
 
 Scope = tuple[str, str | None, MemoryType]
 
+#: Set while a caller has already looked, or asked not to look (a governance policy).
+_NO_SCAN: ContextVar[bool] = ContextVar("memorywire_no_conflict_scan", default=False)
+
+
+@contextmanager
+def no_conflict_scan() -> Iterator[None]:
+    """Remembers in this block (in this task and the tasks it starts) skip the conflict scan
+    and report no ``conflicts``."""
+    token = _NO_SCAN.set(True)
+    try:
+        yield
+    finally:
+        _NO_SCAN.reset(token)
+
 
 async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
     """``(id, text)`` of the scope's current memories of one type: the detector's candidates."""
@@ -85,7 +102,7 @@ async def _conflicts(store: MemoryStore, req: RememberRequest,
                      scan: Scan | None) -> list[ConflictCandidate]:
     """Candidates for one write; ``seen`` shares one scan per scope across a batch (a batch
     is compared with what was stored before it, not with itself)."""
-    if req.type not in _FACT_TYPES or not isinstance(req.content, str):
+    if req.type not in _FACT_TYPES or not isinstance(req.content, str) or _NO_SCAN.get():
         return []
     scope = (req.agent_id, req.user_id, req.type)
     if scope not in seen:
@@ -95,6 +112,12 @@ async def _conflicts(store: MemoryStore, req: RememberRequest,
     pairs = [(i, text) for i, text in seen[scope] if i not in skip]
     return [ConflictCandidate(id=c.id, similarity=c.similarity, why=c.why)
             for c in find_conflicts(req.content, pairs)]
+
+
+async def conflicts_for(store: MemoryStore, req: RememberRequest) -> list[ConflictCandidate]:
+    """What a remember of ``req`` would report as ``conflicts``, without writing it (for a
+    policy that decides before the write; reads through ``list``, so any store works)."""
+    return await _conflicts(store, req, {}, None)
 
 
 async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from memorywire.core.content import Edge, edges_of, edges_to_storage
 from memorywire.core.contradiction import find_conflicts
 from memorywire.core.records import ListQuery, UpdateRequest
 from memorywire.core.timeline import (
@@ -24,8 +25,9 @@ from memorywire.core.timeline import (
     time_metadata,
     validity_of,
 )
-from memorywire.errors import NotFound
+from memorywire.errors import InvalidRequest, NotFound
 from memorywire.store.base import MemoryStore
+from memorywire.wire.memory_ops import UpdateMemoryRequest
 from memorywire.wire.models import (
     ConflictCandidate,
     Link,
@@ -37,8 +39,8 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "conflicts_for", "no_conflict_scan", "recall_in_time",
-           "remember_in_time", "supersede"]
+__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "apply_update", "conflicts_for", "no_conflict_scan",
+           "recall_in_time", "remember_in_time", "supersede", "update_in_time"]
 
 #: How many of the scope's memories (of the same type) the detector compares a write with.
 CONFLICT_SCAN_LIMIT = 1000
@@ -170,6 +172,50 @@ async def supersede(store: MemoryStore, agent_id: str, new_id: str, old_ids: Seq
         if old is None:
             raise NotFound(f"supersedes: memory {old_id!r} not found")
         await _close(store, old, new_id, start, user_id)
+
+
+async def update_in_time(store: MemoryStore, req: UpdateRequest | None, agent_id: str, id: str,
+                         supersedes: Sequence[str], user_id: str | None = None,
+                         ) -> MemoryRecord:
+    """An update (``req``; ``None`` when only ``supersedes`` was sent) that also makes memory
+    ``id`` supersede ``supersedes``, with remember's rule: every id must name a live memory
+    of the same agent and user, checked before anything changes (``NotFound``); then the
+    update, a typed ``supersedes`` edge from ``id`` to each, and each closed at ``id``'s
+    ``valid_from``. Goes through ``store.update``, so a governed store audits every step."""
+    if id in supersedes:
+        raise InvalidRequest("supersedes must not name the memory itself")
+    if await store.get(agent_id, id, user_id) is None:
+        raise NotFound(f"memory {id!r} not found")
+    for old_id in supersedes:
+        if await store.get(agent_id, old_id, user_id) is None:
+            raise NotFound(f"supersedes: memory {old_id!r} not found")
+    rec = await store.update(req) if req is not None else None
+    if supersedes:
+        current = rec or await store.get(agent_id, id, user_id)
+        edges = edges_of(current.metadata if current else None)
+        wanted = [*edges, *(Edge(old, "supersedes") for old in supersedes)]
+        if len(dict.fromkeys(wanted)) > len(dict.fromkeys(edges)):
+            await store.update(UpdateRequest(
+                agent_id=agent_id, id=id, user_id=user_id,
+                metadata_patch={"links": edges_to_storage(wanted)},
+                reason=f"supersedes {', '.join(supersedes)}"))
+        await supersede(store, agent_id, id, supersedes, user_id)
+    final = await store.get(agent_id, id, user_id)
+    if final is None:
+        raise NotFound(f"memory {id!r} not found")
+    return final
+
+
+async def apply_update(store: MemoryStore, w: UpdateMemoryRequest) -> MemoryRecord:
+    """The wire's ``update`` on a store (directly, or when a staged one is approved): a plain
+    ``store.update``, or with ``supersedes`` the rule of :func:`update_in_time`."""
+    plain = None if w.content is None and w.metadata is None and w.confidence is None else \
+        UpdateRequest(agent_id=w.agent_id, id=w.id, user_id=w.user_id, content=w.content,
+                      metadata_patch=w.metadata, confidence=w.confidence, reason=w.reason)
+    if not w.supersedes:
+        assert plain is not None  # the model refuses an update that changes nothing
+        return await store.update(plain)
+    return await update_in_time(store, plain, w.agent_id, w.id, w.supersedes, w.user_id)
 
 
 async def recall_in_time(req: RecallRequest, search: Search, now: int) -> RecallResponse:

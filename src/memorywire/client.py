@@ -456,7 +456,8 @@ class SyncMemory(Generic[A]):
         async def go() -> RecoveryResult | dict[str, Any]:
             return cast("RecoveryResult | dict[str, Any]", await fn(**kw))
 
-        return self._portal.call(go)
+        out: RecoveryResult | dict[str, Any] = self._portal.call(go)
+        return out
 
     def close(self) -> None:
         self._finalizer()

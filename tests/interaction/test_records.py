@@ -181,3 +181,30 @@ async def test_a_user_scoped_token_sees_and_erases_only_its_user(
         assert out.code == "forbidden", (op, out.body)
     still = await transport.call("get", {"agent_id": "A", "id": dave}, world.agent_a)
     assert still.ok
+
+
+async def test_update_with_supersedes_replaces_the_old_memory(
+    transport: Any, world: World
+) -> None:
+    """The rule of remember's ``supersedes``, sent on update: the old memory leaves default
+    recall, keeps its content with superseded_by, and the edge is recorded."""
+    old = await _remember(transport, world.agent_a, "A", "Carol lives in Lisbon")
+    new = await _remember(transport, world.agent_a, "A", "Carol lives in Porto")
+    out = await transport.call(
+        "update", {"agent_id": "A", "id": new, "supersedes": [old], "reason": "moved"},
+        world.agent_a,
+    )
+    assert out.ok and not validate("update.response", out.body), out.body
+    assert {"id": old, "type": "supersedes"} in out.body["memory"]["links"]
+    ask = {"agent_id": "A", "query": "where does Carol live", "k": 5}
+    now = await transport.call("recall", ask, world.agent_a)
+    assert [h["id"] for h in now.body["results"]] == [new]
+    both = await transport.call("recall", {**ask, "include_superseded": True}, world.agent_a)
+    assert [(h["id"], h.get("superseded_by")) for h in both.body["results"]] == [
+        (new, None), (old, new)]
+    unknown = await transport.call(
+        "update", {"agent_id": "A", "id": new, "supersedes": [MISSING]}, world.agent_a)
+    assert unknown.code == "not_found"
+    itself = await transport.call(
+        "update", {"agent_id": "A", "id": new, "supersedes": [new]}, world.agent_a)
+    assert itself.code == "invalid_request"

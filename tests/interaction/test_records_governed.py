@@ -132,3 +132,28 @@ async def test_gated_update_is_staged_then_applied_on_approval(
                    "content": "x"}, world.agent_a,
     )
     assert missing.code == "not_found", "nothing is staged for a memory the caller cannot see"
+
+
+async def test_gated_update_with_supersedes_shows_and_applies_it(
+    transport: Any, world: World
+) -> None:
+    gov = world.runtime.governed
+    assert gov is not None
+    gov.set_policies(
+        {"rules": [{"name": "update-review", "match": {"operation": "update"},
+                    "decision": "review"}]}
+    )
+    old = await _remember(transport, world.agent_a, "A", "Carol lives in Lisbon")
+    new = await _remember(transport, world.agent_a, "A", "Carol lives in Porto")
+    out = await transport.call(
+        "update", {"agent_id": "A", "id": new, "supersedes": [old]}, world.agent_a)
+    assert out.ok and out.body["pending_approval"] is True, out.body
+    [item] = (await transport.call("approvals.list", {}, world.reviewer_a)).body["approvals"]
+    shown = await transport.call("approvals.get", {"id": item["id"]}, world.reviewer_a)
+    rows = {m["id"]: m for m in shown.body["diff"]["modified"]}
+    assert rows[old]["relation"] == "superseded" and rows[old]["after"]["superseded_by"] == new
+    done = await transport.call("approvals.approve", {"id": item["id"]}, world.reviewer_a)
+    assert done.ok, done.body
+    hits = await transport.call(
+        "recall", {"agent_id": "A", "query": "where does Carol live", "k": 5}, world.agent_a)
+    assert [h["id"] for h in hits.body["results"]] == [new]

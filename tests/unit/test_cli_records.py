@@ -69,3 +69,12 @@ def test_history_without_governance_names_what_is_missing(
     mid = _run(capsys, "remember", *plain, "x", "--json")["id"]
     assert main(["history", *plain, mid]) == 1
     assert "capability_missing" in capsys.readouterr().err
+
+
+def test_update_supersedes(base: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    old = _run(capsys, "remember", *base, "Carol lives in Lisbon", "--json")["id"]
+    new = _run(capsys, "remember", *base, "Carol lives in Porto", "--json")["id"]
+    out = _run(capsys, "update", *base, new, "--supersedes", old, "--json")
+    assert {"id": old, "type": "supersedes"} in out["memory"]["links"]
+    shown = _run(capsys, "get", *base, old, "--json")
+    assert shown["memory"]["metadata"]["_validity"]["superseded_by"] == new

@@ -137,3 +137,61 @@ async def test_router_applies_time_around_a_child_without_it() -> None:
                                               include_superseded=True))
     assert [(h.content, h.superseded_by) for h in shown.results] == [(RYANAIR, None),
                                                                      (KLM, resp.id)]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # frame: one short lower-case span differs
+    ("The user's job title is principal architect.", "The user's job title is team lead."),
+    # change cue: the smaller subject sits inside the larger one
+    ("The user trains at McFit gym.", "The user changed to Basic-Fit gym."),
+    ("The user's favourite hotel chain is Hilton.", "The user switched to Marriott hotels."),
+    # slot classes: preference and airline words, job words
+    ("The user's favourite airline is KLM.", "The user now prefers to fly Ryanair."),
+    ("The user works at Siemens.", "The user has a new job at Spotify."),
+    # the object of the sentence is the value, unless the other side names it
+    ("The user's job title is junior engineer.", "The user was promoted to director."),
+])
+def test_detector_catches_paraphrased_updates(old: str, new: str) -> None:
+    assert judge(old, new) is not None
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("The user's job title is director.", "The user has a new job at Spotify."),
+    ("The user's favourite airline is KLM.", "The user now loves sushi most."),
+    ("The user's favourite food is sushi.", "The user's favourite colour is blue."),
+    ("The user has 2 cats.", "The user has 2 dogs."),
+    ("The user lives in Berlin.", "The user lives in Berlin with two cats."),
+])
+def test_detector_leaves_neighbours_and_added_detail_alone(old: str, new: str) -> None:
+    assert judge(old, new) is None
+
+
+def test_same_value_under_another_word_is_another_slot() -> None:
+    assert judge("The user's neighbour name is Anna.", "The user's neighbour colour is Anna.") \
+        is None
+
+
+async def test_sqlite_scan_reads_the_newest_current_memories_of_the_scope(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan is bounded; what it keeps must be the newest memories (a fact stated after
+    the bound's worth of older ones is still caught), never another user's, never history."""
+    import memorywire.store.timeline as timeline
+
+    monkeypatch.setattr(timeline, "CONFLICT_SCAN_LIMIT", 3)
+    s = SqliteStore(tmp_path / "t.db", embedder=HashingEmbedder(), clock=FakeClock(1_000_000))
+    s.clock = s._clock  # type: ignore[attr-defined]
+    try:
+        for text in ("The user is allergic to nuts.", "The user's sister is Anna.",
+                     "The user's dentist is Dr Meyer."):
+            await _put(s, text)
+        klm = await _put(s, KLM)
+        await s.remember(RememberRequest(agent_id="a", user_id="other", content=EASYJET,
+                                         type=MemoryType.SEMANTIC))
+        resp = await s.remember(RememberRequest(agent_id="a", user_id="u", content=RYANAIR,
+                                                type=MemoryType.SEMANTIC))
+        assert [c.id for c in resp.conflicts or []] == [klm]
+        later = await s.remember(RememberRequest(agent_id="a", user_id="u", content=EASYJET,
+                                                 type=MemoryType.SEMANTIC, supersedes=[resp.id]))
+        assert [c.id for c in later.conflicts or []] == [klm]  # the superseded one is history
+    finally:
+        await s.aclose()

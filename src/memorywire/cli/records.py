@@ -85,7 +85,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _update(args: argparse.Namespace) -> int:
-    doc = _doc(args, "agent_id", "user_id", "id", "content", "metadata", "confidence", "reason")
+    doc = _doc(args, "agent_id", "user_id", "id", "content", "metadata", "confidence",
+               "supersedes", "reason")
     return _run(args, lambda m: m.update(doc), _show_one)
 
 
@@ -123,7 +124,8 @@ def register_records(sub: Any) -> None:
     p.add_argument("--all", action="store_true", help="follow next_cursor to the end")
     p.set_defaults(handler=_list)
 
-    p = sub.add_parser("update", help="change a memory's content, metadata or confidence")
+    p = sub.add_parser("update", help="change a memory's content, metadata or confidence, or "
+                                      "the memories it supersedes")
     _common(p)
     _agent(p)
     p.add_argument("id", metavar="ID")
@@ -131,6 +133,8 @@ def register_records(sub: Any) -> None:
     p.add_argument("--metadata", type=_json_arg,
                    help="JSON object of keys to set; a key set to null is removed")
     p.add_argument("--confidence", type=float)
+    p.add_argument("--supersedes", action="append", metavar="OLD_ID",
+                   help="a memory this one replaces (repeatable): it leaves default recall")
     p.add_argument("--reason", help="why (kept in the memory's history)")
     p.set_defaults(handler=_update)
 

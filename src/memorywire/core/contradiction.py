@@ -4,19 +4,33 @@ Two statements contradict when they talk about the same subject but give it a di
 value, or when they agree except for a negation. Words are split (stop words dropped) into
 *subject* words (lower-case: "favourite", "airline", "lives", "cats") and *value* words
 (names and numbers: capitalised after the first word, or holding a digit: "KLM", "Berlin",
-"3", "S24"):
+"3", "S24"). Subject words are normalised before they are compared, so that the ways agents
+phrase one slot meet: a plural ``s`` is dropped, and the words of a few common slots share a
+class (``_SLOTS``: "favourite"/"prefers"/"loves", "lives"/"moved"/"home", "works"/"job"/
+"employer", "fly"/"airline"). *Change cues* ("now", "switched", "changed", "new", "instead")
+say that a statement replaces something; they are not subject words.
 
-- similarity = Jaccard overlap of the subject words; a candidate needs at least
-  :data:`MIN_SIMILARITY` (more than one shared subject word in three);
-- and either a negation in exactly one side, or each side having a word the other lacks,
-  neither more than :data:`MAX_VALUE_WORDS` (a value is a name, a number, a short phrase; a
-  long difference is another statement, and a pure addition is more detail, not a change).
+A candidate is found by one of three rules, each naming itself in the why string:
+
+- **negation**: the subjects overlap (Jaccard ≥ :data:`MIN_SIMILARITY`) and exactly one side
+  is negated;
+- **frame**: both sentences are the same words except for one short span each (≤
+  :data:`MAX_VALUE_WORDS` words) and the shared words hold at least two subject words: "the
+  user's job title is *principal architect*" / "… is *team lead*" (lower-case values are
+  invisible to the word split);
+- **value**: the subjects overlap enough and each side has a word the other lacks, neither
+  more than :data:`MAX_VALUE_WORDS` (a value is a name, a number, a short phrase; a long
+  difference is another statement, a pure addition is more detail, not a change). Overlap is
+  Jaccard ≥ :data:`MIN_SIMILARITY`; when either statement carries a change cue it is enough
+  that the smaller subject is at least half inside the larger one ("switched to Marriott
+  hotels" against "favourite hotel chain is Hilton"), as long as a specific word (not a
+  preference word) is shared.
 
 Unrelated near neighbours share the frame but not the subject ("favourite airline is KLM" /
 "favourite hotel chain is Hilton": one subject word in four), so they stay below the bar.
-Known blind spots: a paraphrase with no subject word in common ("works at X" → "has a new
-job at Y") is missed, and two subjects sharing a frame word can be confused. The why string
-names what differs, for the reviewer.
+Known blind spots: a paraphrase naming the slot with words outside the classes and sharing
+none ("favourite food is tacos" → "now loves lasagne most") is missed, and two subjects
+sharing a frame word can be confused. The why string names what differs, for the reviewer.
 """
 
 from __future__ import annotations
@@ -26,7 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["MIN_SIMILARITY", "Candidate", "find_conflicts"]
+__all__ = ["MIN_SIMILARITY", "Candidate", "find_conflicts", "judge"]
 
 MIN_SIMILARITY = 0.4
 MAX_VALUE_WORDS = 3
@@ -37,9 +51,29 @@ _NEGATIONS = frozenset({"not", "no", "never", "don't", "doesn't", "isn't", "didn
 _STOP = frozenset(" ".join((
     "a an the is are was were be been being am of to in on at for with by from and or as that",
     "this these those it its it's user user's users he she they we i you his her their our my",
-    "your me him them has have had do does did will would should can could now currently also",
-    "just still then there here so very really",
+    "your me him them has have had do does did will would should can could also",
+    "just still then there here so very really most",
 )).split())
+#: Words saying a statement replaces an earlier one; not about any subject.
+_CUES = frozenset(" ".join((
+    "now currently switched switch changed change changes new newly instead anymore longer",
+    "moved since lately recently became become turned days",
+)).split())
+#: Words that name one slot in different ways; each maps to its class name.
+_SLOTS = {w: cls for cls, words in {
+    "=pref": "favourite favorite prefer prefers preferred love loves loved like likes enjoy "
+             "enjoys",
+    "=home": "live lives living home based resides reside address",
+    "=work": "work works working job employer employed company",
+    "=fly": "fly flies flying flight flights airline airlines",
+    "=role": "promoted position role",
+}.items() for w in words.split()}
+#: Two-word names of a slot, read before single words ("job title" is not "job").
+_COMPOUNDS = {("job", "title"): "=role"}
+#: Slot words that also say the value changed ("was promoted to").
+_SLOT_CUES = frozenset({"promoted"})
+#: Classes too generic to count as a shared subject on their own.
+_GENERIC = frozenset({"=pref"})
 
 
 @dataclass(frozen=True)
@@ -51,45 +85,133 @@ class Candidate:
 
 @dataclass(frozen=True)
 class _Parsed:
+    words: tuple[str, ...]
     subject: frozenset[str]
     values: frozenset[str]
     negated: bool
+    cue: bool
+    #: Lower-case words closing the sentence after its last function word ("… is *team
+    #: lead*", "… promoted to *director*"): the object, a value unless the other side has it
+    #: as a subject word.
+    tail: frozenset[str]
+    #: Every lower-case word that is not a stop word (the frame rule needs two shared).
+    content: frozenset[str]
+
+
+def _norm(low: str) -> str:
+    if low in _SLOTS:
+        return _SLOTS[low]
+    if len(low) > 3 and low.endswith("s") and not low.endswith("ss"):
+        low = low[:-1]
+    return _SLOTS.get(low, low)
 
 
 @lru_cache(maxsize=65536)
 def _parse(text: str) -> _Parsed:
-    """Content words split into *subject* words (lower-case) and *value* words (names and
-    numbers: capitalised after the first word, or holding a digit)."""
+    """Content words split into *subject* words (lower-case, normalised) and *value* words
+    (names and numbers: capitalised after the first word, or holding a digit)."""
     tokens = _WORD.findall(text)
-    subject, values, negated = set(), set(), False
+    subject, values, negated, cue = set(), set(), False, False
+    lows = [t.lower() for t in tokens]
+    skip = False
     for n, tok in enumerate(tokens):
-        low = tok.lower()
-        if low in _NEGATIONS:
+        low = lows[n]
+        if skip:
+            skip = False
+            continue
+        if (low, lows[n + 1] if n + 1 < len(lows) else "") in _COMPOUNDS:
+            subject.add(_COMPOUNDS[(low, lows[n + 1])])
+            skip = True
+        elif low in _SLOT_CUES:
+            subject.add(_SLOTS[low])
+            cue = True
+        elif low in _NEGATIONS:
             negated = True
+        elif low in _CUES:
+            cue = True
         elif low in _STOP:
             continue
         elif any(ch.isdigit() for ch in tok) or (n > 0 and tok[0].isupper()):
             values.add(low)
         else:
-            subject.add(low)
-    return _Parsed(frozenset(subject), frozenset(values), negated)
+            subject.add(_norm(low))
+    end = len(lows)
+    while end and lows[end - 1] in _STOP:
+        end -= 1
+    start = end
+    while start and not (lows[start - 1] in _STOP or lows[start - 1] in _CUES
+                         or lows[start - 1] in _NEGATIONS):
+        start -= 1
+    tail = {_norm(w) for w in lows[start:end]} & subject if end - start <= MAX_VALUE_WORDS \
+        else set()
+    return _Parsed(tuple(lows), frozenset(subject), frozenset(values),
+                   negated, cue, frozenset(tail if subject - tail else ()),
+                   frozenset(w for w in lows if w not in _STOP))
+
+
+def _frame(a: _Parsed, b: _Parsed) -> tuple[str, str, str] | None:
+    """``(frame words, old span, new span)`` when the sentences differ in one short span."""
+    x, y = a.words, b.words
+    p = 0
+    while p < min(len(x), len(y)) and x[p] == y[p]:
+        p += 1
+    s = 0
+    while s < min(len(x), len(y)) - p and x[-1 - s] == y[-1 - s]:
+        s += 1
+    old, new = x[p:len(x) - s], y[p:len(y) - s]
+    if not old or not new or len(old) > MAX_VALUE_WORDS or len(new) > MAX_VALUE_WORDS:
+        return None
+    if any(w in _NEGATIONS or w in _CUES for w in old + new):
+        return None
+    if a.values.intersection(x[len(x) - s:]):
+        return None  # the same value after a different word: another slot, not a new value
+    kept = [w for w in x[:p] + x[len(x) - s:] if w not in _STOP and w not in _NEGATIONS]
+    if len({_norm(w) for w in kept} - _GENERIC) < 2:
+        return None
+    return " ".join(kept), " ".join(old), " ".join(new)
+
+
+def _subjects(a: _Parsed, b: _Parsed) -> tuple[frozenset[str], frozenset[str]]:
+    """Each side's subject words less the words of its tail the other side lacks (those
+    are the value)."""
+    return a.subject - (a.tail - b.subject), b.subject - (b.tail - a.subject)
+
+
+def _overlap(sa: frozenset[str], sb: frozenset[str], cue: bool) -> float:
+    """Jaccard of the subjects, or (after a change cue) the share of the smaller subject
+    inside the larger; 0 unless a specific (not only a preference) word is shared."""
+    shared = sa & sb
+    if not shared - _GENERIC:
+        return 0.0
+    jaccard = len(shared) / len(sa | sb)
+    if not cue:
+        return jaccard
+    contained = len(shared) / min(len(sa), len(sb))
+    return max(jaccard, contained / 2 if contained < 1 else MIN_SIMILARITY)
 
 
 def judge(old: str, new: str) -> tuple[float, str] | None:
     """``(similarity, why)`` when ``new`` looks like a changed value of ``old``; the
-    similarity is the Jaccard overlap of their subject words."""
+    similarity is the overlap of their subject words (see the module doc)."""
     a, b = _parse(old), _parse(new)
-    if not a.subject or not b.subject:
+    frame = _frame(a, b) if a.negated == b.negated else None
+    if frame is not None:
+        sim = max(len(a.subject & b.subject) / max(len(a.subject | b.subject), 1),
+                  MIN_SIMILARITY)
+        return sim, f"same frame ({frame[0]}), value differs: {frame[1]} → {frame[2]}"
+    sa, sb = _subjects(a, b)
+    if not sa or not sb:
         return None
-    shared = a.subject & b.subject
-    sim = len(shared) / len(a.subject | b.subject)
+    sim = _overlap(sa, sb, a.cue or b.cue)
     if sim < MIN_SIMILARITY:
         return None
-    old_only = sorted((a.subject | a.values) - (b.subject | b.values))
-    new_only = sorted((b.subject | b.values) - (a.subject | a.values))
-    about = ", ".join(sorted(shared))
+    about = ", ".join(sorted(w.lstrip("=") for w in sa & sb))
     if a.negated != b.negated:
         return sim, f"same subject ({about}), negation differs"
+    old_only = sorted((a.subject | a.values) - (b.subject | b.values))
+    new_only = sorted((b.subject | b.values) - (a.subject | a.values))
+    old_only = [w for w in old_only if not w.startswith("=")]
+    new_only = [w for w in new_only if not w.startswith("=")]
     if not old_only or not new_only:
         return None  # identical, or only added detail: not a different value
     if len(old_only) > MAX_VALUE_WORDS or len(new_only) > MAX_VALUE_WORDS:
@@ -102,10 +224,12 @@ def judge(old: str, new: str) -> tuple[float, str] | None:
 def find_conflicts(new: str, stored: Iterable[tuple[str, str]],
                    limit: int = 5) -> list[Candidate]:
     """The stored ``(id, text)`` pairs that ``new`` seems to contradict, most similar first."""
-    subject = _parse(new).subject
+    parsed = _parse(new)
+    subject, words = parsed.subject - _GENERIC, parsed.content
     out = []
     for id, text in stored:
-        if subject.isdisjoint(_parse(text).subject):
+        other = _parse(text)
+        if subject.isdisjoint(other.subject) and len(words & other.content) < 2:
             continue  # the common case, decided without building a verdict
         verdict = judge(text, new)
         if verdict is not None:

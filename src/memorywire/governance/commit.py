@@ -22,7 +22,8 @@ from memorywire.errors import BackendUnavailable, Conflict, MemorywireError, Rat
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.queue import ApprovalQueue, QueueItem
 from memorywire.governance.worker import GovWorker
-from memorywire.store.base import MemoryStore, UpdateRequest
+from memorywire.store.base import MemoryStore
+from memorywire.store.timeline import apply_update
 from memorywire.wire.memory_ops import UpdateMemoryRequest
 from memorywire.wire.models import ExpireRequest, ForgetRequest, MergeRequest, RememberRequest
 
@@ -146,13 +147,7 @@ class CommitDriver:
                 er.matched_ids or []
             )
         if fresh.operation == "update":
-            w = UpdateMemoryRequest.model_validate(req)
-            rec = await self._inner.update(
-                UpdateRequest(
-                    agent_id=w.agent_id, id=w.id, user_id=w.user_id, content=w.content,
-                    metadata_patch=w.metadata, confidence=w.confidence, reason=w.reason,
-                )
-            )
+            rec = await apply_update(self._inner, UpdateMemoryRequest.model_validate(req))
             return {"updated": rec.id}, [rec.id]
         mreq = MergeRequest.model_validate(req)
         mr = await self._inner.merge(mreq)

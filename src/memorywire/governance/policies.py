@@ -9,7 +9,14 @@ File format (JSON)::
 
     {"default": "commit",
      "rules": [{"name": "untrusted", "match": {"source": ["web_page", "tool_result"]},
-                "decision": "review", "reason": "content from the open web"}]}
+                "decision": "review", "reason": "content from the open web"}],
+     "conflicts": {"action": "review", "min_similarity": 0.5}}
+
+``conflicts`` says what happens when a remember contradicts stored memories (the write-time
+detector of :mod:`memorywire.core.contradiction`): ``report`` (the default) lists them in the
+response and changes nothing; ``auto`` supersedes those at or above ``min_similarity``;
+``review`` stages such a write for approval, proposing to supersede them; ``off`` does not
+look (and saves the scan). ``"conflicts": "auto"`` is short for ``{"action": "auto"}``.
 """
 
 from __future__ import annotations
@@ -20,14 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memorywire.errors import ErrorDetail, InvalidRequest
 from memorywire.wire.models import RememberRequest
 
-__all__ = ["Decision", "Match", "PolicyDecision", "PolicySet", "Rule"]
+__all__ = ["ConflictAction", "ConflictPolicy", "Decision", "Match", "PolicyDecision",
+           "PolicySet", "Rule"]
 
 Decision = Literal["commit", "review", "reject"]
+ConflictAction = Literal["report", "auto", "review", "off"]
 Operation = Literal["remember", "forget", "merge", "expire", "update"]
 _MEMORY_FACTS = ("source", "type", "tags", "confidence_below", "content_size_over")
 
@@ -56,9 +65,22 @@ class Rule(_Model):
     reason: str | None = None
 
 
+class ConflictPolicy(_Model):
+    action: ConflictAction = "report"
+    #: Only candidates at least this similar are superseded (``auto``) or staged (``review``);
+    #: weaker ones are still reported.
+    min_similarity: float = Field(default=0.0, ge=0.0, le=1.0)
+
+
 class _PolicyFile(_Model):
     default: Decision = "commit"
     rules: list[Rule] = Field(default_factory=list)
+    conflicts: ConflictPolicy = Field(default_factory=ConflictPolicy)
+
+    @field_validator("conflicts", mode="before")
+    @classmethod
+    def _short(cls, value: Any) -> Any:
+        return {"action": value} if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)
@@ -105,13 +127,19 @@ def _matches(m: Match, operation: str, agent_id: str, user_id: str | None, req: 
 class PolicySet:
     """An immutable, ordered rule list; build a new one to change policy."""
 
-    def __init__(self, rules: Sequence[Rule] = (), default: Decision = "commit") -> None:
+    def __init__(self, rules: Sequence[Rule] = (), default: Decision = "commit",
+                 conflicts: ConflictPolicy | None = None) -> None:
         self._rules = tuple(rules)
         self._default: Decision = default
+        self._conflicts = conflicts or ConflictPolicy()
 
     @property
     def rules(self) -> tuple[Rule, ...]:
         return self._rules
+
+    @property
+    def conflicts(self) -> ConflictPolicy:
+        return self._conflicts
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PolicySet:
@@ -123,7 +151,7 @@ class PolicySet:
                 for e in exc.errors()
             ]
             raise InvalidRequest("invalid governance policy", details) from exc
-        return cls(parsed.rules, parsed.default)
+        return cls(parsed.rules, parsed.default, parsed.conflicts)
 
     @classmethod
     def from_file(cls, path: str | Path) -> PolicySet:
@@ -137,10 +165,13 @@ class PolicySet:
         return cls.from_dict(data)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "default": self._default,
             "rules": [r.model_dump(exclude_none=True) for r in self._rules],
         }
+        if self._conflicts != ConflictPolicy():  # unchanged hash for policies without it
+            out["conflicts"] = self._conflicts.model_dump()
+        return out
 
     def decide(
         self, operation: str, agent_id: str, user_id: str | None = None, request: Any = None

@@ -146,7 +146,14 @@ class ReviewBuilder:
             after["metadata"] = meta
         if req.confidence is not None:
             after["confidence"] = req.confidence
-        return Diff(modified=[{"id": rec.id, "before": before, "after": after}])
+        rows = [{"id": rec.id, "before": before, "after": after}]
+        for old_id in req.supersedes or []:  # each would leave default recall
+            old = await self._inner.get(req.agent_id, old_id, req.user_id)
+            if old is not None:
+                was = _rec(old)
+                rows.append({"id": old_id, "before": was, "relation": "superseded",
+                             "after": {**was, "superseded_by": rec.id}})
+        return Diff(modified=rows)
 
     async def _expire_diff(self, req: ExpireRequest) -> Diff:
         """What the policy selects now, from the first 1,000 memories in scope.

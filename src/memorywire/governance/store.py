@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from memorywire.governance.audit import AuditLog
 from memorywire.governance.chain import canonical_json, sha256_hex
 from memorywire.governance.checks import check_committable, check_remember
 from memorywire.governance.commit import CommitDriver
+from memorywire.governance.conflicts import apply_auto, proposal
 from memorywire.governance.db import is_postgres_url
 from memorywire.governance.desk import ReviewDesk
 from memorywire.governance.keys import AuditKey, default_key_path
@@ -56,8 +57,10 @@ from memorywire.governance.review import ReviewBuilder
 from memorywire.governance.worker import GovWorker
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
 from memorywire.store.cascade import expand_cascade
+from memorywire.store.timeline import no_conflict_scan
 from memorywire.wire.memory_ops import UpdateMemoryRequest
 from memorywire.wire.models import (
+    ConflictCandidate,
     ExpireRequest,
     ExpireResponse,
     ForgetRequest,
@@ -329,10 +332,16 @@ class GovernedStore(ReviewDesk):
         item_id = req.id or new_id(self._clock.now_ms())
         req = req.model_copy(update={"id": item_id, "approval_required": False})
         content_h = self._keyed("content_hmac", req.content)
+        on_conflict = self._policies.conflicts
+        found: builtins.list[ConflictCandidate] = []
+        reasoning = f"governance policy rule '{rule}'" if rule else "the writer asked for approval"
+        if decision != "review" and on_conflict.action == "review":
+            staged, found = await proposal(self._inner, req, on_conflict)
+            if staged is not None:
+                decision, req = "review", staged
+                reasoning = (f"contradicts stored memories {', '.join(staged.supersedes or [])}"
+                             "; approving supersedes them (governance conflicts: review)")
         if decision == "review":
-            reasoning = (
-                f"governance policy rule '{rule}'" if rule else "the writer asked for approval"
-            )
             await check_remember(self._inner, req)
             item = await self._stage(
                 "remember",
@@ -349,18 +358,25 @@ class GovernedStore(ReviewDesk):
                 stores=[],
                 pending_approval=True,
                 approval_url=self.approval_url(item.id),
+                conflicts=found or None,
             )
         await self._refuse_if_staged(req.agent_id, item_id)
         meta = {**content_h, "type": req.type.value, "source": req.source,
                 "user_id": req.user_id}
         await self._phase("intent", "remember", req.agent_id, [item_id], meta)
         try:
-            resp = await self._inner.remember(req)
+            # ``review`` has looked already; ``off`` does not want the scan's cost
+            with no_conflict_scan() if on_conflict.action in ("off", "review") else nullcontext():
+                resp = await self._inner.remember(req)
         except MemorywireError as exc:
             await self._phase("failed", "remember", req.agent_id, [item_id], {"error": exc.code})
             raise
         done = {**meta, "stores": resp.stores}
         await self._phase("done", "remember", req.agent_id, [resp.id], done)
+        if found:
+            resp = resp.model_copy(update={"conflicts": found})
+        if on_conflict.action == "auto":
+            await apply_auto(self, req, resp, on_conflict)
         return resp
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:

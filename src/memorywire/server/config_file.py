@@ -9,7 +9,8 @@ optional (see docs/configuration.md, field by field):
 - ``stores``: a list of ``{url, name, weight, primary}``; more than one becomes a router.
 - ``router``: how several stores are fused (``quorum``, ``remember_policy``,
   ``deadline_s``, ``rrf_k``).
-- ``governance``: ``enabled``, ``database`` and the policy (``default``, ``rules``), mapped
+- ``governance``: ``enabled``, ``database`` and the policy (``default``, ``rules``,
+  ``conflicts``), mapped
   onto :class:`~memorywire.governance.policies.PolicySet`.
 
 Every key is checked here, so a misspelt one is refused with its full path
@@ -39,7 +40,8 @@ _ROUTER_KEYS = {
     "rrf_k": "rrf_k",
     "outbox": "router_outbox",
 }
-_GOVERNANCE_KEYS = ("enabled", "database", "default", "rules")
+_GOVERNANCE_KEYS = ("enabled", "database", "default", "rules", "conflicts")
+_POLICY_KEYS = ("default", "rules", "conflicts")
 
 
 @dataclass(frozen=True)
@@ -99,10 +101,10 @@ def _governance(path: str | Path, value: Any) -> dict[str, Any]:
         values["governance"] = gov["enabled"]
     if "database" in gov:
         values["governance_db"] = gov["database"]
-    if "default" in gov or "rules" in gov:
+    if any(k in gov for k in _POLICY_KEYS):
         from memorywire.governance.policies import PolicySet
 
-        policy: dict[str, Any] = {k: gov[k] for k in ("default", "rules") if k in gov}
+        policy: dict[str, Any] = {k: gov[k] for k in _POLICY_KEYS if k in gov}
         try:
             PolicySet.from_dict(policy)
         except InvalidRequest as exc:

@@ -28,7 +28,8 @@ TOOLS: dict[str, str] = {
     "recall": "Search an agent's memories by meaning and words; results are ordered best first.",
     "get": "Read one memory by its id.",
     "list": "List an agent's memories oldest first, a page at a time (pass next_cursor on).",
-    "update": "Change a memory's content, metadata or confidence; its history keeps the change.",
+    "update": "Change a memory's content, metadata or confidence, or name the memories it "
+              "supersedes; its history keeps the change.",
     "history": "Every recorded change of one memory: who, when, why and which operation.",
     "forget": "Forget memories by ids or metadata filter. Staged for a human reviewer.",
     "erase": "Erase every memory of an agent or of one user. Staged for a human reviewer.",

@@ -24,7 +24,8 @@ from memorywire.errors import CapabilityMissing, ErrorDetail, InvalidRequest, No
 from memorywire.governance import GovernedStore
 from memorywire.governance.actor import acting_as
 from memorywire.server.auth import Principal, Role
-from memorywire.store.base import Capability, ListQuery, MemoryStore, UpdateRequest
+from memorywire.store.base import Capability, ListQuery, MemoryStore
+from memorywire.store.timeline import apply_update
 from memorywire.wire.memory_ops import (
     EraseRequest,
     EraseResponse,
@@ -112,17 +113,7 @@ class RecordOperations:
                     pending_approval=True, approval_url=governed.approval_url(staged)
                 )
         with acting_as(p.name, p.token_id):
-            rec = await self.store.update(
-                UpdateRequest(
-                    agent_id=req.agent_id,
-                    id=req.id,
-                    user_id=req.user_id,
-                    content=req.content,
-                    metadata_patch=req.metadata,
-                    confidence=req.confidence,
-                    reason=req.reason,
-                )
-            )
+            rec = await apply_update(self.store, req)
         return UpdateMemoryResponse(memory=rec, pending_approval=False)
 
     async def history(self, req: HistoryRequest, p: Principal) -> HistoryResponse:

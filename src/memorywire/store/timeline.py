@@ -10,8 +10,11 @@ contradiction candidates among the scope's memories, and filters recall to what 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
+from memorywire.core.content import Edge, edges_of, edges_to_storage
 from memorywire.core.contradiction import find_conflicts
 from memorywire.core.records import ListQuery, UpdateRequest
 from memorywire.core.timeline import (
@@ -22,8 +25,9 @@ from memorywire.core.timeline import (
     time_metadata,
     validity_of,
 )
-from memorywire.errors import NotFound
+from memorywire.errors import InvalidRequest, NotFound
 from memorywire.store.base import MemoryStore
+from memorywire.wire.memory_ops import UpdateMemoryRequest
 from memorywire.wire.models import (
     ConflictCandidate,
     Link,
@@ -35,13 +39,18 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["CONFLICT_SCAN_LIMIT", "recall_in_time", "remember_in_time", "supersede"]
+__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "apply_update", "conflicts_for", "no_conflict_scan",
+           "recall_in_time", "remember_in_time", "supersede", "update_in_time"]
 
 #: How many of the scope's memories (of the same type) the detector compares a write with.
 CONFLICT_SCAN_LIMIT = 1000
 _FACT_TYPES = (MemoryType.SEMANTIC, MemoryType.EPISODIC, MemoryType.EMOTIONAL)
 
 Write = Callable[[Sequence[RememberRequest]], Awaitable[list[RememberResponse]]]
+#: A store's own cheap read of the detector's candidates: ``(agent_id, user_id, type, limit)``
+#: to ``(id, text)`` of the scope's current memories, newest first. Without one, a write reads
+#: the scope through ``list`` (whole records: several times the cost on a large scope).
+Scan = Callable[[str, str | None, "MemoryType", int], Awaitable[list[tuple[str, str]]]]
 Search = Callable[[RecallRequest], Awaitable[RecallResponse]]
 
 
@@ -61,6 +70,20 @@ def _plain(req: RememberRequest) -> RememberRequest:
 
 Scope = tuple[str, str | None, MemoryType]
 
+#: Set while a caller has already looked, or asked not to look (a governance policy).
+_NO_SCAN: ContextVar[bool] = ContextVar("memorywire_no_conflict_scan", default=False)
+
+
+@contextmanager
+def no_conflict_scan() -> Iterator[None]:
+    """Remembers in this block (in this task and the tasks it starts) skip the conflict scan
+    and report no ``conflicts``."""
+    token = _NO_SCAN.set(True)
+    try:
+        yield
+    finally:
+        _NO_SCAN.reset(token)
+
 
 async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
     """``(id, text)`` of the scope's current memories of one type: the detector's candidates."""
@@ -77,23 +100,32 @@ async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
 
 
 async def _conflicts(store: MemoryStore, req: RememberRequest,
-                     seen: dict[Scope, list[tuple[str, str]]]) -> list[ConflictCandidate]:
+                     seen: dict[Scope, list[tuple[str, str]]],
+                     scan: Scan | None) -> list[ConflictCandidate]:
     """Candidates for one write; ``seen`` shares one scan per scope across a batch (a batch
     is compared with what was stored before it, not with itself)."""
-    if req.type not in _FACT_TYPES or not isinstance(req.content, str):
+    if req.type not in _FACT_TYPES or not isinstance(req.content, str) or _NO_SCAN.get():
         return []
     scope = (req.agent_id, req.user_id, req.type)
     if scope not in seen:
-        seen[scope] = await _current(store, scope)
+        seen[scope] = (await scan(*scope, CONFLICT_SCAN_LIMIT) if scan is not None
+                       else await _current(store, scope))
     skip = {req.id, *(req.supersedes or [])}
     pairs = [(i, text) for i, text in seen[scope] if i not in skip]
     return [ConflictCandidate(id=c.id, similarity=c.similarity, why=c.why)
             for c in find_conflicts(req.content, pairs)]
 
 
+async def conflicts_for(store: MemoryStore, req: RememberRequest) -> list[ConflictCandidate]:
+    """What a remember of ``req`` would report as ``conflicts``, without writing it (for a
+    policy that decides before the write; reads through ``list``, so any store works)."""
+    return await _conflicts(store, req, {}, None)
+
+
 async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
-                           write: Write) -> list[RememberResponse]:
-    """``write`` (the store's own batch remember) with validity, supersession and conflicts.
+                           write: Write, scan: Scan | None = None) -> list[RememberResponse]:
+    """``write`` (the store's own batch remember) with validity, supersession and conflicts;
+    ``scan``, when the store has one, reads the detector's candidates (see :data:`Scan`).
 
     Every id in ``supersedes`` must name a live memory of the same agent and user, checked
     before anything is written (``NotFound`` otherwise).
@@ -106,7 +138,7 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
                 raise NotFound(f"supersedes: memory {old_id!r} not found")
             olds[(req.agent_id, old_id)] = rec
     seen: dict[Scope, list[tuple[str, str]]] = {}
-    conflicts = [await _conflicts(store, req, seen) for req in reqs]
+    conflicts = [await _conflicts(store, req, seen, scan) for req in reqs]
     responses = await write([_plain(req) for req in reqs])
     out = []
     for req, resp, found in zip(reqs, responses, conflicts, strict=True):
@@ -140,6 +172,50 @@ async def supersede(store: MemoryStore, agent_id: str, new_id: str, old_ids: Seq
         if old is None:
             raise NotFound(f"supersedes: memory {old_id!r} not found")
         await _close(store, old, new_id, start, user_id)
+
+
+async def update_in_time(store: MemoryStore, req: UpdateRequest | None, agent_id: str, id: str,
+                         supersedes: Sequence[str], user_id: str | None = None,
+                         ) -> MemoryRecord:
+    """An update (``req``; ``None`` when only ``supersedes`` was sent) that also makes memory
+    ``id`` supersede ``supersedes``, with remember's rule: every id must name a live memory
+    of the same agent and user, checked before anything changes (``NotFound``); then the
+    update, a typed ``supersedes`` edge from ``id`` to each, and each closed at ``id``'s
+    ``valid_from``. Goes through ``store.update``, so a governed store audits every step."""
+    if id in supersedes:
+        raise InvalidRequest("supersedes must not name the memory itself")
+    if await store.get(agent_id, id, user_id) is None:
+        raise NotFound(f"memory {id!r} not found")
+    for old_id in supersedes:
+        if await store.get(agent_id, old_id, user_id) is None:
+            raise NotFound(f"supersedes: memory {old_id!r} not found")
+    rec = await store.update(req) if req is not None else None
+    if supersedes:
+        current = rec or await store.get(agent_id, id, user_id)
+        edges = edges_of(current.metadata if current else None)
+        wanted = [*edges, *(Edge(old, "supersedes") for old in supersedes)]
+        if len(dict.fromkeys(wanted)) > len(dict.fromkeys(edges)):
+            await store.update(UpdateRequest(
+                agent_id=agent_id, id=id, user_id=user_id,
+                metadata_patch={"links": edges_to_storage(wanted)},
+                reason=f"supersedes {', '.join(supersedes)}"))
+        await supersede(store, agent_id, id, supersedes, user_id)
+    final = await store.get(agent_id, id, user_id)
+    if final is None:
+        raise NotFound(f"memory {id!r} not found")
+    return final
+
+
+async def apply_update(store: MemoryStore, w: UpdateMemoryRequest) -> MemoryRecord:
+    """The wire's ``update`` on a store (directly, or when a staged one is approved): a plain
+    ``store.update``, or with ``supersedes`` the rule of :func:`update_in_time`."""
+    plain = None if w.content is None and w.metadata is None and w.confidence is None else \
+        UpdateRequest(agent_id=w.agent_id, id=w.id, user_id=w.user_id, content=w.content,
+                      metadata_patch=w.metadata, confidence=w.confidence, reason=w.reason)
+    if not w.supersedes:
+        assert plain is not None  # the model refuses an update that changes nothing
+        return await store.update(plain)
+    return await update_in_time(store, plain, w.agent_id, w.id, w.supersedes, w.user_id)
 
 
 async def recall_in_time(req: RecallRequest, search: Search, now: int) -> RecallResponse:

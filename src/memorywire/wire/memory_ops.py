@@ -83,6 +83,8 @@ class UpdateMemoryRequest(_Strict):
     content: Annotated[str, Field(min_length=1)] | dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     confidence: Confidence | None = None
+    #: NEW (v0.1): memories this one replaces, the rule of ``RememberRequest.supersedes``.
+    supersedes: Annotated[list[Id], Field(min_length=1, max_length=100)] | None = None
     reason: str | None = None
 
     @field_validator("content", "metadata")
@@ -93,8 +95,12 @@ class UpdateMemoryRequest(_Strict):
         return v
 
     def model_post_init(self, __context: Any) -> None:
-        if self.content is None and self.metadata is None and self.confidence is None:
-            raise ValueError("update needs at least one of 'content', 'metadata', 'confidence'")
+        if (self.content is None and self.metadata is None and self.confidence is None
+                and self.supersedes is None):
+            raise ValueError("update needs at least one of 'content', 'metadata', "
+                             "'confidence', 'supersedes'")
+        if self.supersedes is not None and self.id in self.supersedes:
+            raise ValueError("supersedes must not name the memory itself")
 
 
 class UpdateMemoryResponse(_Strict):

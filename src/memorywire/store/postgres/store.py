@@ -166,7 +166,11 @@ class PostgresStore:
         async def write(plain: Sequence[RememberRequest]) -> list[RememberResponse]:
             return await writes.remember_many(self._db, plain)
 
-        return await remember_in_time(self, reqs, write)
+        async def scan(agent_id: str, user_id: str | None, mtype: MemoryType,
+                       limit: int) -> list[tuple[str, str]]:
+            return await writes.conflict_scan(self._db, agent_id, user_id, mtype, limit)
+
+        return await remember_in_time(self, reqs, write, scan)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         req = await expand_cascade(self, req)

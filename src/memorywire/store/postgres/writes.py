@@ -15,12 +15,13 @@ from memorywire.core.content import content_to_storage, embed_text, fold_links
 from memorywire.core.ids import new_id
 from memorywire.core.records import RememberAction, Row, new_row, remember_action
 from memorywire.core.scoring import DEMOTE_FACTOR
+from memorywire.core.timeline import TIME_KEY
 from memorywire.errors import Conflict
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.sql import ROW_COLS, TABLE, reject_nul, row_of, vector_literal
-from memorywire.wire.models import RememberRequest, RememberResponse
+from memorywire.wire.models import MemoryType, RememberRequest, RememberResponse
 
-__all__ = ["remember_many", "write_row"]
+__all__ = ["conflict_scan", "remember_many", "write_row"]
 
 
 async def write_row(db: PgDb, conn: Conn, new: Row, text_changed: bool,
@@ -104,3 +105,19 @@ async def remember_many(db: PgDb, reqs: Sequence[RememberRequest]) -> list[Remem
                 (agent_id, n),
             )
     return out
+
+
+async def conflict_scan(db: PgDb, agent_id: str, user_id: str | None, mtype: MemoryType,
+                        limit: int) -> list[tuple[str, str]]:
+    """``(id, text)`` of the scope's current memories of one type, newest first: the
+    detector's candidates as two columns (superseded ones left out by the database), not a
+    whole ``list`` of records."""
+    async with db.tx() as conn:
+        cur = await conn.execute(
+            f"SELECT id, content FROM {TABLE} WHERE agent_id = %s "
+            "AND user_id IS NOT DISTINCT FROM %s AND type = %s AND deleted_at IS NULL "
+            "AND archived_at IS NULL AND (expires_at IS NULL OR expires_at > %s) "
+            f"AND metadata -> '{TIME_KEY}' ->> 'superseded_by' IS NULL "
+            "ORDER BY created_at DESC, id DESC LIMIT %s",
+            [agent_id, user_id, mtype.value, db.clock.now_ms(), limit])
+        return [(r["id"], r["content"]) for r in await cur.fetchall()]

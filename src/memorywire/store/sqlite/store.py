@@ -186,7 +186,12 @@ class SqliteStore:
         async def write(plain: Sequence[RememberRequest]) -> list[RememberResponse]:
             return await self._db.call(lambda: writes.remember_many(self._db, plain, vectors))
 
-        return await remember_in_time(self, reqs, write)
+        async def scan(agent_id: str, user_id: str | None, mtype: MemoryType,
+                       limit: int) -> builtins.list[tuple[str, str]]:
+            return await self._db.call(
+                lambda: writes.conflict_scan(self._db, agent_id, user_id, mtype, limit))
+
+        return await remember_in_time(self, reqs, write, scan)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         req = await expand_cascade(self, req)

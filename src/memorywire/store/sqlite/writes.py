@@ -14,14 +14,15 @@ import numpy as np
 from memorywire.core.content import content_to_storage, embed_text, fold_links, links_of
 from memorywire.core.ids import new_id
 from memorywire.core.records import RememberAction, new_row, remember_action
+from memorywire.core.timeline import TIME_KEY
 from memorywire.embed.base import Vectors
 from memorywire.store._vector_cache import CachedRow
-from memorywire.store.sqlite.db import SqliteDb
+from memorywire.store.sqlite.db import VISIBLE, SqliteDb
 from memorywire.store.sqlite.maintenance import ROW_COLS, row_of, write_row
 from memorywire.store.sqlite.schema import agent_number, scope_token, vid
-from memorywire.wire.models import RememberRequest, RememberResponse
+from memorywire.wire.models import MemoryType, RememberRequest, RememberResponse
 
-__all__ = ["remember_many"]
+__all__ = ["conflict_scan", "remember_many"]
 
 
 def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
@@ -90,3 +91,18 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
         for agent_id in revived:
             db.bump(conn, agent_id)
     return out
+
+
+def conflict_scan(db: SqliteDb, agent_id: str, user_id: str | None, mtype: MemoryType,
+                  limit: int) -> list[tuple[str, str]]:
+    """``(id, text)`` of the scope's current memories of one type, newest first: the
+    detector's candidates, read as two columns (no records built, superseded ones left out by
+    SQLite) so a remember into a large scope does not pay for a whole ``list``."""
+    if db.missing():
+        return []
+    with db.tx() as conn:
+        return [(r[0], r[1]) for r in conn.execute(
+            "SELECT id, content FROM memories WHERE agent_id = ? AND user_id IS ? AND type = ? "
+            f"AND {VISIBLE} AND json_extract(metadata, '$.{TIME_KEY}.superseded_by') IS NULL "
+            "ORDER BY created_at DESC, id DESC LIMIT ?",
+            (agent_id, user_id, mtype.value, db.clock.now_ms(), limit))]

@@ -82,9 +82,23 @@ async def remember_reports_conflicts(h: Harness, store: MemoryStore) -> None:
     assert set(await _ask(store)) >= {KLM, RYANAIR}
 
 
+async def conflicts_skip_history_and_other_users(h: Harness, store: MemoryStore) -> None:
+    """Only the writer's current memories are candidates: a value already superseded is
+    history, and another user's memories are not this user's facts."""
+    h.require(store, C.TIME)
+    await store.remember(rem("ag", KLM, id="a", user_id="u1"))
+    h.clock.advance(1000)
+    await store.remember(rem("ag", RYANAIR, id="b", user_id="u1", supersedes=["a"]))
+    await store.remember(rem("ag", KLM, id="x", user_id="u2"))
+    h.clock.advance(1000)
+    resp = await store.remember(rem("ag", EASYJET, id="c", user_id="u1"))
+    assert [c.id for c in resp.conflicts or []] == ["b"], f"conflicts: {resp.conflicts}"
+
+
 SCENARIOS: list[Scenario] = [
     scenario(supersedes_hides_the_old_value, C.SEMANTIC),
     scenario(chains_and_as_of, C.SEMANTIC),
     scenario(forgetting_the_newer_keeps_the_older_closed, C.SEMANTIC),
     scenario(remember_reports_conflicts, C.SEMANTIC),
+    scenario(conflicts_skip_history_and_other_users, C.SEMANTIC),
 ]

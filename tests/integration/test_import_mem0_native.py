@@ -23,8 +23,8 @@ from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 if importlib.util.find_spec("mem0") is None:
     pytest.skip("needs: pip install 'memorywire[mem0]'", allow_module_level=True)
 
-from memorywire.store.mem0 import Mem0Store  # noqa: E402
-from memorywire.store.mem0.mapping import EmbedderForMem0, import_mem0  # noqa: E402
+from memorywire.store.mem0 import Mem0Store
+from memorywire.store.mem0.mapping import EmbedderForMem0, import_mem0
 
 pytestmark = pytest.mark.anyio
 EMB = HashingEmbedder()

@@ -61,10 +61,24 @@ def _mem0(location: str, agent: str | None) -> ForeignSource:
     return Mem0NativeSource(location, default_agent=agent)
 
 
+def _letta(location: str, agent: str | None) -> ForeignSource:
+    from memorywire.portability.letta_native import LettaNativeSource
+
+    return LettaNativeSource(location, agent=agent)
+
+
+def _cognee(location: str, agent: str | None) -> ForeignSource:
+    from memorywire.portability.cognee_native import CogneeNativeSource
+
+    return CogneeNativeSource(location, agent=agent)
+
+
 #: ``--from-format`` name -> opener ``(location, --agent) -> source``.
 FORMATS: dict[str, Callable[[str, str | None], ForeignSource]] = {
     "memorywire-0.5": _mw05,
     "mem0": _mem0,
+    "letta": _letta,
+    "cognee": _cognee,
 }
 
 

@@ -1,49 +1,19 @@
-"""Imports from outside: data memorywire did not write, read into rows and moved like a dump.
+"""``--from-format``: which reader opens which kind of foreign data.
 
-A :class:`ForeignSource` reads one kind of foreign data (the first implementation's SQLite
-file, a native mem0 collection, a Letta agent's archival passages, a Cognee dataset) into
-:class:`~memorywire.core.records.Row` values, and names, as plan notes, what it holds that
-no record field carries and where it went. :func:`import_foreign` then plans, refuses a
-lossy plan ``allow_loss`` does not cover, and writes through the target's
-:class:`~memorywire.store.portable.PortableStore` door, as a dump import does (ids kept, so
-a second import is idempotent by id). Foreign data is read whole before anything is written:
-none of these sources has a stable cursor, and the plan must be complete before the first
-write. Vectors never travel (no source records which embedder made them); the target embeds.
+The readers live in modules of their own because each may reach its vendor's library (mem0,
+Cognee through the backend that loads it, Letta over HTTP); this registry is the one place
+that knows them all, imported by the CLI. The reading and writing rules are in
+:mod:`memorywire.portability.sources`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
 
-from memorywire.core.records import Row
 from memorywire.errors import InvalidRequest
-from memorywire.portability.moves import _write, portable
-from memorywire.portability.plan import FidelityPlan, FieldFate, FieldScan, plan_fidelity
-from memorywire.store.portable import ImportCounts, OnConflict
+from memorywire.portability.sources import ForeignData, ForeignSource, import_foreign
 
 __all__ = ["FORMATS", "ForeignData", "ForeignSource", "import_foreign", "open_foreign"]
-
-
-@dataclass
-class ForeignData:
-    rows: list[Row] = field(default_factory=list)
-    notes: list[FieldFate] = field(default_factory=list)
-
-
-class ForeignSource(Protocol):
-    @property
-    def name(self) -> str:
-        """Where the data comes from, without secrets (the plan's ``source``)."""
-        ...
-
-    @property
-    def kept_fields(self) -> frozenset[str]:
-        """The row fields this kind of source can fill (the rest are never carried)."""
-        ...
-
-    async def read(self) -> ForeignData: ...
 
 
 def _mw05(location: str, agent: str | None) -> ForeignSource:
@@ -89,22 +59,3 @@ def open_foreign(fmt: str, location: str, agent: str | None = None) -> ForeignSo
         raise InvalidRequest(f"unknown --from-format {fmt!r}; known: "
                              f"memorywire-export, {', '.join(FORMATS)}") from None
     return opener(location, agent)
-
-
-async def import_foreign(store: Any, source: ForeignSource, *,
-                         on_conflict: OnConflict = OnConflict.SKIP,
-                         allow_loss: set[str] | None = None,
-                         page: int = 500) -> tuple[FidelityPlan, ImportCounts]:
-    """Read ``source`` whole, plan, refuse unallowed loss, then write page by page."""
-    dst = portable(store)
-    data = await source.read()
-    scan = FieldScan()
-    for row in data.rows:
-        scan.add(row)
-    plan = plan_fidelity(source.name, getattr(store, "name", "?"), source.kept_fields,
-                         dst.kept_fields, scan, tuple(data.notes))
-    plan.refuse_unless(allow_loss or set())
-    counts = ImportCounts()
-    for start in range(0, len(data.rows), page):
-        counts.add(await _write(dst, data.rows[start:start + page], None, on_conflict))
-    return plan, counts

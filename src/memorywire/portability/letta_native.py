@@ -18,8 +18,8 @@ import httpx
 
 from memorywire.core.records import Row
 from memorywire.errors import BackendUnavailable, InvalidRequest
-from memorywire.portability.foreign import ForeignData
 from memorywire.portability.plan import source_note
+from memorywire.portability.sources import ForeignData
 from memorywire.wire.models import MemoryType
 
 __all__ = ["LettaNativeSource"]

@@ -25,8 +25,8 @@ import anyio.to_thread
 
 from memorywire.core.records import Row
 from memorywire.errors import InvalidRequest
-from memorywire.portability.foreign import ForeignData
 from memorywire.portability.plan import source_note
+from memorywire.portability.sources import ForeignData
 from memorywire.store.mem0.mapping import import_mem0
 from memorywire.wire.models import MemoryType
 

@@ -34,8 +34,8 @@ import anyio.to_thread
 from memorywire.core.content import content_to_storage
 from memorywire.core.records import Row
 from memorywire.errors import InvalidRequest, MemorywireError
-from memorywire.portability.foreign import ForeignData
 from memorywire.portability.plan import source_note
+from memorywire.portability.sources import ForeignData
 from memorywire.wire.models import PENDING_APPROVAL_DELETED_AT, MemoryType
 
 __all__ = ["COLUMNS", "Mw05Source"]

@@ -50,6 +50,13 @@ def _make_schema(uri: str) -> None:
     with engine.begin() as conn:
         conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS vector"))
     Base.metadata.create_all(engine)
+    # ``messages.sequence_id`` is filled by the database (``FetchedValue``): Letta's migrations
+    # give it a sequence that the ORM metadata does not carry. Without it no agent can be
+    # created (its first system message fails NOT NULL); the native-import tests create one.
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE SEQUENCE IF NOT EXISTS message_seq_id"))
+        conn.execute(sa.text("ALTER TABLE messages ALTER COLUMN sequence_id "
+                             "SET DEFAULT nextval('message_seq_id')"))
     engine.dispose()
 
 

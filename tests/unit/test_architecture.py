@@ -112,6 +112,24 @@ LAYERS: dict[str, Layer] = {
     "portability": _layer(
         _pkg("memorywire.portability"), "errors wire core embed store", "anyio numpy"
     ),
+    # Readers of data memorywire did not write: each may reach its own vendor (and the backend
+    # module that loads that vendor), and only the ``--from-format`` registry knows them all.
+    "portability.mem0": _layer(
+        ("memorywire.portability.mem0_native",), "errors wire core store portability "
+        "backend.mem0", "anyio mem0"
+    ),
+    "portability.letta": _layer(
+        ("memorywire.portability.letta_native",), "errors wire core store portability",
+        "anyio httpx"
+    ),
+    "portability.cognee": _layer(
+        ("memorywire.portability.cognee_native",), "errors wire core store portability "
+        "backend.cognee", "anyio"
+    ),
+    "portability.formats": _layer(
+        ("memorywire.portability.foreign",), "errors portability portability.mem0 "
+        "portability.letta portability.cognee"
+    ),
     "server": _layer(
         _pkg("memorywire.server"),
         "errors wire core embed store router governance procedural portability",
@@ -127,7 +145,7 @@ LAYERS: dict[str, Layer] = {
     "cli": _layer(
         _pkg("memorywire.cli"),
         "errors wire core embed store router governance consolidation server client "
-        "portability",
+        "portability portability.formats",
         "anyio pydantic rich cryptography",
     ),
     "demo": _layer(

@@ -21,10 +21,13 @@ from memorywire.cli.progress import Progress
 from memorywire.embed.spec import embedder_from_spec
 from memorywire.errors import InvalidRequest, MemorywireError
 from memorywire.portability import export_dump, import_dump, migrate
+from memorywire.portability.foreign import FORMATS, import_foreign, open_foreign
 from memorywire.store.portable import OnConflict
 from memorywire.store.registry import open_store
 
 __all__ = ["register_portability"]
+
+DUMP_FORMAT = "memorywire-export"
 
 
 def _open(url: str, spec: str | None) -> Any:
@@ -74,20 +77,33 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    foreign = args.from_format != DUMP_FORMAT
+
     async def go() -> int:
+        if not foreign and args.agent is not None:
+            raise InvalidRequest("--agent applies to --from-format mem0, letta and cognee only")
+        source = open_foreign(args.from_format, args.file, args.agent) if foreign else None
         store = _open(args.store, args.embedder)
         progress = _progress(args)
         try:
-            plan, counts = await import_dump(store, args.file,
-                                             on_conflict=OnConflict(args.on_conflict),
-                                             allow_loss=set(args.allow_loss or ()),
-                                             reembed=args.reembed, progress=progress)
+            if source is not None:
+                plan, counts = await import_foreign(
+                    store, source, on_conflict=OnConflict(args.on_conflict),
+                    allow_loss=set(args.allow_loss or ()))
+            else:
+                plan, counts = await import_dump(store, args.file,
+                                                 on_conflict=OnConflict(args.on_conflict),
+                                                 allow_loss=set(args.allow_loss or ()),
+                                                 reembed=args.reembed, progress=progress)
         finally:
             progress.close()
             await store.aclose()
         print(plan.table(), file=sys.stderr)
-        print(json.dumps({"inserted": counts.inserted, "replaced": counts.replaced,
-                          "skipped": counts.skipped}))
+        report: dict[str, Any] = {"inserted": counts.inserted, "replaced": counts.replaced,
+                                  "skipped": counts.skipped}
+        if foreign:
+            report["plan"] = plan.to_json()
+        print(json.dumps(report))
         return 0
     return _guard(go, "import")
 
@@ -146,9 +162,17 @@ def register_portability(sub: Any) -> None:
     _progress_flags(p)
     p.add_argument("--embedder", **emb)
     p.set_defaults(handler=_export)
-    p = sub.add_parser("import", help="import a dump into a store (idempotent by id)")
+    p = sub.add_parser("import", help="import a dump, or data memorywire did not write, into "
+                                      "a store (idempotent by id)")
     p.add_argument("--store", required=True, metavar="URL")
-    p.add_argument("file", metavar="FILE")
+    p.add_argument("file", metavar="SOURCE",
+                   help="a dump; with --from-format: a memorywire 0.5 database file, a mem0 "
+                        "configuration JSON, a Letta server URL or a Cognee dataset name")
+    p.add_argument("--from-format", default=DUMP_FORMAT, choices=[DUMP_FORMAT, *FORMATS],
+                   help="what SOURCE is (default: a memorywire/export dump)")
+    p.add_argument("--agent", metavar="A",
+                   help="mem0: the agent for memories without a mem0 agent_id; letta: the "
+                        "Letta agent to read; cognee: the agent the dataset becomes")
     p.add_argument("--on-conflict", choices=[c.value for c in OnConflict], default="skip")
     p.add_argument("--reembed", action="store_true",
                    help="embed again even when the dump's vectors match the target's embedder")

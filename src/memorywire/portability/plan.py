@@ -5,6 +5,11 @@ scan of the records to move (:class:`FieldScan`): a field the target cannot keep
 for the records that carry a value in it, and *kept* (nothing to lose) when none does. A new
 record field needs nothing here (fields are found by introspection); a new way of carrying a
 field differently goes in :data:`TRANSFORMS`, one entry.
+
+An import from outside (a first-implementation file, a vendor's native data) also names what
+the *source* holds that no record field carries (an audit log, mem0's content hash, staged
+writes): those are the plan's ``notes``, each kept in another form (*transformed*) or *lost*,
+and a lost one is refused like a lost field unless ``--allow-loss`` names it.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any
 from memorywire.core.records import Row
 from memorywire.errors import InvalidRequest
 
-__all__ = ["TRANSFORMS", "FidelityPlan", "FieldScan", "plan_fidelity"]
+__all__ = ["TRANSFORMS", "FidelityPlan", "FieldFate", "FieldScan", "plan_fidelity", "source_note"]
 
 #: field -> how a target that does not keep it natively still carries it (none in v0).
 TRANSFORMS: dict[str, str] = {}
@@ -51,9 +56,15 @@ class FieldScan:
 @dataclass(frozen=True)
 class FieldFate:
     field: str
-    fate: str  # kept | transformed | lost
+    fate: str  # kept | transformed | lost | absent (a source item with nothing in it)
     records: int
     how: str = ""
+
+
+def source_note(item: str, records: int, fate: str, how: str) -> FieldFate:
+    """A source item outside the record fields; ``absent`` when no record has one, so the
+    report always lists what a source of this kind can hold."""
+    return FieldFate(item, fate if records else "absent", records, how)
 
 
 @dataclass(frozen=True)
@@ -62,14 +73,16 @@ class FidelityPlan:
     target: str
     rows: int
     fields: tuple[FieldFate, ...]
+    #: What the source holds outside the record fields (imports from outside only).
+    notes: tuple[FieldFate, ...] = ()
 
     @property
     def lost(self) -> list[str]:
-        return [f.field for f in self.fields if f.fate == "lost"]
+        return [f.field for f in self.fields + self.notes if f.fate == "lost"]
 
     def refuse_unless(self, allow_loss: set[str]) -> None:
         """Raise ``InvalidRequest`` naming every lost field ``allow_loss`` does not name."""
-        unknown = allow_loss - set(_DEFAULTS)
+        unknown = allow_loss - set(_DEFAULTS) - {n.field for n in self.notes}
         if unknown:
             raise InvalidRequest(f"--allow-loss names unknown fields: {sorted(unknown)}")
         refused = [f for f in self.lost if f not in allow_loss]
@@ -79,20 +92,29 @@ class FidelityPlan:
                 f"pass --allow-loss {' '.join(refused)} to migrate anyway")
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "target": self.target, "records": self.rows,
-                "fields": [{"field": f.field, "fate": f.fate, "records": f.records,
-                            "how": f.how} for f in self.fields]}
+        doc: dict[str, Any] = {
+            "source": self.source, "target": self.target, "records": self.rows,
+            "fields": [{"field": f.field, "fate": f.fate, "records": f.records, "how": f.how}
+                       for f in self.fields]}
+        if self.notes:
+            doc["source_items"] = [{"item": n.field, "fate": n.fate, "records": n.records,
+                                    "how": n.how} for n in self.notes]
+        return doc
 
     def table(self) -> str:
         lines = [f"fidelity {self.source} -> {self.target}: {self.rows} records",
                  f"{'field':<18}{'fate':<13}records"]
         lines += [f"{f.field:<18}{f.fate:<13}{f.records}" + (f"  ({f.how})" if f.how else "")
                   for f in self.fields]
+        if self.notes:
+            lines.append(f"{'source item':<18}{'fate':<13}records")
+            lines += [f"{n.field:<18}{n.fate:<13}{n.records}  ({n.how})" for n in self.notes]
         return "\n".join(lines)
 
 
 def plan_fidelity(source: str, target: str, source_kept: frozenset[str],
-                  target_kept: frozenset[str], scan: FieldScan) -> FidelityPlan:
+                  target_kept: frozenset[str], scan: FieldScan,
+                  notes: tuple[FieldFate, ...] = ()) -> FidelityPlan:
     """Fields the source never had count as carried by no record (nothing to keep or lose)."""
     fates = []
     for name, count in scan.carrying.items():
@@ -103,4 +125,4 @@ def plan_fidelity(source: str, target: str, source_kept: frozenset[str],
             fates.append(FieldFate(name, "transformed", carried, TRANSFORMS[name]))
         else:
             fates.append(FieldFate(name, "lost", carried))
-    return FidelityPlan(source, target, scan.rows, tuple(fates))
+    return FidelityPlan(source, target, scan.rows, tuple(fates), notes)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from memorywire.errors import BackendUnavailable, CapabilityMissing, InvalidRequest
 
-__all__ = ["Engine", "engine", "import_cognee"]
+__all__ = ["Engine", "engine", "engine_at", "import_cognee"]
 
 T = TypeVar("T")
 #: MiniLM reads 256 word pieces; Cognee's chunker counts with the model's own tokenizer.
@@ -116,3 +116,16 @@ def engine(root: Path, endpoint: str, model: str, dim: int, workers: bool) -> En
         ])
         _ENGINE.append(eng)
         return eng
+
+
+#: An embedding endpoint that is never called: reading data items needs no embeddings.
+_READ_ONLY_ENDPOINT = "http://127.0.0.1:9/v1"
+
+
+def engine_at(root: Path) -> Engine:
+    """The process's Cognee if it already uses ``root``, else one configured there to read
+    (an import from a Cognee data directory lists items and reads their text, nothing else)."""
+    with _ENGINE_LOCK:
+        if _ENGINE and _ENGINE[0].root == root:
+            return _ENGINE[0]
+    return engine(root, _READ_ONLY_ENDPOINT, "unused", 384, False)

@@ -98,7 +98,7 @@ async def test_changing_the_context_reindexes_the_memory(store: MemoryStore) -> 
 @pytest.mark.parametrize("bad", [{"prev": "x"}, ["a", "b"], 3, "x" * 8001])
 async def test_a_context_that_is_not_short_text_is_refused(store: MemoryStore,
                                                          bad: object) -> None:
-    with pytest.raises(InvalidRequest, match="metadata.context"):
+    with pytest.raises(InvalidRequest, match=r"metadata\.context"):
         await store.remember_many([_turn("ok", "Caroline: fine."), _turn("t1", ANSWER,
                                                                         context=bad)])
     assert await store.get("a", "ok") is None  # nothing of the batch was kept

@@ -48,6 +48,7 @@ from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import MemorywireError
 from memorywire.store._common import (
     DEFAULT_RELEVANCE_FLOOR,
+    RECOMMENDED_TAIL_GAP,
     resolve_embedder,
     shortest_hops,
 )
@@ -107,7 +108,12 @@ _CAPABILITIES = frozenset(
 
 class SqliteStore:
     """The embedded store. ``cache_mb`` bounds the in-process vector cache (least recently
-    used agent out); the default holds ~600k memories of the 384-d default embedder."""
+    used agent out); the default holds ~600k memories of the 384-d default embedder.
+
+    ``tail_gap`` (default ``RECOMMENDED_TAIL_GAP``) makes the floors judge a recall's whole
+    list, with the agreement rescue (``core.scoring.hybrid_rank``): a long conversation's
+    answering turns sit below a cosine floor fitted on short facts. ``tail_gap=None`` is the
+    per-row floor of earlier releases."""
 
     def __init__(
         self,
@@ -118,7 +124,7 @@ class SqliteStore:
         *,
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
         lexical_floor: float = SQLITE_LEXICAL_FLOOR,
-        tail_gap: float | None = None,
+        tail_gap: float | None = RECOMMENDED_TAIL_GAP,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -273,6 +279,7 @@ class SqliteStore:
             if not ranked:
                 return []
             wanted = json.dumps([s.id for s in ranked])
+            marked = json.dumps([s.id for s in ranked if s.core])
             rows = {
                 r[0]: r for r in conn.execute(
                     f"SELECT {COLS} FROM memories WHERE agent_id = ? AND id IN {IN_JSON}",
@@ -280,7 +287,7 @@ class SqliteStore:
             }
             conn.execute(
                 f"UPDATE memories SET last_recalled_at = ?, recall_count = recall_count + 1 "
-                f"WHERE agent_id = ? AND id IN {IN_JSON}", (now, req.agent_id, wanted))
+                f"WHERE agent_id = ? AND id IN {IN_JSON}", (now, req.agent_id, marked))
         hits = []
         for s in ranked:
             r = rows[s.id]

@@ -86,6 +86,7 @@ def hybrid_rank(
     min_relevance: float | None = None,
     tail_gap: float | None = None,
     agreement: Callable[[Sequence[str]], bool] | None = None,
+    lexical_weight: float = 1.0,
 ) -> list[Scored]:
     """Fuse the two ranked lists with RRF, keep rows that clear the floor, best ``k`` first.
 
@@ -105,13 +106,15 @@ def hybrid_rank(
     agreement on one row marks the list relevant even when its cosines are low, as a long
     conversational turn's are; an off-topic question shares at most one word with any
     memory (36 calibration and 8 no-match questions: none shares two with its 30 best hits).
+
+    ``lexical_weight`` scales the full-text list's RRF terms (weighted RRF; 1.0 is plain RRF).
     """
     fused: dict[str, float] = {}
     for rank, mid in enumerate(vector_ranked):
         fused[mid] = fused.get(mid, 0.0) + 1.0 / (rrf_k + rank)
     lexical = set(lexical_ranked)
     for rank, mid in enumerate(lexical_ranked):
-        fused[mid] = fused.get(mid, 0.0) + 1.0 / (rrf_k + rank)
+        fused[mid] = fused.get(mid, 0.0) + lexical_weight / (rrf_k + rank)
     out: list[Scored] = []
     gap = 0.0
     if min_relevance is None and tail_gap is not None:

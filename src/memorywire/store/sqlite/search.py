@@ -219,6 +219,7 @@ def rank_scope(
     floor: float,
     lexical_floor: float,
     tail_gap: float | None = None,
+    lexical_weight: float = 1.0,
 ) -> list[Scored]:
     mask = _mask(conn, index, req, now)
     positions = np.flatnonzero(mask)
@@ -248,4 +249,5 @@ def rank_scope(
                        min_relevance=req.min_relevance, tail_gap=tail_gap,
                        agreement=_agreement(
                            conn, {ids[p]: int(index.rids[p]) for p in top[:AGREEMENT_DEPTH]},
-                           req.query))
+                           req.query),
+                       lexical_weight=lexical_weight)

@@ -113,7 +113,8 @@ class SqliteStore:
     ``tail_gap`` (default ``RECOMMENDED_TAIL_GAP``) makes the floors judge a recall's whole
     list, with the agreement rescue (``core.scoring.hybrid_rank``): a long conversation's
     answering turns sit below a cosine floor fitted on short facts. ``tail_gap=None`` is the
-    per-row floor of earlier releases."""
+    per-row floor of earlier releases. ``lexical_weight`` weighs the full-text list against
+    the vector list in RRF (1.0, plain RRF, by default; see docs/benchmarks.md)."""
 
     def __init__(
         self,
@@ -125,6 +126,7 @@ class SqliteStore:
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
         lexical_floor: float = SQLITE_LEXICAL_FLOOR,
         tail_gap: float | None = RECOMMENDED_TAIL_GAP,
+        lexical_weight: float = 1.0,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -136,6 +138,9 @@ class SqliteStore:
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
         self._tail_gap = tail_gap
+        if not lexical_weight > 0:
+            raise ValueError(f"lexical_weight must be > 0, got {lexical_weight}")
+        self._lexical_weight = lexical_weight
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)
@@ -275,7 +280,8 @@ class SqliteStore:
             now = self._clock.now_ms()
             index = self._db.index(conn, req.agent_id)
             ranked = rank_scope(conn, index, req, qvec, now, floor=self._floor,
-                                lexical_floor=self._lexical_floor, tail_gap=self._tail_gap)
+                                lexical_floor=self._lexical_floor, tail_gap=self._tail_gap,
+                                lexical_weight=self._lexical_weight)
             if not ranked:
                 return []
             wanted = json.dumps([s.id for s in ranked])

@@ -184,7 +184,8 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
               "store-plain": SqliteStore(tmp / "plain.db", embedder, relevance_floor=-1.0,
                                          lexical_floor=-1.0, **weight)}
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
-    timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "bm25_ms": []}
+    timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "plain_recall_ms": [],
+                              "plain_write_s": 0.0, "bm25_ms": []}
     try:
         t_at = q_at = 0
         for conv in convs:
@@ -202,7 +203,9 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
             timing["write_s"] += time.perf_counter() - started
             await stores["store-floor"].remember_many(reqs, vectors=vecs)
             await stores["store-perrow"].remember_many(reqs, vectors=vecs)
+            started = time.perf_counter()
             await stores["store-plain"].remember_many(plain, vectors=vecs)
+            timing["plain_write_s"] += time.perf_counter() - started
             bm25 = BM25([t.content for t in conv.turns])
             bm25s = BM25([t.content for t in conv.turns], analyzer=stemmed_tokenize)
             ids = [t.dia_id for t in conv.turns]
@@ -213,8 +216,9 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
                 for name, store in stores.items():
                     started = time.perf_counter()
                     resp = await store.recall_by_vector(req, qvec)
-                    if name == "store":
-                        timing["store_recall_ms"].append((time.perf_counter() - started) * 1e3)
+                    if name in ("store", "store-plain"):
+                        timing[f"{name[6:] or 'store'}_recall_ms"].append(
+                            (time.perf_counter() - started) * 1e3)
                     ranks[name].append([h.id for h in resp.results])
                 ranks["vector"].append([ids[i] for i in top_indices(vecs @ qvec, depth)])
                 started = time.perf_counter()
@@ -295,6 +299,10 @@ async def run(data: Path, ks: list[int], limit: int | None,
             if tstats.embedded and timing["write_s"] else None,
             "store_recall_p50_ms": _percentile(timing["store_recall_ms"], 50),
             "store_recall_p95_ms": _percentile(timing["store_recall_ms"], 95),
+            # the same store without metadata.context, measured in the same run
+            "plain_write_per_s": round(n_turns / timing["plain_write_s"], 1)
+            if timing["plain_write_s"] else None,
+            "plain_recall_p50_ms": _percentile(timing["plain_recall_ms"], 50),
             "bm25_query_p50_ms": _percentile(timing["bm25_ms"], 50),
         },
         "machine": {**machine, "load_avg_1m_end": machine_info()["load_avg_1m"]},

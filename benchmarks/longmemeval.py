@@ -172,7 +172,8 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
               "store-plain": SqliteStore(tmp / "plain.db", embedder, relevance_floor=-1.0,
                                          lexical_floor=-1.0, **weight)}
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
-    timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": []}
+    timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "plain_recall_ms": [],
+                              "plain_write_s": 0.0}
     try:
         at = 0
         for q, qvec in zip(questions, q_vecs, strict=True):
@@ -192,14 +193,17 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
             timing["write_s"] += time.perf_counter() - started
             await stores["store-floor"].remember_many(reqs, vectors=mine)
             await stores["store-perrow"].remember_many(reqs, vectors=mine)
+            started = time.perf_counter()
             await stores["store-plain"].remember_many(plain, vectors=mine)
+            timing["plain_write_s"] += time.perf_counter() - started
             depth = min(len(q.turns), 1000)
             req = RecallRequest(agent_id=q.qid, query=q.text, k=depth)
             for name, store in stores.items():
                 started = time.perf_counter()
                 resp = await store.recall_by_vector(req, qvec)
-                if name == "store":
-                    timing["store_recall_ms"].append((time.perf_counter() - started) * 1e3)
+                if name in ("store", "store-plain"):
+                    timing[f"{name[6:] or 'store'}_recall_ms"].append(
+                        (time.perf_counter() - started) * 1e3)
                 ranks[name].append([q.turns[int(h.id[1:])].key for h in resp.results])
             ranks["vector"].append([q.turns[i].key for i in top_indices(mine @ qvec, depth)])
             ranks["bm25"].append([q.turns[i].key
@@ -297,6 +301,11 @@ async def run(data: Path, ks: list[int], limit: int | None,
             if tstats.embedded and write_s else None,
             "store_recall_p50_ms": round(float(np.percentile(timing["store_recall_ms"], 50)), 3)
             if timing["store_recall_ms"] else None,
+            # the same store without metadata.context, measured in the same run
+            "plain_write_per_s": round(len(texts) / timing["plain_write_s"], 1)
+            if timing["plain_write_s"] else None,
+            "plain_recall_p50_ms": round(float(np.percentile(timing["plain_recall_ms"], 50)), 3)
+            if timing["plain_recall_ms"] else None,
         },
         "machine": {**machine, "load_avg_1m_end": machine_info()["load_avg_1m"]},
     }

@@ -113,7 +113,7 @@ async def test_router_across_sqlite_postgres_and_mem0(tmp_path: Path, pg_dsn: st
 
     clock = FakeClock()
     sqlite = SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(), clock=clock,
-                         relevance_floor=0.2, lexical_floor=0.2)
+                         relevance_floor=0.2, lexical_floor=0.2, tail_gap=None)  # per-row
     pg = PostgresStore(pg_dsn, HashingEmbedder(), clock, relevance_floor=0.2, lexical_floor=0.2)
     await _route([sqlite, pg, mem0_store(clock)], clock)
 

@@ -58,6 +58,7 @@ from _retrieval import (
     top_indices,
 )
 
+from memorywire.core.context_key import MAX_CONTEXT_CHARS
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.store._common import RECOMMENDED_TAIL_GAP
@@ -65,8 +66,11 @@ from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 HERE = Path(__file__).resolve().parent
+#: ``--lexical-weight``: SqliteStore's RRF weight of the full-text list in every store row.
+LEXICAL_WEIGHT = 1.0
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-RETRIEVERS = ("store", "store-floor", "store-gate", "vector", "bm25", "bm25-stemmed")
+RETRIEVERS = ("store", "store-floor", "store-perrow", "store-plain", "vector", "bm25",
+              "bm25-stemmed")
 #: Maharana et al. 2024, Table 3: DRAGON retriever, dialogue turns as units.
 PUBLISHED = {"DRAGON (paper, turns)": {5: 0.567, 10: 0.662},
              "DRAGON (paper, session summaries)": {5: 0.721, 10: 0.847}}
@@ -153,16 +157,35 @@ def _percentile(values: list[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 3) if values else None
 
 
+def _metadata(turns: list[Turn], i: int, context: bool) -> dict[str, Any]:
+    """A turn's metadata; with ``context``, the previous and next turn of its session as
+    ``metadata.context`` (the store's context key, ``memorywire.core.context_key``)."""
+    t = turns[i]
+    out: dict[str, Any] = {"dia_id": t.dia_id, "session": t.session, "date": t.date,
+                           "speaker": t.speaker}
+    if context:
+        near = [turns[j].content for j in (i - 1, i + 1)
+                if 0 <= j < len(turns) and turns[j].session == t.session]
+        if near:
+            out["context"] = "\n".join(near)[:MAX_CONTEXT_CHARS]
+    return out
+
+
 async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32],
                     q_vecs: npt.NDArray[np.float32], embedder: Embedder, depth: int,
-                    tmp: Path) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
+                    tmp: Path, context: bool = True,
+                    ) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
+    weight = {"lexical_weight": LEXICAL_WEIGHT}
     stores = {"store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
-                                   lexical_floor=-1.0),
-              "store-floor": SqliteStore(tmp / "floor-default.db", embedder),
-              "store-gate": SqliteStore(tmp / "floor-gate.db", embedder,
-                                        tail_gap=RECOMMENDED_TAIL_GAP)}
+                                   lexical_floor=-1.0, **weight),
+              "store-floor": SqliteStore(tmp / "floor-default.db", embedder, **weight),
+              "store-perrow": SqliteStore(tmp / "floor-perrow.db", embedder, tail_gap=None,
+                                          **weight),
+              "store-plain": SqliteStore(tmp / "plain.db", embedder, relevance_floor=-1.0,
+                                         lexical_floor=-1.0, **weight)}
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
-    timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "bm25_ms": []}
+    timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "plain_recall_ms": [],
+                              "plain_write_s": 0.0, "bm25_ms": []}
     try:
         t_at = q_at = 0
         for conv in convs:
@@ -170,14 +193,19 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
             t_at += len(conv.turns)
             reqs = [RememberRequest(agent_id=conv.sample_id, type=MemoryType.EPISODIC,
                                     content=t.content, id=t.dia_id,
-                                    metadata={"dia_id": t.dia_id, "session": t.session,
-                                              "date": t.date, "speaker": t.speaker})
-                    for t in conv.turns]
+                                    metadata=_metadata(conv.turns, i, context))
+                    for i, t in enumerate(conv.turns)]
+            plain = [RememberRequest(agent_id=r.agent_id, type=r.type, content=r.content,
+                                     id=r.id, metadata=_metadata(conv.turns, i, False))
+                     for i, r in enumerate(reqs)]
             started = time.perf_counter()
             await stores["store"].remember_many(reqs, vectors=vecs)
             timing["write_s"] += time.perf_counter() - started
             await stores["store-floor"].remember_many(reqs, vectors=vecs)
-            await stores["store-gate"].remember_many(reqs, vectors=vecs)
+            await stores["store-perrow"].remember_many(reqs, vectors=vecs)
+            started = time.perf_counter()
+            await stores["store-plain"].remember_many(plain, vectors=vecs)
+            timing["plain_write_s"] += time.perf_counter() - started
             bm25 = BM25([t.content for t in conv.turns])
             bm25s = BM25([t.content for t in conv.turns], analyzer=stemmed_tokenize)
             ids = [t.dia_id for t in conv.turns]
@@ -188,8 +216,9 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
                 for name, store in stores.items():
                     started = time.perf_counter()
                     resp = await store.recall_by_vector(req, qvec)
-                    if name == "store":
-                        timing["store_recall_ms"].append((time.perf_counter() - started) * 1e3)
+                    if name in ("store", "store-plain"):
+                        timing[f"{name[6:] or 'store'}_recall_ms"].append(
+                            (time.perf_counter() - started) * 1e3)
                     ranks[name].append([h.id for h in resp.results])
                 ranks["vector"].append([ids[i] for i in top_indices(vecs @ qvec, depth)])
                 started = time.perf_counter()
@@ -215,7 +244,8 @@ def score(questions: list[Question], ranked: list[list[str]], k: int) -> dict[st
 
 
 async def run(data: Path, ks: list[int], limit: int | None,
-              vector_cache: Path | None, embedder: Embedder | None = None) -> dict[str, Any]:
+              vector_cache: Path | None, embedder: Embedder | None = None,
+              context: bool = True) -> dict[str, Any]:
     started_all = time.perf_counter()
     machine = machine_info()
     convs, notes = load(data, limit)
@@ -227,7 +257,8 @@ async def run(data: Path, ks: list[int], limit: int | None,
                                      vector_cache, log=stderr)
     q_vecs, qstats = embed_cached(embedder, [q.text for q in questions], vector_cache)
     with tempfile.TemporaryDirectory() as tmp:
-        ranks, timing = await _rank_all(convs, turn_vecs, q_vecs, embedder, max(ks), Path(tmp))
+        ranks, timing = await _rank_all(convs, turn_vecs, q_vecs, embedder, max(ks), Path(tmp),
+                                        context)
     n_turns = len(turn_vecs)
     results = {name: {f"k{k}": score(questions, ranks[name], k) for k in ks}
                for name in RETRIEVERS}
@@ -237,8 +268,12 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "data": data.name,
         "embedder": embedder.name,
         "store": "SqliteStore (hybrid RRF); 'store' with relevance_floor=lexical_floor=-1 "
-                 "(off), 'store-floor' with the defaults, 'store-gate' the defaults with the "
-                 f"list gate (tail_gap={RECOMMENDED_TAIL_GAP})",
+                 "(off), 'store-floor' with the defaults (list gate, tail_gap="
+                 f"{RECOMMENDED_TAIL_GAP}), 'store-perrow' the per-row floors of earlier "
+                 "releases (tail_gap=None), 'store-plain' floors off and no metadata.context",
+        "lexical_weight": LEXICAL_WEIGHT,
+        "context": "previous and next turn of the session as metadata.context" if context
+                   else "none (--no-context)",
         "conversations": len(convs),
         "turns": n_turns,
         "questions_scored": len(questions),
@@ -264,6 +299,10 @@ async def run(data: Path, ks: list[int], limit: int | None,
             if tstats.embedded and timing["write_s"] else None,
             "store_recall_p50_ms": _percentile(timing["store_recall_ms"], 50),
             "store_recall_p95_ms": _percentile(timing["store_recall_ms"], 95),
+            # the same store without metadata.context, measured in the same run
+            "plain_write_per_s": round(n_turns / timing["plain_write_s"], 1)
+            if timing["plain_write_s"] else None,
+            "plain_recall_p50_ms": _percentile(timing["plain_recall_ms"], 50),
             "bm25_query_p50_ms": _percentile(timing["bm25_ms"], 50),
         },
         "machine": {**machine, "load_avg_1m_end": machine_info()["load_avg_1m"]},
@@ -317,11 +356,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="result file (default "
                              "~/.cache/memorywire/results/locomo[-limitN].json)")
+    parser.add_argument("--no-context", action="store_true",
+                        help="write turns without metadata.context (store-plain always has none)")
+    parser.add_argument("--lexical-weight", type=float, default=1.0,
+                        help="SqliteStore lexical_weight for every store row (ablation)")
     args = parser.parse_args(argv)
+    global LEXICAL_WEIGHT
+    LEXICAL_WEIGHT = args.lexical_weight
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     result = anyio.run(run, args.data, sorted(set(args.k)), args.limit_conversations,
-                       args.vector_cache or default_cache(args.data))
+                       args.vector_cache or default_cache(args.data), None,
+                       not args.no_context)
     suffix = f"-limit{args.limit_conversations}" if args.limit_conversations else ""
     out = args.out or DEFAULT_CACHE_ROOT.parent / "results" / f"locomo{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import sys
 import tempfile
 import time
@@ -72,7 +73,12 @@ from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 HERE = Path(__file__).resolve().parent
-RETRIEVERS = ("store", "store-floor", "store-gate", "vector", "bm25", "bm25-stemmed")
+#: ``--lexical-weight``: SqliteStore's RRF weight of the full-text list in every store row.
+LEXICAL_WEIGHT = 1.0
+RETRIEVERS = ("store", "store-floor", "store-perrow", "store-plain", "vector", "bm25",
+              "bm25-stemmed")
+#: How much of the assistant's reply a user turn carries as metadata.context (characters).
+REPLY_CHARS = int(os.environ.get("MW_BENCH_REPLY_CHARS", "2000"))
 TURN_EXTRA_K = 50
 #: Wu et al. 2025, Table 9, on the *M* setting (not S): (Recall, NDCG) per k; round@5 Recall.
 PUBLISHED: dict[str, dict[str, Any]] = {
@@ -90,6 +96,8 @@ class Turn:
     session: str
     content: str
     date: str
+    #: The assistant turn that answers this user turn ("" when none follows).
+    reply: str = ""
 
 
 @dataclass
@@ -119,7 +127,9 @@ def parse(entry: dict[str, Any]) -> Question:
             if turn["role"] != "user" or not turn["content"].strip():
                 continue
             key = f"{sid}_{i + 1}"
-            turns.append(Turn(key, sid, turn["content"], when))
+            after = session[i + 1] if i + 1 < len(session) else None
+            reply = after["content"] if after and after["role"] == "assistant" else ""
+            turns.append(Turn(key, sid, turn["content"], when, reply))
             if sid in answers and turn.get("has_answer"):
                 gold_sessions.add(sid)
                 gold_turns.add(key)
@@ -150,37 +160,50 @@ def load(path: Path, limit: int | None = None) -> tuple[list[Question], dict[str
 
 async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
                     q_vecs: npt.NDArray[np.float32], embedder: Embedder,
-                    tmp: Path) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
+                    tmp: Path, context: bool = True,
+                    ) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
     """Turn rankings (official keys, best first) per retriever, one list per question."""
+    weight = {"lexical_weight": LEXICAL_WEIGHT}
     stores = {"store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
-                                   lexical_floor=-1.0),
-              "store-floor": SqliteStore(tmp / "floor-default.db", embedder),
-              "store-gate": SqliteStore(tmp / "floor-gate.db", embedder,
-                                        tail_gap=RECOMMENDED_TAIL_GAP)}
+                                   lexical_floor=-1.0, **weight),
+              "store-floor": SqliteStore(tmp / "floor-default.db", embedder, **weight),
+              "store-perrow": SqliteStore(tmp / "floor-perrow.db", embedder, tail_gap=None,
+                                          **weight),
+              "store-plain": SqliteStore(tmp / "plain.db", embedder, relevance_floor=-1.0,
+                                         lexical_floor=-1.0, **weight)}
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
-    timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": []}
+    timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "plain_recall_ms": [],
+                              "plain_write_s": 0.0}
     try:
         at = 0
         for q, qvec in zip(questions, q_vecs, strict=True):
             mine = vecs[at:at + len(q.turns)]
             at += len(q.turns)
             # Positional ids: a haystack may hold the same session twice.
-            reqs = [RememberRequest(agent_id=q.qid, type=MemoryType.EPISODIC, content=t.content,
-                                    id=f"t{i}", metadata={"session_id": t.session,
-                                                          "key": t.key, "date": t.date})
-                    for i, t in enumerate(q.turns)]
+            plain = [RememberRequest(agent_id=q.qid, type=MemoryType.EPISODIC, content=t.content,
+                                     id=f"t{i}", metadata={"session_id": t.session,
+                                                           "key": t.key, "date": t.date})
+                     for i, t in enumerate(q.turns)]
+            reqs = [r.model_copy(update={"metadata": {**(r.metadata or {}),
+                                                      "context": t.reply[:REPLY_CHARS]}})
+                    if context and t.reply.strip() else r
+                    for r, t in zip(plain, q.turns, strict=True)]
             started = time.perf_counter()
             await stores["store"].remember_many(reqs, vectors=mine)
             timing["write_s"] += time.perf_counter() - started
             await stores["store-floor"].remember_many(reqs, vectors=mine)
-            await stores["store-gate"].remember_many(reqs, vectors=mine)
+            await stores["store-perrow"].remember_many(reqs, vectors=mine)
+            started = time.perf_counter()
+            await stores["store-plain"].remember_many(plain, vectors=mine)
+            timing["plain_write_s"] += time.perf_counter() - started
             depth = min(len(q.turns), 1000)
             req = RecallRequest(agent_id=q.qid, query=q.text, k=depth)
             for name, store in stores.items():
                 started = time.perf_counter()
                 resp = await store.recall_by_vector(req, qvec)
-                if name == "store":
-                    timing["store_recall_ms"].append((time.perf_counter() - started) * 1e3)
+                if name in ("store", "store-plain"):
+                    timing[f"{name[6:] or 'store'}_recall_ms"].append(
+                        (time.perf_counter() - started) * 1e3)
                 ranks[name].append([q.turns[int(h.id[1:])].key for h in resp.results])
             ranks["vector"].append([q.turns[i].key for i in top_indices(mine @ qvec, depth)])
             ranks["bm25"].append([q.turns[i].key
@@ -224,7 +247,8 @@ def score(questions: list[Question], ranked: list[list[str]], ks: list[int]) -> 
 
 
 async def run(data: Path, ks: list[int], limit: int | None,
-              vector_cache: Path | None, embedder: Embedder | None = None) -> dict[str, Any]:
+              vector_cache: Path | None, embedder: Embedder | None = None,
+              context: bool = True) -> dict[str, Any]:
     started_all = time.perf_counter()
     machine = machine_info()
     questions, notes = load(data, limit)
@@ -235,7 +259,7 @@ async def run(data: Path, ks: list[int], limit: int | None,
     vecs, tstats = embed_cached(embedder, texts, vector_cache, log=stderr)
     q_vecs, qstats = embed_cached(embedder, [q.text for q in questions], vector_cache)
     with tempfile.TemporaryDirectory() as tmp:
-        ranks, timing = await _rank_all(questions, vecs, q_vecs, embedder, Path(tmp))
+        ranks, timing = await _rank_all(questions, vecs, q_vecs, embedder, Path(tmp), context)
     results = {name: score(questions, ranks[name], ks) for name in RETRIEVERS}
     write_s = timing["write_s"]
     return {
@@ -244,9 +268,13 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "data": data.name,
         "limit": limit,
         "embedder": embedder.name,
+        "lexical_weight": LEXICAL_WEIGHT,
+        "context": f"the assistant reply (first {REPLY_CHARS} characters) as metadata.context"
+                   if context else "none (--no-context)",
         "store": "SqliteStore (hybrid RRF); 'store' with relevance_floor=lexical_floor=-1 "
-                 "(off), 'store-floor' with the defaults, 'store-gate' the defaults with the "
-                 f"list gate (tail_gap={RECOMMENDED_TAIL_GAP})",
+                 "(off), 'store-floor' with the defaults (list gate, tail_gap="
+                 f"{RECOMMENDED_TAIL_GAP}), 'store-perrow' the per-row floors of earlier "
+                 "releases (tail_gap=None), 'store-plain' floors off and no metadata.context",
         "questions_in_file": notes["total"],
         "abstention_in_file": notes["abstention"],
         "questions_scored": len(questions),
@@ -273,6 +301,11 @@ async def run(data: Path, ks: list[int], limit: int | None,
             if tstats.embedded and write_s else None,
             "store_recall_p50_ms": round(float(np.percentile(timing["store_recall_ms"], 50)), 3)
             if timing["store_recall_ms"] else None,
+            # the same store without metadata.context, measured in the same run
+            "plain_write_per_s": round(len(texts) / timing["plain_write_s"], 1)
+            if timing["plain_write_s"] else None,
+            "plain_recall_p50_ms": round(float(np.percentile(timing["plain_recall_ms"], 50)), 3)
+            if timing["plain_recall_ms"] else None,
         },
         "machine": {**machine, "load_avg_1m_end": machine_info()["load_avg_1m"]},
     }
@@ -336,11 +369,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="result file (default "
                              "~/.cache/memorywire/results/<data stem>[-limitN].json)")
+    parser.add_argument("--no-context", action="store_true",
+                        help="write user turns without the assistant's reply as "
+                             "metadata.context (store-plain always has none)")
+    parser.add_argument("--lexical-weight", type=float, default=1.0,
+                        help="SqliteStore lexical_weight for every store row (ablation)")
     args = parser.parse_args(argv)
+    global LEXICAL_WEIGHT
+    LEXICAL_WEIGHT = args.lexical_weight
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     result = anyio.run(run, args.data, sorted(set(args.k)), args.limit,
-                       args.vector_cache or default_cache(args.data))
+                       args.vector_cache or default_cache(args.data), None, not args.no_context)
     stem = args.data.name.removesuffix(".gz").removesuffix(".json")
     if not stem.startswith("longmemeval"):
         stem = f"longmemeval_{stem}"

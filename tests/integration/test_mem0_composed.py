@@ -100,8 +100,10 @@ async def _route(children: list[MemoryStore], clock: FakeClock) -> None:
 
 async def test_router_across_sqlite_and_mem0(tmp_path: Path) -> None:
     clock = FakeClock()
+    # Per-row floors (tail_gap=None): the scenario checks that an unrelated row stays out,
+    # which the default list gate would let in as the tail of a relevant list.
     sqlite = SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(), clock=clock,
-                         relevance_floor=0.2, lexical_floor=0.2)
+                         relevance_floor=0.2, lexical_floor=0.2, tail_gap=None)
     await _route([sqlite, mem0_store(clock)], clock)
 
 
@@ -111,7 +113,7 @@ async def test_router_across_sqlite_postgres_and_mem0(tmp_path: Path, pg_dsn: st
 
     clock = FakeClock()
     sqlite = SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(), clock=clock,
-                         relevance_floor=0.2, lexical_floor=0.2)
+                         relevance_floor=0.2, lexical_floor=0.2, tail_gap=None)  # per-row
     pg = PostgresStore(pg_dsn, HashingEmbedder(), clock, relevance_floor=0.2, lexical_floor=0.2)
     await _route([sqlite, pg, mem0_store(clock)], clock)
 

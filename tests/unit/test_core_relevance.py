@@ -77,3 +77,17 @@ def test_tail_gap_lets_the_best_hit_decide_and_keeps_the_tail() -> None:
     weak = {"a": 0.35, "b": 0.34}
     assert hybrid_rank(weak, ["a", "b"], [], k=5, floor=0.36, lexical_floor=0.36,
                        tail_gap=1.0) == []
+
+
+def test_lexical_weight_lets_the_full_text_list_outrank_the_vector_list() -> None:
+    cos = {"v": 0.5, "w": 0.45}
+    plain = hybrid_rank(cos, ["v", "w"], ["w", "v"], k=2, floor=-1.0, lexical_floor=-1.0)
+    assert [s.id for s in plain] == ["v", "w"]  # tied RRF: the closer vector wins
+    weighted = hybrid_rank(cos, ["v", "w"], ["w", "v"], k=2, floor=-1.0, lexical_floor=-1.0,
+                           lexical_weight=1.5)
+    assert [s.id for s in weighted] == ["w", "v"]
+
+
+def test_a_lexical_weight_that_is_not_positive_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="lexical_weight"):
+        SqliteStore(tmp_path / "w.db", HashingEmbedder(16), lexical_weight=0.0)

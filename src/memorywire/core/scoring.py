@@ -9,7 +9,7 @@ cosine threshold; a row that only the lexical list found must still clear a lowe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +18,8 @@ import numpy.typing as npt
 from memorywire.core.relevance import relevance
 
 __all__ = [
+    "AGREEMENT_DEPTH",
+    "AGREEMENT_WORDS",
     "DEMOTE_FACTOR",
     "RRF_K",
     "Scored",
@@ -30,6 +32,15 @@ __all__ = [
 DEMOTE_FACTOR = 0.25
 #: v0 RRF constant: an item at rank r (from 0) scores 1 / (RRF_K + r).
 RRF_K = 60
+#: The agreement rescue of the list gate looks at this many best vector hits ...
+AGREEMENT_DEPTH = 20
+#: ... and accepts the list when one of them shares this many distinct query words.
+#: Fitted on LongMemEval S dev120 (default floors, metadata.context = the reply): of the 8
+#: questions whose best hit clears no floor, depth 10 rescues 6, 20 and 30 rescue 7; none of
+#: the 36 calibration and 8 no-match questions of benchmarks/corpus shares two words with
+#: any of its 30 best vector hits (SqliteStore's full-text words: stop words out, porter
+#: stems, six-letter prefixes).
+AGREEMENT_WORDS = 2
 
 
 @dataclass(frozen=True)
@@ -39,6 +50,10 @@ class Scored:
     cosine: float
     #: Calibrated 0..1 (see :mod:`memorywire.core.relevance`).
     relevance: float = 0.0
+    #: Whether the row clears the floors on its own. A row the list gate admits only as the
+    #: tail of a relevant list is returned but not counted as recalled, so what
+    #: ``expire(no_recall_in_days)`` removes does not depend on the gate.
+    core: bool = True
 
 
 def exact_top(scores: npt.NDArray[np.float32], m: int) -> npt.NDArray[np.intp]:
@@ -70,6 +85,8 @@ def hybrid_rank(
     rrf_k: int = RRF_K,
     min_relevance: float | None = None,
     tail_gap: float | None = None,
+    agreement: Callable[[Sequence[str]], bool] | None = None,
+    lexical_weight: float = 1.0,
 ) -> list[Scored]:
     """Fuse the two ranked lists with RRF, keep rows that clear the floor, best ``k`` first.
 
@@ -82,18 +99,28 @@ def hybrid_rank(
     below the cosine of a short stated fact, so a per-row floor tuned on facts cuts it (it
     cost LongMemEval 20+ points), while "is anything here about the question" is still
     decided by the best hit.
+
+    ``agreement`` (with ``tail_gap``) is asked only when no row clears the floors: given the
+    ``AGREEMENT_DEPTH`` best vector hits it says whether one of them also shares at least
+    ``AGREEMENT_WORDS`` distinct content words with the query. Semantic and lexical
+    agreement on one row marks the list relevant even when its cosines are low, as a long
+    conversational turn's are; an off-topic question shares at most one word with any
+    memory (36 calibration and 8 no-match questions: none shares two with its 30 best hits).
+
+    ``lexical_weight`` scales the full-text list's RRF terms (weighted RRF; 1.0 is plain RRF).
     """
     fused: dict[str, float] = {}
     for rank, mid in enumerate(vector_ranked):
         fused[mid] = fused.get(mid, 0.0) + 1.0 / (rrf_k + rank)
     lexical = set(lexical_ranked)
     for rank, mid in enumerate(lexical_ranked):
-        fused[mid] = fused.get(mid, 0.0) + 1.0 / (rrf_k + rank)
+        fused[mid] = fused.get(mid, 0.0) + lexical_weight / (rrf_k + rank)
     out: list[Scored] = []
     gap = 0.0
     if min_relevance is None and tail_gap is not None:
         if not any(_clears(cosines.get(m, -1.0), m in lexical, floor, lexical_floor)
-                   for m in fused):
+                   for m in fused) and (
+                agreement is None or not agreement(list(vector_ranked[:AGREEMENT_DEPTH]))):
             return []
         gap = tail_gap
     for mid, score in fused.items():
@@ -105,7 +132,8 @@ def hybrid_rank(
         elif not _clears(cos, mid in lexical, floor - gap, lexical_floor - gap):
             continue
         factor = 1.0 if factors is None else factors.get(mid, 1.0)
-        out.append(Scored(mid, score * factor, cos, rel))
+        core = gap == 0.0 or _clears(cos, mid in lexical, floor, lexical_floor)
+        out.append(Scored(mid, score * factor, cos, rel, core))
     out.sort(key=lambda s: (-s.score, -s.cosine, s.id))
     return out[:k]
 

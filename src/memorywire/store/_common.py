@@ -41,12 +41,13 @@ DEFAULT_RELEVANCE_FLOOR = 0.36
 #: default: a store's full-text matcher needs its own calibration before it may admit rows
 #: the floor refuses (SqliteStore has one: ``sqlite.search.SQLITE_LEXICAL_FLOOR``).
 DEFAULT_LEXICAL_FLOOR = 0.36
-#: Opt-in (``tail_gap=`` on SqliteStore, PostgresStore, InMemoryStore): the floors judge a
-#: recall's whole list (``core.scoring.hybrid_rank``'s ``tail_gap``); when a row clears them,
-#: the others need only come within this much of them. Not the default yet: more hits per
-#: recall also count as recalled, which changes what ``no_recall_in_days`` expires. Fitted on
-#: LongMemEval S dev120 (session recall_all@5: per-row floors 0.737; gap 0.1 0.838, 0.2 0.869,
-#: 0.3 0.879, 2.0 0.879; floors off 0.929): the smallest gap on the plateau.
+#: ``tail_gap`` (SqliteStore's default; opt-in on PostgresStore and InMemoryStore): the
+#: floors judge a recall's whole list (``core.scoring.hybrid_rank``'s ``tail_gap``); when a
+#: row clears them, the others need only come within this much of them. Rows admitted only
+#: as the tail are returned but not marked recalled, so ``no_recall_in_days`` expires what it
+#: did before. Fitted on LongMemEval S dev120 (session recall_all@5: per-row floors 0.737;
+#: gap 0.1 0.838, 0.2 0.869, 0.3 0.879, 2.0 0.879; floors off 0.929): the smallest gap on the
+#: plateau.
 RECOMMENDED_TAIL_GAP = 0.3
 
 

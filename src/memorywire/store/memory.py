@@ -17,6 +17,7 @@ import numpy as np
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import embed_text
+from memorywire.core.context_key import CONTEXT_FIELD, check_context, lexical_text
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
@@ -123,7 +124,7 @@ class InMemoryStore(RowDelegate[_Row]):
         return frozenset(ALL_FIELDS)
 
     def _indexed(self, row: Row, vector: Any) -> _Row:
-        text = embed_text(row.type, row.stored)
+        text = lexical_text(row.type, row.stored, row.metadata)
         return _Row(**{f.name: getattr(row, f.name) for f in fields(Row)},
                     vector=np.asarray(vector, dtype=np.float32),
                     terms=frozenset(query_terms(text, max_terms=10_000)))
@@ -216,6 +217,8 @@ class _Backend:
         return self._store.embedder.embed([embed_text(r.type, r.stored) for r in rows])
 
     async def insert(self, rows: Sequence[Row]) -> None:
+        for row in rows:
+            check_context(row.metadata)  # refused before any row of the batch is kept
         for row, vec in zip(rows, self._embed(rows), strict=True):
             self._store._rows.setdefault(row.agent_id, {})[row.id] = self._store._indexed(row, vec)
 
@@ -223,8 +226,13 @@ class _Backend:
         fresh = [new for _, new, text in changes if text]
         vectors = iter(self._embed(fresh) if fresh else [])
         out = []
-        for _, new, text in changes:
-            stored = self._store._indexed(new, next(vectors)) if text else new
+        for old, new, text in changes:
+            if text:
+                stored = self._store._indexed(new, next(vectors))
+            elif old.metadata.get(CONTEXT_FIELD) != new.metadata.get(CONTEXT_FIELD):
+                stored = self._store._indexed(new, new.vector)  # its full-text key changed
+            else:
+                stored = new
             self._store._rows.setdefault(new.agent_id, {})[new.id] = stored
             out.append(stored)
         return out

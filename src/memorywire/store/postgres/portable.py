@@ -14,11 +14,13 @@ from typing import Any
 import numpy as np
 
 from memorywire.core.content import embed_text, links_of
+from memorywire.core.context_key import check_context, lexical_text
 from memorywire.core.records import Row
 from memorywire.core.scoring import DEMOTE_FACTOR
 from memorywire.errors import InvalidRequest
 from memorywire.store.portable import Cursor, ImportCounts, OnConflict, decide
 from memorywire.store.postgres.db import PgDb
+from memorywire.store.postgres.migrations import TS_CONFIG
 from memorywire.store.postgres.sql import ROW_COLS, TABLE, reject_nul, row_of, vector_literal
 from memorywire.store.postgres.writes import write_row
 
@@ -62,7 +64,7 @@ _INSERT = (
     "created_at, updated_at, expires_at, deleted_at, archived_at, score_factor, "
     "last_recalled_at, recall_count, merged_into, embedding, tsv) VALUES (%s, %s, %s, %s, %s, "
     "%s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::vector, "
-    "to_tsvector('simple', %s))")
+    f"to_tsvector('{TS_CONFIG}', %s))")
 
 
 def _insert_params(row: Row, text: str, vector: Any) -> tuple[Any, ...]:
@@ -81,6 +83,7 @@ async def import_rows(db: PgDb, rows: Sequence[Row], on_conflict: OnConflict,
         links_of(row.metadata)
         reject_nul(row.stored, "content")
         reject_nul(json.dumps(row.metadata), "metadata")
+        check_context(row.metadata)
     texts = [embed_text(r.type, r.stored) for r in rows]
     vectors: Any = given if given is not None else await db.embed(texts) if rows else []
     dim = db.embedder.dim
@@ -95,12 +98,13 @@ async def import_rows(db: PgDb, rows: Sequence[Row], on_conflict: OnConflict,
         existing = {(r["agent_id"], r["id"]): row_of(r) for r in await cur.fetchall()}
         inserts: list[tuple[Any, ...]] = []
         added: dict[str, int] = {}
-        for row, text, vector in zip(rows, texts, vectors, strict=True):
+        for row, vector in zip(rows, vectors, strict=True):
             old = existing.get((row.agent_id, row.id))
             if not decide(old is not None, row, on_conflict):
                 counts.skipped += 1
             elif old is None:
-                inserts.append(_insert_params(row, text, vector))
+                inserts.append(_insert_params(
+                    row, lexical_text(row.type, row.stored, row.metadata), vector))
                 added[row.agent_id] = added.get(row.agent_id, 0) + 1
             else:
                 changed = given is not None or old.stored != row.stored

@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from memorywire.core.content import content_to_storage, embed_text, fold_links
+from memorywire.core.context_key import CONTEXT_FIELD, lexical_text
 from memorywire.core.ids import new_id
 from memorywire.core.records import RememberAction, Row, new_row, remember_action
 from memorywire.core.scoring import DEMOTE_FACTOR
 from memorywire.core.timeline import TIME_KEY
 from memorywire.errors import Conflict
 from memorywire.store.postgres.db import Conn, PgDb
+from memorywire.store.postgres.migrations import TS_CONFIG
 from memorywire.store.postgres.sql import ROW_COLS, TABLE, reject_nul, row_of, vector_literal
 from memorywire.wire.models import MemoryType, RememberRequest, RememberResponse
 
@@ -40,12 +42,19 @@ async def write_row(db: PgDb, conn: Conn, new: Row, text_changed: bool,
         new.updated_at, new.expires_at, new.deleted_at, new.archived_at,
         DEMOTE_FACTOR if new.demoted else 1.0, new.last_recalled_at, new.recall_count,
         new.merged_into]
+    key = lexical_text(new.type, new.stored, new.metadata)
     if text_changed:
         text = embed_text(new.type, new.stored)
         if vector is None:
             vector = (await db.embed([text]))[0]
-        sets += ", content = %s, embedding = %s::vector, tsv = to_tsvector('english', %s)"
-        params += [new.stored, vector_literal(vector), text]
+        sets += f", content = %s, embedding = %s::vector, tsv = to_tsvector('{TS_CONFIG}', %s)"
+        params += [new.stored, vector_literal(vector), key]
+    else:
+        # The full-text key also holds metadata.context (core.context_key): re-index when
+        # that changed (column references in SET read the row as it was).
+        sets += (f", tsv = CASE WHEN metadata->'{CONTEXT_FIELD}' IS DISTINCT FROM "
+                 f"%s::jsonb->'{CONTEXT_FIELD}' THEN to_tsvector('{TS_CONFIG}', %s) ELSE tsv END")
+        params += [metadata, key]
     await conn.execute(f"UPDATE {TABLE} SET {sets} WHERE agent_id = %s AND id = %s",
                        [*params, new.agent_id, new.id])
 
@@ -60,22 +69,23 @@ async def remember_many(db: PgDb, reqs: Sequence[RememberRequest]) -> list[Remem
         prepared.append((r, stored, metadata))
     if not prepared:
         return []
+    keys = [lexical_text(r.type, s, m) for r, s, m in prepared]
     vectors = await db.embed([embed_text(r.type, s) for r, s, _ in prepared])
     now = db.clock.now_ms()
     out: list[RememberResponse] = []
     async with db.tx() as conn:
         added: dict[str, int] = {}
-        for (r, stored, metadata), vec in zip(prepared, vectors, strict=True):
+        for (r, stored, metadata), vec, key in zip(prepared, vectors, keys, strict=True):
             mid = r.id or new_id(now)
             cur = await conn.execute(
                 f"INSERT INTO {TABLE} (agent_id, id, user_id, type, content, metadata, "
                 "confidence, source, created_at, expires_at, embedding, tsv) VALUES "
                 "(%s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s::vector, "
-                "to_tsvector('english', %s)) ON CONFLICT (agent_id, id) DO NOTHING "
+                f"to_tsvector('{TS_CONFIG}', %s)) ON CONFLICT (agent_id, id) DO NOTHING "
                 "RETURNING created_at",
                 (r.agent_id, mid, r.user_id, r.type.value, stored, json.dumps(metadata),
                  r.confidence, r.source, now, r.expires_at, vector_literal(vec),
-                 embed_text(r.type, stored)),
+                 key),
             )
             if await cur.fetchone() is not None:
                 added[r.agent_id] = added.get(r.agent_id, 0) + 1

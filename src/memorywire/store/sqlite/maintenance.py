@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from memorywire.core.content import embed_text, links_of
+from memorywire.core.context_key import CONTEXT_FIELD, lexical_text
 from memorywire.core.expiry import policy_matches
 from memorywire.core.filters import matches_filter
 from memorywire.core.merge import plan_row_merge
@@ -54,9 +55,14 @@ def _reembed(db: SqliteDb, conn: Any, rid: int, row: Row) -> None:
     no = agent_number(conn, row.agent_id, create=True) or 0
     conn.execute("INSERT OR REPLACE INTO vectors VALUES(?, ?)",
                  (vid(no, rid), np.ascontiguousarray(vec, dtype=np.float32).tobytes()))
+    _reindex(conn, rid, row)
+
+
+def _reindex(conn: Any, rid: int, row: Row) -> None:
     conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
     conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
-                 (rid, text, scope_token(row.agent_id)))
+                 (rid, lexical_text(row.type, row.stored, row.metadata),
+                  scope_token(row.agent_id)))
 
 
 def write_row(db: SqliteDb, conn: Any, rid: int, old: Row, new: Row, text_changed: bool) -> None:
@@ -73,6 +79,8 @@ def write_row(db: SqliteDb, conn: Any, rid: int, old: Row, new: Row, text_change
          new.recall_count, rid))
     if text_changed:
         _reembed(db, conn, rid, new)
+    elif old.metadata.get(CONTEXT_FIELD) != new.metadata.get(CONTEXT_FIELD):
+        _reindex(conn, rid, new)
     if old.links() != new.links():
         conn.execute("DELETE FROM links WHERE agent_id = ? AND src = ? AND kind = 'link'",
                      (new.agent_id, new.id))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from memorywire.core.content import embed_text, links_of
+from memorywire.core.context_key import check_context, lexical_text
 from memorywire.core.records import Row
 from memorywire.store.portable import Cursor, ImportCounts, OnConflict, decide
 from memorywire.store.sqlite.db import SqliteDb, checked_vectors
@@ -61,16 +62,17 @@ def vectors_of(db: SqliteDb, rows: Sequence[Row]) -> list[Any]:
     return out
 
 
-def _set_vector(conn: Any, row: Row, rid: int, text: str, vector: Any) -> None:
+def _set_vector(conn: Any, row: Row, rid: int, vector: Any) -> None:
     number = agent_number(conn, row.agent_id, create=True) or 0
     conn.execute("INSERT OR REPLACE INTO vectors VALUES(?, ?)",
                  (vid(number, rid), np.ascontiguousarray(vector, dtype=np.float32).tobytes()))
     conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
     conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
-                 (rid, text, scope_token(row.agent_id)))
+                 (rid, lexical_text(row.type, row.stored, row.metadata),
+                  scope_token(row.agent_id)))
 
 
-def _insert(conn: Any, row: Row, text: str, vector: Any) -> None:
+def _insert(conn: Any, row: Row, vector: Any) -> None:
     rid = conn.execute(
         "INSERT INTO memories(agent_id, id, user_id, type, content, metadata, confidence, "
         "source, created_at, updated_at, expires_at, deleted_at, archived_at, demoted, "
@@ -80,7 +82,7 @@ def _insert(conn: Any, row: Row, text: str, vector: Any) -> None:
          row.created_at, row.updated_at, row.expires_at, row.deleted_at, row.archived_at,
          int(row.demoted), row.last_recalled_at, row.recall_count),
     ).fetchone()[0]
-    _set_vector(conn, row, rid, text, vector)
+    _set_vector(conn, row, rid, vector)
     conn.executemany("INSERT OR IGNORE INTO links VALUES(?, ?, ?, 'link')",
                      [(row.agent_id, row.id, d) for d in links_of(row.metadata)])
     if row.merged_into is not None:
@@ -92,6 +94,7 @@ def import_rows(db: SqliteDb, rows: Sequence[Row], on_conflict: OnConflict,
                 given: Sequence[Any] | None = None) -> ImportCounts:
     for row in rows:
         links_of(row.metadata)
+        check_context(row.metadata)
     texts = [embed_text(r.type, r.stored) for r in rows]
     vectors: Any = given if given is not None else db.embedder.embed(texts) if rows else []
     if given is not None:
@@ -99,20 +102,20 @@ def import_rows(db: SqliteDb, rows: Sequence[Row], on_conflict: OnConflict,
     counts = ImportCounts()
     with db.tx() as conn:
         touched: set[str] = set()
-        for row, text, vector in zip(rows, texts, vectors, strict=True):
+        for row, vector in zip(rows, vectors, strict=True):
             got = conn.execute(f"SELECT {ROW_COLS} FROM memories WHERE agent_id = ? AND id = ?",
                                (row.agent_id, row.id)).fetchone()
             if not decide(got is not None, row, on_conflict):
                 counts.skipped += 1
                 continue
             if got is None:
-                _insert(conn, row, text, vector)
+                _insert(conn, row, vector)
                 counts.inserted += 1
             else:
                 rid, old = row_of(got)
                 write_row(db, conn, rid, old, row, False)
                 if given is not None or old.stored != row.stored:
-                    _set_vector(conn, row, rid, text, vector)
+                    _set_vector(conn, row, rid, vector)
                 counts.replaced += 1
             touched.add(row.agent_id)
         for agent_id in sorted(touched):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import time
 import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,15 @@ import numpy.typing as npt
 
 from memorywire.core.clock import DAY_MS
 from memorywire.core.filters import matches_filter
-from memorywire.core.scoring import DEMOTE_FACTOR, Scored, candidate_pool, exact_top, hybrid_rank
+from memorywire.core.scoring import (
+    AGREEMENT_DEPTH,
+    AGREEMENT_WORDS,
+    DEMOTE_FACTOR,
+    Scored,
+    candidate_pool,
+    exact_top,
+    hybrid_rank,
+)
 from memorywire.core.textsearch import query_terms
 from memorywire.store._vector_cache import ScopeIndex
 from memorywire.store.sqlite.schema import scope_token
@@ -52,6 +61,7 @@ __all__ = [
     "lexical_rids",
     "lexical_units",
     "rank_scope",
+    "shared_words",
 ]
 
 PREFIX_LEN = 6
@@ -155,6 +165,32 @@ def lexical_rids(
         "ORDER BY bm25(memories_fts, 1.0, 0.0) LIMIT ?", (expr, limit))]
 
 
+def shared_words(conn: Any, rid: int, text: str, enough: int) -> int:
+    """How many distinct content words of ``text`` row ``rid``'s full-text key holds
+    (a word counts when it or its six-letter prefix matches), counting up to ``enough``."""
+    found = 0
+    for term in query_terms(text):
+        unit = _quote(term)
+        if len(term) >= PREFIX_MIN_WORD:
+            unit = f"{unit} OR {_quote(term[:PREFIX_LEN])}*"
+        if conn.execute("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? AND rowid = ?",
+                        (f"body : ({unit})", rid)).fetchone() is not None:
+            found += 1
+            if found >= enough:
+                break
+    return found
+
+
+def _agreement(conn: Any, rid_of: dict[str, int], text: str) -> Callable[[Sequence[str]], bool]:
+    """The list gate's rescue (``core.scoring.hybrid_rank``): does one of these vector hits
+    share ``AGREEMENT_WORDS`` distinct words with the query? Asked only when no hit clears
+    the floors, so the per-row lookups cost nothing on the common path."""
+    def agree(ids: Sequence[str]) -> bool:
+        return any(shared_words(conn, rid_of[i], text, AGREEMENT_WORDS) >= AGREEMENT_WORDS
+                   for i in ids if i in rid_of)
+    return agree
+
+
 def _mask(conn: Any, index: ScopeIndex, req: RecallRequest, now: int) -> npt.NDArray[np.bool_]:
     mask = index.eligible(
         now, user_id=req.user_id, types=req.types,
@@ -183,6 +219,7 @@ def rank_scope(
     floor: float,
     lexical_floor: float,
     tail_gap: float | None = None,
+    lexical_weight: float = 1.0,
 ) -> list[Scored]:
     mask = _mask(conn, index, req, now)
     positions = np.flatnonzero(mask)
@@ -209,4 +246,8 @@ def rank_scope(
     factors = {ids[p]: DEMOTE_FACTOR for p in candidates if demoted[p]}
     return hybrid_rank(cosines, [ids[p] for p in top], [ids[p] for p in lexical], k=req.k,
                        floor=floor, lexical_floor=lexical_floor, factors=factors,
-                       min_relevance=req.min_relevance, tail_gap=tail_gap)
+                       min_relevance=req.min_relevance, tail_gap=tail_gap,
+                       agreement=_agreement(
+                           conn, {ids[p]: int(index.rids[p]) for p in top[:AGREEMENT_DEPTH]},
+                           req.query),
+                       lexical_weight=lexical_weight)

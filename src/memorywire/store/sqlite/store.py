@@ -48,6 +48,7 @@ from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import MemorywireError
 from memorywire.store._common import (
     DEFAULT_RELEVANCE_FLOOR,
+    RECOMMENDED_TAIL_GAP,
     resolve_embedder,
     shortest_hops,
 )
@@ -110,7 +111,13 @@ _CAPABILITIES = frozenset(
 
 class SqliteStore:
     """The embedded store. ``cache_mb`` bounds the in-process vector cache (least recently
-    used agent out); the default holds ~600k memories of the 384-d default embedder."""
+    used agent out); the default holds ~600k memories of the 384-d default embedder.
+
+    ``tail_gap`` (default ``RECOMMENDED_TAIL_GAP``) makes the floors judge a recall's whole
+    list, with the agreement rescue (``core.scoring.hybrid_rank``): a long conversation's
+    answering turns sit below a cosine floor fitted on short facts. ``tail_gap=None`` is the
+    per-row floor of earlier releases. ``lexical_weight`` weighs the full-text list against
+    the vector list in RRF (1.0, plain RRF, by default; see docs/benchmarks.md)."""
 
     def __init__(
         self,
@@ -121,7 +128,8 @@ class SqliteStore:
         *,
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
         lexical_floor: float = SQLITE_LEXICAL_FLOOR,
-        tail_gap: float | None = None,
+        tail_gap: float | None = RECOMMENDED_TAIL_GAP,
+        lexical_weight: float = 1.0,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -133,6 +141,9 @@ class SqliteStore:
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
         self._tail_gap = tail_gap
+        if not lexical_weight > 0:
+            raise ValueError(f"lexical_weight must be > 0, got {lexical_weight}")
+        self._lexical_weight = lexical_weight
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)
@@ -278,10 +289,12 @@ class SqliteStore:
             now = self._clock.now_ms()
             index = self._db.index(conn, req.agent_id)
             ranked = rank_scope(conn, index, req, qvec, now, floor=self._floor,
-                                lexical_floor=self._lexical_floor, tail_gap=self._tail_gap)
+                                lexical_floor=self._lexical_floor, tail_gap=self._tail_gap,
+                                lexical_weight=self._lexical_weight)
             if not ranked:
                 return []
             wanted = json.dumps([s.id for s in ranked])
+            marked = json.dumps([s.id for s in ranked if s.core])
             rows = {
                 r[0]: r for r in conn.execute(
                     f"SELECT {COLS} FROM memories WHERE agent_id = ? AND id IN {IN_JSON}",
@@ -289,7 +302,7 @@ class SqliteStore:
             }
             conn.execute(
                 f"UPDATE memories SET last_recalled_at = ?, recall_count = recall_count + 1 "
-                f"WHERE agent_id = ? AND id IN {IN_JSON}", (now, req.agent_id, wanted))
+                f"WHERE agent_id = ? AND id IN {IN_JSON}", (now, req.agent_id, marked))
         hits = []
         for s in ranked:
             r = rows[s.id]

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memorywire.core.content import content_to_storage, embed_text, fold_links, links_of
+from memorywire.core.context_key import lexical_text
 from memorywire.core.ids import new_id
 from memorywire.core.records import RememberAction, new_row, remember_action
 from memorywire.core.timeline import TIME_KEY
@@ -34,6 +35,7 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
     links = [links_of(r.metadata) for r in reqs]
     # Everything that needs no database happens before the write lock is taken.
     texts = [embed_text(r.type, s) for r, s in prepared]
+    keys = [lexical_text(r.type, s, r.metadata) for r, s in prepared]
     metas = [json.dumps(r.metadata or {}, ensure_ascii=False) for r in reqs]
     tokens = {a: scope_token(a) for a in {r.agent_id for r in reqs}}
     vectors = given if given is not None else db.embedder.embed(texts)
@@ -61,7 +63,7 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
                                  (vid(numbers[r.agent_id], rid), blobs[i]))
                     conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rid,))
                     conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
-                                 (rid, texts[i], tokens[r.agent_id]))
+                                 (rid, keys[i], tokens[r.agent_id]))
                     revived.add(r.agent_id)
                     out.append(RememberResponse(id=r.id, stored_at=now, stores=[db.name],
                                                 pending_approval=False))
@@ -77,7 +79,7 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
             conn.execute("INSERT INTO vectors VALUES(?, ?)",
                          (vid(numbers[r.agent_id], rid), blobs[i]))
             conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
-                         (rid, texts[i], tokens[r.agent_id]))
+                         (rid, keys[i], tokens[r.agent_id]))
             if links[i]:
                 conn.executemany("INSERT OR IGNORE INTO links VALUES(?, ?, ?, 'link')",
                                  [(r.agent_id, mid, dst) for dst in links[i]])

@@ -5,6 +5,9 @@ scan of the records to move (:class:`FieldScan`): a field the target cannot keep
 for the records that carry a value in it, and *kept* (nothing to lose) when none does. A new
 record field needs nothing here (fields are found by introspection); a new way of carrying a
 field differently goes in :data:`TRANSFORMS`, one entry.
+
+Beside the record fields, a plan may carry *extras*: what governance holds about the records
+(``history``, ``pending``), kept only by a governed target.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ from typing import Any
 from memorywire.core.records import Row
 from memorywire.errors import InvalidRequest
 
-__all__ = ["TRANSFORMS", "FidelityPlan", "FieldScan", "plan_fidelity"]
+__all__ = ["EXTRAS", "TRANSFORMS", "FidelityPlan", "FieldScan", "plan_fidelity"]
 
 #: field -> how a target that does not keep it natively still carries it (none in v0).
 TRANSFORMS: dict[str, str] = {}
+
+#: Plan entries that are not record fields; a lost one may be allowed like a field.
+EXTRAS = ("history", "pending")
 
 _DEFAULTS: dict[str, Any] = {f.name: (None if f.default is MISSING else f.default)
                              for f in fields(Row)}
@@ -69,7 +75,7 @@ class FidelityPlan:
 
     def refuse_unless(self, allow_loss: set[str]) -> None:
         """Raise ``InvalidRequest`` naming every lost field ``allow_loss`` does not name."""
-        unknown = allow_loss - set(_DEFAULTS)
+        unknown = allow_loss - set(_DEFAULTS) - set(EXTRAS)
         if unknown:
             raise InvalidRequest(f"--allow-loss names unknown fields: {sorted(unknown)}")
         refused = [f for f in self.lost if f not in allow_loss]
@@ -92,8 +98,11 @@ class FidelityPlan:
 
 
 def plan_fidelity(source: str, target: str, source_kept: frozenset[str],
-                  target_kept: frozenset[str], scan: FieldScan) -> FidelityPlan:
-    """Fields the source never had count as carried by no record (nothing to keep or lose)."""
+                  target_kept: frozenset[str], scan: FieldScan,
+                  extras: dict[str, tuple[int, bool, str]] | None = None) -> FidelityPlan:
+    """Fields the source never had count as carried by no record (nothing to keep or lose).
+
+    ``extras``: name -> (how many carry it, whether the target keeps it, why not)."""
     fates = []
     for name, count in scan.carrying.items():
         carried = count if name in source_kept else 0
@@ -103,4 +112,7 @@ def plan_fidelity(source: str, target: str, source_kept: frozenset[str],
             fates.append(FieldFate(name, "transformed", carried, TRANSFORMS[name]))
         else:
             fates.append(FieldFate(name, "lost", carried))
+    for name, (count, kept, why) in (extras or {}).items():
+        fates.append(FieldFate(name, "kept" if kept or count == 0 else "lost", count,
+                               "" if kept or count == 0 else why))
     return FidelityPlan(source, target, scan.rows, tuple(fates))

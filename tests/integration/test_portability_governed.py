@@ -19,7 +19,7 @@ from memorywire.errors import CapabilityMissing, InvalidRequest
 from memorywire.governance.actor import acting_as
 from memorywire.governance.auditfile import export_audit, verify_audit_file
 from memorywire.governance.store import GovernedStore
-from memorywire.portability import export_dump, import_dump, verify_dump
+from memorywire.portability import DumpReader, export_dump, import_dump, verify_dump
 from memorywire.store.portable import OnConflict
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire import validate
@@ -258,3 +258,32 @@ async def test_cli_exports_history_pending_and_audit_and_verifies_offline(
     assert imported.returncode == 0, imported.stderr
     counts = json.loads(imported.stdout)
     assert counts["inserted"] == 2 and counts["pending"] == 1 and counts["history"] > 2
+
+
+async def test_pending_lines_are_verified_and_a_pair_reader_refuses_history(
+        tmp_path: Path) -> None:
+    clock = FakeClock()
+    source = _governed(tmp_path, "src", clock)
+    try:
+        await _populate(source, clock)
+        dump = tmp_path / "d.jsonl"
+        await _dump(source, dump, include_history=True, include_pending=True)
+    finally:
+        await source.aclose()
+    # A reader of (row, vector) pairs would drop the history: it refuses instead.
+    with open(dump, "rb") as stream, pytest.raises(InvalidRequest,
+                                                   match="dump line 2: carries a history"):
+        list(DumpReader(stream))
+    lines = dump.read_text(encoding="utf-8").splitlines()
+    pending = json.loads(lines[-2])
+    assert pending["kind"] == "pending"
+    pending["pending"]["request"]["content"] = "approve me instead"
+    forged = tmp_path / "forged.jsonl"
+    forged.write_text("\n".join([*lines[:-2], json.dumps(pending), lines[-1]]) + "\n",
+                      encoding="utf-8")
+    with pytest.raises(InvalidRequest, match=f"dump line {len(lines) - 1}: digest mismatch"):
+        verify_dump(str(forged))
+    dropped = tmp_path / "dropped.jsonl"
+    dropped.write_text("\n".join([*lines[:-2], lines[-1]]) + "\n", encoding="utf-8")
+    with pytest.raises(InvalidRequest, match="footer counts 1 pending"):
+        verify_dump(str(dropped))

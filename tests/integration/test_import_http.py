@@ -95,6 +95,13 @@ def test_admin_imports_a_dump_and_gets_the_fidelity_report(
     assert [i["id"] for i in staged["approvals"]] == ["p1"]
     history = client.post("/v0/history", json={"agent_id": "a1", "id": "m2"}, headers=admin)
     assert [r["operation"] for r in history.json()["revisions"]][-1] == "import"
+    # What came in goes out again with its history and the staged write, over HTTP too.
+    out = client.get("/v0/admin/export?include_history=true&include_pending=true"
+                     "&include_forgotten=true", headers=admin)
+    assert out.status_code == 200
+    docs = [json.loads(x) for x in out.content.splitlines()]
+    assert [d["pending"]["id"] for d in docs if d["kind"] == "pending"] == ["p1"]
+    assert all(d.get("history") for d in docs if d["kind"] == "record")
     # The same dump gzipped, again: idempotent by id (skip is the default, as on the CLI).
     again = client.post("/v0/admin/import", content=gzip.compress(dump),
                         headers={**admin, **NDJSON, "content-encoding": "gzip"})

@@ -3,8 +3,8 @@
     python benchmarks/migrate.py --n 100000 --json        # vectors reused (same embedder)
     python benchmarks/migrate.py --n 20000 --reembed      # target embeds with --target-embedder
 
-The source database is built in a child process (random unit vectors handed to
-``remember_many``, so building costs no model time), so the peak RSS reported is the
+The source database is built in a child process (rows with random unit vectors handed to
+``import_rows``, so building costs no model time), so the peak RSS reported is the
 migration's own: the process that scans, plans, copies, checkpoints and verifies. PostgreSQL
 is a pgserver in a temporary folder (or ``--dsn``). Writes ``benchmarks/results/migrate-*.json``.
 """
@@ -26,31 +26,39 @@ from typing import Any
 import anyio
 import numpy as np
 
+from memorywire.core.records import Row
 from memorywire.embed.spec import embedder_from_spec
 from memorywire.portability import migrate
+from memorywire.store.portable import OnConflict
 from memorywire.store.postgres import PostgresStore
 from memorywire.store.sqlite import SqliteStore
 from memorywire.testing.postgres import start_pgserver
-from memorywire.wire.models import MemoryType, RememberRequest
+from memorywire.wire.models import MemoryType
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SOURCE_EMBEDDER = "hashing:384"
 
 
 async def build(path: str, n: int, agents: int, seed: int) -> None:
+    """Rows go in through the portability door (``import_rows`` with their vectors): the
+    same rows ``remember`` would store, without its per-write conflict scan, whose cost
+    grows with the agent's size and made building a 100k source take longer than moving it.
+    """
     store = SqliteStore(path, embedder=embedder_from_spec(SOURCE_EMBEDDER))
     rng = np.random.default_rng(seed)
+    start_ms = 1_700_000_000_000
     try:
         for start in range(0, n, 2000):
             count = min(2000, n - start)
-            reqs = [RememberRequest(agent_id=f"agent-{i % agents}", id=f"m{i:08d}",
-                                    type=MemoryType.SEMANTIC,
-                                    content=f"memory {i}: the user mentioned topic {i % 997}",
-                                    metadata={"n": i}, user_id=f"u{i % 7}")
+            rows = [Row(id=f"m{i:08d}", agent_id=f"agent-{i % agents}", user_id=f"u{i % 7}",
+                        type=MemoryType.SEMANTIC,
+                        stored=f"memory {i}: the user mentioned topic {i % 997}",
+                        metadata={"n": i}, confidence=1.0, source=None,
+                        created_at=start_ms + i)
                     for i in range(start, start + count)]
             vecs = rng.standard_normal((count, 384)).astype(np.float32)
             vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-            await store.remember_many(reqs, vectors=vecs)
+            await store.import_rows(rows, OnConflict.FAIL, vectors=list(vecs))
     finally:
         await store.aclose()
 

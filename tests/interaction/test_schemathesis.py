@@ -9,9 +9,11 @@ in-memory store with the hashing embedder, served without authentication (local 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -33,6 +35,15 @@ from memorywire.server.http import create_app
 from memorywire.store.memory import InMemoryStore
 
 pytestmark = pytest.mark.slow
+
+
+
+@schemathesis.serializer("application/x-ndjson")
+def _ndjson(ctx: Any, value: Any) -> bytes:
+    """A generated ``export/line`` document sent as a one-line dump (``POST /v0/admin/import``,
+    which must refuse it with a documented error, never a 5xx)."""
+    return value if isinstance(value, bytes) else json.dumps(value).encode() + b"\n"
+
 
 FIVE = {f"/v0/{op}" for op in ("remember", "recall", "forget", "merge", "expire")}
 CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance]

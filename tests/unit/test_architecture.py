@@ -108,9 +108,11 @@ LAYERS: dict[str, Layer] = {
         ("memorywire.governance.pg_backend",), "errors", "psycopg psycopg_pool"
     ),
     "consolidation": _layer(("memorywire.consolidation",), "errors wire core store", "anyio"),
-    # Dumps, fidelity plans, export/import/migrate: the store protocols only, like the router.
+    # Dumps, fidelity plans, export/import/migrate: the store protocols, and governance for
+    # the history and pending approvals a dump carries.
     "portability": _layer(
-        _pkg("memorywire.portability"), "errors wire core embed store", "anyio numpy"
+        _pkg("memorywire.portability"), "errors wire core embed store governance",
+        "anyio numpy"
     ),
     # Readers of data memorywire did not write: each may reach its own vendor (and the backend
     # module that loads that vendor), and only the ``--from-format`` registry knows them all.

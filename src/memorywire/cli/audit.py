@@ -1,6 +1,7 @@
 """``memorywire audit``: verify, list and checkpoint a governance database's audit log.
 
-``verify`` exits 0 when the chain (and every checkpoint given) holds, 1 when tampering is
+``export`` writes the chain as a file that ``verify --file`` checks offline, without the
+database. ``verify`` exits 0 when the chain (and every checkpoint given) holds, 1 when tampering is
 found, 2 on a usage error; the report is JSON on standard output either way. Without
 ``--db`` it also checks the configured store against the log (``store`` in the report):
 memories written behind governance's back fail the verification, naming the store.
@@ -82,6 +83,16 @@ def _load_checkpoints(files: list[str]) -> list[dict[str, Any]]:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    if args.file:
+        from memorywire.governance.auditfile import verify_audit_file
+
+        cps = _load_checkpoints(args.checkpoint) if args.checkpoint else None
+        found = verify_audit_file(args.file, cps, args.trusted_key or None)
+        print(json.dumps(found, indent=2))
+        if not found["ok"]:
+            print(f"memorywire audit verify: {args.file} line {found['first_bad_line']}: "
+                  f"{found['problems'][0]['message']}", file=sys.stderr)
+        return 0 if found["ok"] else 1
     log = _open(_db_of(args))
     try:
         cps = _load_checkpoints(args.checkpoint) if args.checkpoint else None
@@ -109,6 +120,18 @@ def _list(args: argparse.Namespace) -> int:
             print(json.dumps(e.to_dict(), ensure_ascii=False))
     finally:
         log.close()
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from memorywire.governance.auditfile import export_audit
+
+    log = _open(_db_of(args))
+    try:
+        n = export_audit(log, sys.stdout.buffer)
+    finally:
+        log.close()
+    print(f"exported {n} audit entries", file=sys.stderr)
     return 0
 
 
@@ -155,7 +178,14 @@ def register_audit(subparsers: Any) -> None:
         metavar="B64",
         help="accept only checkpoints signed by this public key; repeatable",
     )
+    v.add_argument("--file", metavar="FILE",
+                   help="verify an exported audit file (audit export) offline instead")
     v.set_defaults(handler=_guard(_verify))
+
+    ex = sub.add_parser("export", help="write the chain as JSON lines to stdout, for offline "
+                                       "verification (audit verify --file)")
+    ex.add_argument("--db")
+    ex.set_defaults(handler=_guard(_export))
 
     ls = sub.add_parser("list", help="print entries as JSON lines")
     ls.add_argument("--db")
@@ -169,6 +199,6 @@ def register_audit(subparsers: Any) -> None:
     cp.add_argument("--key", required=True, help="Ed25519 private key, PEM, unencrypted")
     cp.set_defaults(handler=_guard(_checkpoint))
     v.add_argument("--embedder", help=argparse.SUPPRESS)
-    for q in (v, ls, cp):
+    for q in (v, ls, cp, ex):
         q.add_argument("--config", metavar="FILE", help="configuration file (default: "
                        "$MEMORYWIRE_CONFIG)")

@@ -22,6 +22,7 @@ from memorywire.embed.spec import embedder_from_spec
 from memorywire.errors import InvalidRequest, MemorywireError
 from memorywire.portability import export_dump, import_dump, migrate
 from memorywire.portability.foreign import FORMATS, import_foreign, open_foreign
+from memorywire.portability.moves import DumpImportCounts
 from memorywire.store.portable import OnConflict
 from memorywire.store.registry import open_store
 
@@ -30,8 +31,25 @@ __all__ = ["register_portability"]
 DUMP_FORMAT = "memorywire-export"
 
 
-def _open(url: str, spec: str | None) -> Any:
-    return open_store(url, embedder=embedder_from_spec(spec or "minilm"))
+def _open(url: str, spec: str | None, governance_db: str | None = None) -> Any:
+    """The store, governed by ``governance_db`` when one is named (which must exist: a
+    misspelt path would otherwise start an empty log and export no history)."""
+    store = open_store(url, embedder=embedder_from_spec(spec or "minilm"))
+    if governance_db is None:
+        return store
+    from memorywire.governance.db import is_postgres_url
+    from memorywire.governance.store import GovernedStore
+
+    if not is_postgres_url(governance_db) and not Path(governance_db).is_file():
+        raise InvalidRequest(f"no governance database at {governance_db}")
+    return GovernedStore(store, governance_db)
+
+
+def _write_audit(store: Any, path: str) -> int:
+    from memorywire.governance.auditfile import export_audit
+
+    with open(path, "wb") as out:
+        return export_audit(store.audit_log, out)
 
 
 def _since(text: str | None) -> int | None:
@@ -60,14 +78,22 @@ def _progress(args: argparse.Namespace) -> Progress:
 
 def _export(args: argparse.Namespace) -> int:
     async def go() -> int:
-        store = _open(args.store, args.embedder)
+        if (args.include_history or args.include_pending or args.audit) and not args.governance_db:
+            raise InvalidRequest("--include-history, --include-pending and --audit need "
+                                 "--governance-db (the audit log and queue live there)")
+        store = _open(args.store, args.embedder, args.governance_db)
         progress = _progress(args)
         try:
             n = await export_dump(store, sys.stdout.buffer, url=args.store, agent_id=args.agent,
                                   user_id=args.user, since=_since(args.since),
                                   include_forgotten=args.include_forgotten,
-                                  include_vectors=args.include_vectors, gzip_it=args.gzip,
+                                  include_vectors=args.include_vectors,
+                                  include_history=args.include_history,
+                                  include_pending=args.include_pending, gzip_it=args.gzip,
                                   progress=progress)
+            if args.audit:
+                entries = _write_audit(store, args.audit)
+                print(f"wrote {entries} audit entries to {args.audit}", file=sys.stderr)
         finally:
             progress.close()
             await store.aclose()
@@ -83,7 +109,7 @@ def _import(args: argparse.Namespace) -> int:
         if not foreign and args.agent is not None:
             raise InvalidRequest("--agent applies to --from-format mem0, letta and cognee only")
         source = open_foreign(args.from_format, args.file, args.agent) if foreign else None
-        store = _open(args.store, args.embedder)
+        store = _open(args.store, args.embedder, args.governance_db)
         progress = _progress(args)
         try:
             if source is not None:
@@ -101,6 +127,9 @@ def _import(args: argparse.Namespace) -> int:
         print(plan.table(), file=sys.stderr)
         report: dict[str, Any] = {"inserted": counts.inserted, "replaced": counts.replaced,
                                   "skipped": counts.skipped}
+        if isinstance(counts, DumpImportCounts) and any(
+                f.field in ("history", "pending") for f in plan.fields):
+            report = dict(counts.to_json())
         if foreign:
             report["plan"] = plan.to_json()
         print(json.dumps(report))
@@ -160,6 +189,14 @@ def register_portability(sub: Any) -> None:
                    help="carry each stored vector (base64 float32, tagged with the embedder)")
     p.add_argument("--gzip", action="store_true", help="gzip the dump")
     _progress_flags(p)
+    p.add_argument("--governance-db", metavar="DB",
+                   help="the store's governance database (audit log and approval queue)")
+    p.add_argument("--include-history", action="store_true",
+                   help="carry each memory's revisions from the audit log")
+    p.add_argument("--include-pending", action="store_true",
+                   help="carry the staged operations awaiting review")
+    p.add_argument("--audit", metavar="FILE",
+                   help="also write the audit chain to FILE (verify with audit verify --file)")
     p.add_argument("--embedder", **emb)
     p.set_defaults(handler=_export)
     p = sub.add_parser("import", help="import a dump, or data memorywire did not write, into "
@@ -178,6 +215,9 @@ def register_portability(sub: Any) -> None:
                    help="embed again even when the dump's vectors match the target's embedder")
     p.add_argument("--allow-loss", nargs="+", metavar="FIELD")
     _progress_flags(p)
+    p.add_argument("--governance-db", metavar="DB",
+                   help="the target's governance database: restores history and pending "
+                        "approvals there, and audits the import")
     p.add_argument("--embedder", **emb)
     p.set_defaults(handler=_import)
     p = sub.add_parser("migrate", help="copy every record between two stores, then verify")

@@ -19,7 +19,8 @@ from memorywire.core.clock import Clock
 from memorywire.errors import NotFound
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.commit import CommitDriver, RecoveryReport
-from memorywire.governance.queue import ApprovalQueue
+from memorywire.governance.keys import AuditKey
+from memorywire.governance.queue import ApprovalQueue, QueueItem, content_hash_of
 from memorywire.governance.review import ReviewBuilder
 from memorywire.governance.worker import GovWorker
 from memorywire.store.base import Health, MemoryStore
@@ -40,6 +41,7 @@ class ReviewDesk:
     _clock: Clock
     _audit: AuditLog
     _queue: ApprovalQueue
+    _key: AuditKey
     _w: GovWorker
     _reviews: ReviewBuilder
     _driver: CommitDriver
@@ -195,6 +197,26 @@ class ReviewDesk:
             )
         )
         return [self._reviews.summary(i, self.approval_url(i.id)) for i in items]
+
+    async def pending_items(self, limit: int = 100_000) -> builtins.list[QueueItem]:
+        """Staged operations awaiting review, whole (the request included), oldest first:
+        what a dump carries so the decision can be taken in another store."""
+        return await self._w.run(lambda: self._queue.items(status="pending", limit=limit))
+
+    async def restage(self, item: QueueItem, source: str) -> QueueItem:
+        """Stage ``item`` (from another governance database) in this queue as it was: same
+        id, writer and times. The content hash is recomputed with this database's key, so
+        a reviewer here approves what they see. Staging the same item twice is a no-op; an
+        id held by another staged operation raises ``Conflict``."""
+        fresh = QueueItem(
+            id=item.id, operation=item.operation, agent_id=item.agent_id,
+            user_id=item.user_id, request=dict(item.request),
+            content_hash=content_hash_of(item.operation, item.request, self._key),
+            requested_by=item.requested_by, reasoning=item.reasoning, status="pending",
+            created_at=item.created_at, updated_at=item.updated_at,
+            memory_id=item.memory_id, requester_id=item.requester_id,
+        )
+        return await self._w.run(lambda: self._queue.stage(fresh, {"imported_from": source}))
 
     async def get_review(self, item_id: str, *, with_diff: bool = True) -> dict[str, Any]:
         """A ``ReviewRequest`` dict, the diff computed against the inner store's state now."""

@@ -7,6 +7,12 @@ digest of the record's canonical JSON. A reader recomputes it and names the firs
 does not match. The footer's ``digest`` is the SHA-256 over every record digest in order, so
 a dropped, added or reordered line is caught too. Files ending ``.gz`` (or starting with the
 gzip magic) are gzip-compressed.
+
+Two opt-in additions (spec v0.2, issue 16): a record line may carry ``history`` (the memory's
+revisions from the source's audit log), covered by its digest; and ``pending`` lines (staged
+operations awaiting a reviewer) follow the records, each with its own digest in the chain,
+counted by the footer's ``pending``. A dump without them is byte-identical to one written
+before they existed.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import gzip
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from typing import IO, Any
 
 import numpy as np
@@ -26,8 +32,8 @@ from memorywire.core.records import Row
 from memorywire.errors import InvalidRequest
 from memorywire.wire.models import MemoryType
 
-__all__ = ["FORMAT", "DumpReader", "DumpWriter", "doc_of_row", "open_dump", "row_of_doc",
-           "verify_dump"]
+__all__ = ["FORMAT", "DumpEntry", "DumpReader", "DumpWriter", "doc_of_row", "open_dump",
+           "row_of_doc", "verify_dump"]
 
 FORMAT = "memorywire/export"
 VERSION = "0"
@@ -59,13 +65,27 @@ def row_of_doc(doc: dict[str, Any], line: int) -> Row:
         raise InvalidRequest(f"dump line {line}: not a record: {exc}") from exc
 
 
-def _line_digest(record: dict[str, Any], vector: dict[str, Any] | None) -> str:
+def _line_digest(record: dict[str, Any], vector: dict[str, Any] | None,
+                 history: list[Any] | None = None) -> str:
     """SHA-256 of the record's canonical JSON, then, when there is one, a newline and the
-    vector object's canonical JSON."""
+    vector object's canonical JSON, then, when there is one, ``\nhistory:`` and the history's
+    canonical JSON (the prefix keeps a history from passing for a vector)."""
     data = _canonical(record)
     if vector is not None:
         data += b"\n" + _canonical(vector)
+    if history is not None:
+        data += b"\nhistory:" + _canonical(history)
     return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class DumpEntry:
+    """One record line, read and verified: the row, its vector and its revision history
+    (``None`` when the line carries none)."""
+
+    row: Row
+    vector: Any = None
+    history: list[dict[str, Any]] | None = None
 
 
 class DumpWriter:
@@ -78,29 +98,46 @@ class DumpWriter:
             self._out = gzip.GzipFile(fileobj=out, mode="wb", mtime=0)  # type: ignore[assignment]
         self._chain = hashlib.sha256()
         self.count = 0
+        self.pending = 0
         self._line({"kind": "header", "format": FORMAT, "version": VERSION, **header})
 
     def _line(self, doc: dict[str, Any]) -> None:
         self._out.write(_canonical(doc) + b"\n")
 
-    def write(self, row: Row, vector: Any = None, embedder: str | None = None) -> None:
-        """``vector`` (float32, from ``embedder``) travels beside the record and is covered
-        by the line's digest, so a changed vector is caught like a changed record."""
+    def write(self, row: Row, vector: Any = None, embedder: str | None = None,
+              history: list[dict[str, Any]] | None = None) -> None:
+        """``vector`` (float32, from ``embedder``) and ``history`` travel beside the record
+        and are covered by the line's digest, so a changed one is caught like a changed
+        record."""
+        if self.pending:
+            raise ValueError("record lines come before pending lines")
         record = doc_of_row(row)
         line: dict[str, Any] = {"kind": "record", "record": record}
         if vector is not None:
             data = np.ascontiguousarray(vector, dtype="<f4")
             line["vector"] = {"embedder": embedder, "dim": int(data.shape[0]),
                               "b64": base64.b64encode(data.tobytes()).decode()}
-        digest = _line_digest(record, line.get("vector"))
+        if history is not None:
+            line["history"] = history
+        digest = _line_digest(record, line.get("vector"), history)
         self._chain.update(digest.encode())
         line["sha256"] = digest
         self._line(line)
         self.count += 1
 
+    def write_pending(self, item: dict[str, Any]) -> None:
+        """One staged operation awaiting review (after every record line)."""
+        digest = hashlib.sha256(b"pending:" + _canonical(item)).hexdigest()
+        self._chain.update(digest.encode())
+        self._line({"kind": "pending", "pending": item, "sha256": digest})
+        self.pending += 1
+
     def close(self) -> None:
-        self._line({"kind": "footer", "count": self.count,
-                    "digest": "sha256:" + self._chain.hexdigest()})
+        footer: dict[str, Any] = {"kind": "footer", "count": self.count,
+                                  "digest": "sha256:" + self._chain.hexdigest()}
+        if self.pending:
+            footer["pending"] = self.pending
+        self._line(footer)
         if self._out is not self._raw:
             self._out.close()
         self._raw.flush()
@@ -127,6 +164,8 @@ class DumpReader:
         if self.header.get("format") != FORMAT or self.header.get("version") != VERSION:
             raise InvalidRequest(f"dump line 1: not a {FORMAT} v{VERSION} dump")
         self.count = 0
+        #: The pending lines, once iteration has passed them (a review queue is small).
+        self.pending: list[dict[str, Any]] = []
 
     def _next(self, expect: str) -> dict[str, Any]:
         try:
@@ -138,33 +177,65 @@ class DumpReader:
             doc = json.loads(text)
         except ValueError as exc:
             raise InvalidRequest(f"dump line {n}: not JSON ({exc})") from exc
-        if not isinstance(doc, dict) or doc.get("kind") not in {expect, "record", "footer"}:
+        if not isinstance(doc, dict) or doc.get("kind") not in {expect, "record", "pending",
+                                                                  "footer"}:
             raise InvalidRequest(f"dump line {n}: expected a {expect} line")
         return doc
 
     def __iter__(self) -> Iterator[tuple[Row, Any]]:
-        """``(row, vector)`` pairs; ``vector`` is ``None`` when the line carries none."""
+        """``(row, vector)`` pairs; ``vector`` is ``None`` when the line carries none. A line
+        that carries a history is refused here (use :meth:`entries`), never dropped."""
+        for entry in self.entries():
+            if entry.history is not None:
+                raise InvalidRequest(f"dump line {self._n}: carries a history this reader "
+                                     "would drop (read it with DumpReader.entries)")
+            yield entry.row, entry.vector
+
+    def entries(self) -> Iterator[DumpEntry]:
+        """Every record line in file order; pending lines are collected in :attr:`pending`."""
         chain = hashlib.sha256()
         while True:
             doc = self._next("record")
             n = self._n
             if doc["kind"] == "footer":
                 break
+            if doc["kind"] == "pending":
+                chain.update(self._pending_line(doc, n).encode())
+                continue
+            if self.pending:
+                raise InvalidRequest(f"dump line {n}: a record after the pending lines")
             record = doc.get("record")
             if not isinstance(record, dict):
                 raise InvalidRequest(f"dump line {n}: a record line without a record")
-            digest = _line_digest(record, doc.get("vector"))
+            history = doc.get("history")
+            if history is not None and not (isinstance(history, list)
+                                            and all(isinstance(h, dict) for h in history)):
+                raise InvalidRequest(f"dump line {n}: history must be an array of objects")
+            digest = _line_digest(record, doc.get("vector"), history)
             if digest != doc.get("sha256"):
                 raise InvalidRequest(f"dump line {n}: digest mismatch (the line was changed)")
             chain.update(digest.encode())
             self.count += 1
-            yield row_of_doc(record, n), _vector_of(doc.get("vector"), n)
+            yield DumpEntry(row_of_doc(record, n), _vector_of(doc.get("vector"), n), history)
         if doc.get("count") != self.count:
             raise InvalidRequest(f"dump line {n}: footer counts {doc.get('count')} records, "
                                  f"the dump holds {self.count} (lines were added or dropped)")
+        if doc.get("pending", 0) != len(self.pending):
+            raise InvalidRequest(f"dump line {n}: footer counts {doc.get('pending', 0)} pending "
+                                 f"lines, the dump holds {len(self.pending)}")
         if doc.get("digest") != "sha256:" + chain.hexdigest():
             raise InvalidRequest(f"dump line {n}: footer digest does not match the records "
                                  "(lines were reordered or replaced)")
+
+    def _pending_line(self, doc: dict[str, Any], n: int) -> str:
+        item = doc.get("pending")
+        if not isinstance(item, dict):
+            raise InvalidRequest(f"dump line {n}: a pending line without a pending item")
+        digest = hashlib.sha256(b"pending:" + _canonical(item)).hexdigest()
+        if digest != doc.get("sha256"):
+            raise InvalidRequest(f"dump line {n}: digest mismatch (the line was changed)")
+        self.pending.append(item)
+        return digest
 
 
 def _vector_of(doc: Any, line: int) -> Any:
@@ -184,6 +255,6 @@ def verify_dump(path: str) -> int:
     """The number of records of a verified dump; raises ``InvalidRequest`` naming the line."""
     with open_dump(path) as stream:
         reader = DumpReader(stream)
-        for _ in reader:
+        for _ in reader.entries():
             pass
         return reader.count

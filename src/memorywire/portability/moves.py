@@ -27,6 +27,15 @@ from urllib.parse import urlsplit, urlunsplit
 from memorywire.core.records import Row
 from memorywire.errors import CapabilityMissing, InvalidRequest
 from memorywire.portability.dump import DumpReader, DumpWriter, doc_of_row, open_dump
+from memorywire.portability.governed import (
+    history_of,
+    pending_docs,
+    record_import,
+    require_governance,
+    restage,
+    restore_history,
+    split,
+)
 from memorywire.portability.plan import FidelityPlan, FieldScan, plan_fidelity
 from memorywire.store.portable import (
     ALL_FIELDS,
@@ -38,8 +47,8 @@ from memorywire.store.portable import (
     cursor_of,
 )
 
-__all__ = ["MigrateResult", "dump_chunks", "export_dump", "import_dump", "migrate", "portable",
-           "public_url"]
+__all__ = ["DumpImportCounts", "MigrateResult", "dump_chunks", "export_dump", "import_dump",
+           "migrate", "portable", "public_url"]
 
 PAGE = 500
 
@@ -94,9 +103,17 @@ def same_embedder(source: Any, target: Any) -> bool:
 async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
                       user_id: str | None = None, since: int | None = None,
                       include_forgotten: bool = False, include_vectors: bool = False,
+                      include_history: bool = False, include_pending: bool = False,
                       page: int = PAGE) -> AsyncIterator[bytes]:
     """The dump's lines (uncompressed), a page at a time: what a file export and a streamed
-    HTTP export both write."""
+    HTTP export both write. A governed ``store`` is read through its inner store; its
+    governance supplies the history and pending items when asked for (an ungoverned one
+    answers ``capability_missing``)."""
+    store, gov = split(store)
+    if include_history:
+        require_governance(gov, "include_history")
+    if include_pending:
+        require_governance(gov, "include_pending")
     src = portable(store)
     if include_vectors and not isinstance(store, VectorPortable):
         raise CapabilityMissing(f"store {getattr(store, 'name', store)!r} cannot hand out its "
@@ -111,6 +128,9 @@ async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
         "selection": {"agent_id": agent_id, "user_id": user_id, "since": since,
                       "include_forgotten": include_forgotten},
     }
+    # Only when asked for, so a dump without them is what it was before they existed.
+    header |= {k: True for k, v in (("history", include_history),
+                                    ("pending", include_pending)) if v}
     buffer = io.BytesIO()
     writer = DumpWriter(buffer, header, gzip_it=False)
     after: Cursor | None = None
@@ -122,13 +142,17 @@ async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
             assert isinstance(store, VectorPortable)
             vectors = await store.vectors_of(picked)
         for row, vector in zip(picked, vectors, strict=True):
-            writer.write(row, vector, None if embedder is None else embedder.name)
+            history = await history_of(gov, row) if include_history and gov else None
+            writer.write(row, vector, None if embedder is None else embedder.name, history)
         if len(rows) < page:
             break
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()
         after = cursor_of(rows[-1])
+    if include_pending and gov is not None:
+        for item in await pending_docs(gov, agent_id, user_id):
+            writer.write_pending(item)
     writer.close()
     yield buffer.getvalue()
 
@@ -136,6 +160,7 @@ async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
 async def export_dump(store: Any, out: IO[bytes], *, url: str, agent_id: str | None = None,
                       user_id: str | None = None, since: int | None = None,
                       include_forgotten: bool = False, include_vectors: bool = False,
+                      include_history: bool = False, include_pending: bool = False,
                       gzip_it: bool = False, page: int = PAGE,
                       progress: Callable[[int, int | None], None] | None = None) -> int:
     """Write a dump of the selected rows to ``out``; returns the number of records.
@@ -143,22 +168,26 @@ async def export_dump(store: Any, out: IO[bytes], *, url: str, agent_id: str | N
     sink: IO[bytes] = out
     if gzip_it:
         sink = gzip.GzipFile(fileobj=out, mode="wb", mtime=0)  # type: ignore[assignment]
-    lines = 0
+    lines = pending = 0
     if progress is not None:
         progress(0, None)
     async for chunk in dump_chunks(store, url=url, agent_id=agent_id, user_id=user_id,
                                    since=since, include_forgotten=include_forgotten,
-                                   include_vectors=include_vectors, page=page):
+                                   include_vectors=include_vectors,
+                                   include_history=include_history,
+                                   include_pending=include_pending, page=page):
         if progress is not None and lines:
             progress(lines - 1, None)  # the pages before this one, less the header
         sink.write(chunk)
         lines += chunk.count(b"\n")  # a JSON line holds no raw newline
+        # A pending line's first key is its kind (sorted keys), so it starts like this.
+        pending += chunk.count(b'\n{"kind":"pending"') + chunk.startswith(b'{"kind":"pending"')
     if progress is not None:
-        progress(lines - 2, lines - 2)
+        progress(lines - 2 - pending, lines - 2 - pending)
     if sink is not out:
         sink.close()
     out.flush()
-    return lines - 2  # the header and the footer
+    return lines - 2 - pending  # the header and the footer
 
 
 async def _write(dst: PortableStore, rows: list[Row], vectors: list[Any] | None,
@@ -169,52 +198,100 @@ async def _write(dst: PortableStore, rows: list[Row], vectors: list[Any] | None,
     return await dst.import_rows(rows, on_conflict)
 
 
+@dataclass
+class DumpImportCounts(ImportCounts):
+    """An import's counts, with what it restored into the target's governance."""
+
+    history: int = 0
+    pending: int = 0
+    pending_skipped: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {"inserted": self.inserted, "replaced": self.replaced, "skipped": self.skipped,
+                "history": self.history, "pending": self.pending,
+                "pending_skipped": self.pending_skipped}
+
+
 async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConflict.FAIL,
                       allow_loss: set[str] | None = None, reembed: bool = False,
                       page: int = PAGE,
                       progress: Callable[[int, int], None] | None = None,
-                      ) -> tuple[FidelityPlan, ImportCounts]:
+                      ) -> tuple[FidelityPlan, DumpImportCounts]:
     """Verify the whole dump and plan first (nothing is written from a bad dump), then
     import it page by page. The dump's vectors are reused when every record carries one,
     the target takes vectors and embeds with the same embedder, and ``reembed`` is off.
-    ``progress(done, total)`` follows each page written."""
+    ``progress(done, total)`` follows each page written.
+
+    A governed ``store`` takes the rows into its inner store, records the import in its
+    audit log, and restores the dump's revision history and pending approvals there; an
+    ungoverned one loses them (the plan's ``history`` and ``pending``)."""
+    store, gov = split(store)
     dst = portable(store)
     scan = FieldScan()
     with open_dump(path) as stream:
         reader = DumpReader(stream)
         all_vectors = True
-        for row, vector in reader:
-            scan.add(row)
-            all_vectors = all_vectors and vector is not None
+        with_history = 0
+        for entry in reader.entries():
+            scan.add(entry.row)
+            all_vectors = all_vectors and entry.vector is not None
+            with_history += bool(entry.history)
         kept = frozenset(reader.header.get("kept_fields") or ALL_FIELDS)
         source = str(reader.header.get("source"))
         embedder = reader.header.get("embedder") or {}
-    plan = plan_fidelity(source, getattr(store, "name", "?"), kept, dst.kept_fields, scan)
+        extras = {}
+        if reader.header.get("history"):
+            extras["history"] = (with_history, gov is not None,
+                                 "the target has no governance: no audit log to hold it")
+        if reader.header.get("pending") or reader.pending:
+            extras["pending"] = (len(reader.pending), gov is not None,
+                                 "the target has no governance: no approval queue")
+    plan = plan_fidelity(source, getattr(store, "name", "?"), kept, dst.kept_fields, scan,
+                         extras=extras)
     plan.refuse_unless(allow_loss or set())
     reuse = (not reembed and all_vectors and isinstance(store, VectorPortable)
              and (embedder.get("id"), embedder.get("dim"))
              == (store.embedder.name, store.embedder.dim))
-    counts = ImportCounts()
+    counts = DumpImportCounts()
+
+    async def flush(batch: list[Row], vectors: list[Any],
+                    histories: list[list[dict[str, Any]] | None]) -> None:
+        wrote = await _write(dst, batch, vectors if reuse else None, on_conflict)
+        counts.add(wrote)
+        if gov is None:
+            return
+        for row, history in zip(batch, histories, strict=True):
+            if history:
+                counts.history += await restore_history(gov, row, history, source)
+        if wrote.inserted or wrote.replaced:  # after the history, so it reads in order
+            await record_import(gov, batch, source)
+
     done = 0
     if progress is not None:
         progress(done, scan.rows)
     with open_dump(path) as stream:
+        reader = DumpReader(stream)
         batch: list[Row] = []
         vectors: list[Any] = []
-        for row, vector in DumpReader(stream):
-            batch.append(row)
-            vectors.append(vector)
+        histories: list[list[dict[str, Any]] | None] = []
+        for entry in reader.entries():
+            batch.append(entry.row)
+            vectors.append(entry.vector)
+            histories.append(entry.history)
             if len(batch) >= page:
-                counts.add(await _write(dst, batch, vectors if reuse else None, on_conflict))
+                await flush(batch, vectors, histories)
                 done += len(batch)
-                batch, vectors = [], []
+                batch, vectors, histories = [], [], []
                 if progress is not None:
                     progress(done, scan.rows)
         if batch:
-            counts.add(await _write(dst, batch, vectors if reuse else None, on_conflict))
+            await flush(batch, vectors, histories)
             done += len(batch)
         if progress is not None:
             progress(done, scan.rows)
+        if gov is not None and reader.pending:
+            counts.pending, counts.pending_skipped = await restage(
+                gov, reader.pending, source, skip_conflicts=on_conflict is not OnConflict.FAIL)
     return plan, counts
 
 

@@ -10,6 +10,9 @@ An import from outside (a first-implementation file, a vendor's native data) als
 the *source* holds that no record field carries (an audit log, mem0's content hash, staged
 writes): those are the plan's ``notes``, each kept in another form (*transformed*) or *lost*,
 and a lost one is refused like a lost field unless ``--allow-loss`` names it.
+
+Beside the record fields, a plan may carry *extras*: what governance holds about the records
+(``history``, ``pending``), kept only by a governed target.
 """
 
 from __future__ import annotations
@@ -20,10 +23,16 @@ from typing import Any
 from memorywire.core.records import Row
 from memorywire.errors import InvalidRequest
 
-__all__ = ["TRANSFORMS", "FidelityPlan", "FieldFate", "FieldScan", "plan_fidelity", "source_note"]
+__all__ = [
+    "EXTRAS", "TRANSFORMS", "FidelityPlan", "FieldFate", "FieldScan", "plan_fidelity",
+    "source_note",
+]
 
 #: field -> how a target that does not keep it natively still carries it (none in v0).
 TRANSFORMS: dict[str, str] = {}
+
+#: Plan entries that are not record fields; a lost one may be allowed like a field.
+EXTRAS = ("history", "pending")
 
 _DEFAULTS: dict[str, Any] = {f.name: (None if f.default is MISSING else f.default)
                              for f in fields(Row)}
@@ -82,7 +91,7 @@ class FidelityPlan:
 
     def refuse_unless(self, allow_loss: set[str]) -> None:
         """Raise ``InvalidRequest`` naming every lost field ``allow_loss`` does not name."""
-        unknown = allow_loss - set(_DEFAULTS) - {n.field for n in self.notes}
+        unknown = allow_loss - set(_DEFAULTS) - set(EXTRAS) - {n.field for n in self.notes}
         if unknown:
             raise InvalidRequest(f"--allow-loss names unknown fields: {sorted(unknown)}")
         refused = [f for f in self.lost if f not in allow_loss]
@@ -114,8 +123,11 @@ class FidelityPlan:
 
 def plan_fidelity(source: str, target: str, source_kept: frozenset[str],
                   target_kept: frozenset[str], scan: FieldScan,
-                  notes: tuple[FieldFate, ...] = ()) -> FidelityPlan:
-    """Fields the source never had count as carried by no record (nothing to keep or lose)."""
+                  notes: tuple[FieldFate, ...] = (),
+                  extras: dict[str, tuple[int, bool, str]] | None = None) -> FidelityPlan:
+    """Fields the source never had count as carried by no record (nothing to keep or lose).
+
+    ``extras``: name -> (how many carry it, whether the target keeps it, why not)."""
     fates = []
     for name, count in scan.carrying.items():
         carried = count if name in source_kept else 0
@@ -125,4 +137,7 @@ def plan_fidelity(source: str, target: str, source_kept: frozenset[str],
             fates.append(FieldFate(name, "transformed", carried, TRANSFORMS[name]))
         else:
             fates.append(FieldFate(name, "lost", carried))
+    for name, (count, kept, why) in (extras or {}).items():
+        fates.append(FieldFate(name, "kept" if kept or count == 0 else "lost", count,
+                               "" if kept or count == 0 else why))
     return FidelityPlan(source, target, scan.rows, tuple(fates), notes)

@@ -82,6 +82,7 @@ class ServerConfig:
     #: ``openai:URL#MODEL``; see :mod:`memorywire.embed.spec`).
     embedder: str = "default"
     max_body_bytes: int = Limits.max_body_bytes
+    max_import_bytes: int = Limits.max_import_bytes
     max_content_bytes: int = Limits.max_content_bytes
     max_json_depth: int = Limits.max_json_depth
     recall_rate: float = Limits.recall_rate
@@ -179,6 +180,7 @@ class ServerConfig:
     def limits(self) -> Limits:
         return Limits(
             max_body_bytes=self.max_body_bytes,
+            max_import_bytes=self.max_import_bytes,
             max_content_bytes=self.max_content_bytes,
             max_json_depth=self.max_json_depth,
             recall_rate=self.recall_rate,

@@ -2,9 +2,10 @@
 
 Admin only: a dump crosses every agent's scope and carries forgotten records on request.
 Behind governance the dump is read from the governed store's inner store (export only reads;
-nothing is staged). A store that cannot export answers ``capability_missing`` before the
-first byte, as an ordinary error envelope; once streaming has begun, a failure cuts the
-stream short, which a reader detects as a dump without its footer.
+nothing is staged); ``include_history`` and ``include_pending`` add what governance holds.
+A store that cannot export answers ``capability_missing`` before the first byte, as an
+ordinary error envelope; once streaming has begun, a failure cuts the stream short, which a
+reader detects as a dump without its footer.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from typing import Any
 from starlette.responses import Response, StreamingResponse
 
 from memorywire.errors import InvalidRequest
+from memorywire.governance.store import GovernedStore
 from memorywire.portability.moves import dump_chunks
 from memorywire.server.auth import Principal, Role
 
 __all__ = ["EXPORT_PARAMS", "export_response"]
 
-EXPORT_PARAMS = ("agent_id", "user_id", "since", "include_forgotten", "include_vectors")
+EXPORT_PARAMS = ("agent_id", "user_id", "since", "include_forgotten", "include_vectors",
+                 "include_history", "include_pending")
 
 
 def _flag(query: Mapping[str, str], name: str) -> bool:
@@ -39,12 +42,15 @@ async def export_response(store: Any, principal: Principal,
     since = query.get("since")
     if since is not None and not since.isdigit():
         raise InvalidRequest("since must be epoch milliseconds")
-    source = getattr(store, "inner", store)
+    # A governed store is handed over whole: its governance supplies history and pending.
+    source = store if isinstance(store, GovernedStore) else getattr(store, "inner", store)
     chunks = dump_chunks(source, url=f"{getattr(source, 'name', 'store')}://",
                          agent_id=query.get("agent_id"), user_id=query.get("user_id"),
                          since=None if since is None else int(since),
                          include_forgotten=_flag(query, "include_forgotten"),
-                         include_vectors=_flag(query, "include_vectors"))
+                         include_vectors=_flag(query, "include_vectors"),
+                         include_history=_flag(query, "include_history"),
+                         include_pending=_flag(query, "include_pending"))
     first = await anext(chunks)  # refusals surface here, as an envelope
 
     async def body() -> AsyncIterator[bytes]:

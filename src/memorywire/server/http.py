@@ -33,6 +33,7 @@ from memorywire.errors import (
 from memorywire.server.apidocs import docs_mount, redoc_mount
 from memorywire.server.auth import Principal, Role, TokenStore
 from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, DispatchResult
+from memorywire.server.dump_import import import_dump_response
 from memorywire.server.export import export_response
 from memorywire.server.jsonrpc import handle_rpc
 from memorywire.server.limits import AnonymousPacer, parse_json_body
@@ -210,6 +211,11 @@ def create_app(
         return await export_response(dispatcher.store, principal_of(request),
                                      request.query_params)
 
+    async def admin_import(request: Request) -> Response:
+        principal = principal_of(request)  # authenticate before reading a large body
+        return _Json(await import_dump_response(dispatcher.store, principal, request,
+                                                dispatcher.limits))
+
     async def health(request: Request) -> Response:
         return await run(request, "health", {}, anonymous_ok=True)
 
@@ -246,6 +252,7 @@ def create_app(
         "audit.verify": audit_verify,
         "admin.export": admin_export,
         "recover": operation("recover"),
+        "admin.import": admin_import,
         "health": health,
         "schemas": schemas,
         "schema": schema,

@@ -37,6 +37,9 @@ _STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 @dataclass(frozen=True)
 class Limits:
     max_body_bytes: int = 1 << 20
+    #: Largest dump ``POST /v0/admin/import`` takes (spooled to a temporary file, never
+    #: held in memory).
+    max_import_bytes: int = 1 << 30
     max_content_bytes: int = 256 << 10
     max_json_depth: int = 64
     #: Sustained recall calls per second per token, and the burst allowed above it.

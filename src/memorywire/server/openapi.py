@@ -213,6 +213,24 @@ def _operations() -> dict[str, dict[str, Any]]:
         "responses": {"200": _generic("the plan, the staged approval, or the receipt"),
                       **_ERRORS},
     }
+    ops["admin.import"] = {
+        "operationId": "admin_import",
+        "summary": "import a memorywire/export dump (admin only); answers the fidelity report",
+        "parameters": [
+            {"name": "on_conflict", "in": "query",
+             "schema": {"enum": ["skip", "replace", "fail"], "default": "skip"}},
+            {"name": "reembed", "in": "query", "schema": {"type": "boolean"}},
+            {"name": "allow_loss", "in": "query", "schema": {"type": "string"},
+             "description": "comma-separated fields the plan may lose"},
+        ],
+        "requestBody": {
+            "required": True,
+            "description": "the dump, NDJSON (Content-Encoding: gzip optional); at most "
+                           "max_import_bytes",
+            "content": {"application/x-ndjson": {"schema": _ref_to("export.line")}},
+        },
+        "responses": {"200": _generic("the fidelity plan and import counts"), **_ERRORS},
+    }
     ops["health"] = {"operationId": "health", "responses": {"200": _generic("store health")}}
     ops["schemas"] = {
         "operationId": "schemas",

@@ -14,8 +14,10 @@ ways a page gets in:
   is refused with 403.
 * **JSON writes.** A form or ``text/plain`` POST needs no CORS preflight; a JSON one does.
   A POST/PUT/PATCH/DELETE that carries a body must declare ``application/json`` (or
-  ``+json``), else 415. The reviewer UI (``/ui``) keeps its HTML forms: they carry a
-  per-session CSRF token, and the Origin and Host rules still apply to them.
+  ``+json``), else 415. One route reads another type: ``/v0/admin/import`` takes a dump as
+  ``application/x-ndjson`` (or ``application/jsonl``), which needs a preflight just the same.
+  The reviewer UI (``/ui``) keeps its HTML forms: they carry a per-session CSRF token, and
+  the Origin and Host rules still apply to them.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ __all__ = ["BrowserRules", "BrowserSafe", "check", "host_allowed"]
 
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _FORM_PREFIXES = ("/ui",)
+#: Routes whose body is not JSON, and the (preflighted) media types each accepts.
+_OTHER_BODIES = {"/v0/admin/import": ("application/x-ndjson", "application/jsonl")}
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,10 @@ def check(
             headers.get(b"content-length", b"0") not in (b"0", b"")
             or b"transfer-encoding" in headers
         )
-        if (has_body or ctype) and not _is_json(ctype):
+        media = ctype.split(";", 1)[0].strip().lower()
+        if (has_body or ctype) and not _is_json(ctype) and media not in _OTHER_BODIES.get(
+            path, ()
+        ):
             return InvalidRequest(
                 f"a {method} with a body must be Content-Type: application/json "
                 f"(got {ctype or 'none'!r})"

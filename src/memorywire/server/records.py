@@ -185,9 +185,12 @@ def _revision(entry: dict[str, Any]) -> Revision:
     details = dict(entry.get("details") or {})
     phase = details.pop("phase", None) or "event"
     reason = details.pop("reason", None)
+    # A revision imported from another store's log happened when that log says it did.
+    imported = details.get("imported")
+    at = imported.get("at") if isinstance(imported, dict) else None
     return Revision(
         seq=int(entry["seq"]),
-        at=int(entry["ts"]),
+        at=int(at if isinstance(at, int) else entry["ts"]),
         actor=str(entry["actor"]),
         operation=str(entry["action"]),
         phase=str(phase),

@@ -65,6 +65,7 @@ ROUTES: tuple[Route, ...] = (
     Route("audit.verify", "POST", "/v0/audit/verify"),
     Route("admin.export", "GET", "/v0/admin/export"),
     Route("recover", "POST", "/v0/admin/recover"),
+    Route("admin.import", "POST", "/v0/admin/import"),
     Route("health", "GET", "/v0/health"),
     Route("schemas", "GET", "/v0/schemas", operation="schema"),
     Route("schema", "GET", "/v0/schemas/{name:path}"),

@@ -1,0 +1,101 @@
+"""``POST /v0/admin/import``: a ``memorywire/export`` dump in, the fidelity report out.
+
+Admin only, like the export: an import writes into every agent's scope. The body is the dump
+as ``application/x-ndjson`` (the one route where a write is not JSON: the browser rule of
+:mod:`memorywire.server.origin` admits this type here only, and a page still cannot send it
+without a CORS preflight), gzip-compressed or not (``Content-Encoding: gzip``, or the gzip
+magic bytes).
+
+A dump can be far larger than any JSON request, so it is never held in memory: the body is
+streamed to a temporary file (at most ``max_import_bytes``, 413 beyond, checked against
+``Content-Length`` before reading and again while reading; the whole body must arrive within
+``body_timeout_s``), then :func:`memorywire.portability.import_dump` verifies it and plans
+before writing anything, exactly as the CLI does: the same ``on_conflict``, ``reembed`` and
+``allow_loss`` (comma-separated) parameters and the same refusals. Behind governance the rows
+go to the inner store, and the import, the dump's revision history and its pending approvals
+are recorded in the governance database.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+from starlette.requests import Request
+
+from memorywire.errors import ErrorDetail, InvalidRequest, PayloadTooLarge
+from memorywire.portability.moves import import_dump
+from memorywire.server.auth import Principal, Role
+from memorywire.server.limits import Limits
+from memorywire.store.portable import OnConflict
+
+__all__ = ["IMPORT_PARAMS", "IMPORT_TYPES", "import_dump_response"]
+
+IMPORT_PARAMS = ("on_conflict", "reembed", "allow_loss")
+#: The media types this route reads (``application/jsonl`` is the other spelling in use).
+IMPORT_TYPES = ("application/x-ndjson", "application/jsonl")
+
+
+def _options(query: Mapping[str, str]) -> tuple[OnConflict, bool, set[str]]:
+    unknown = set(query) - set(IMPORT_PARAMS)
+    if unknown:
+        raise InvalidRequest(f"unknown import parameter(s): {', '.join(sorted(unknown))}")
+    try:
+        on_conflict = OnConflict(query.get("on_conflict", "skip"))
+    except ValueError:
+        raise InvalidRequest("on_conflict must be skip, replace or fail",
+                             [ErrorDetail("/on_conflict", "enum", "skip|replace|fail")]) from None
+    reembed = query.get("reembed", "false").lower()
+    if reembed not in ("true", "false", "1", "0"):
+        raise InvalidRequest(f"reembed must be true or false, not {reembed!r}")
+    allow = {f.strip() for f in query.get("allow_loss", "").split(",") if f.strip()}
+    return on_conflict, reembed in ("true", "1"), allow
+
+
+async def _spool(request: Request, limits: Limits, path: str) -> int:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limits.max_import_bytes:
+        raise PayloadTooLarge(f"dump is {declared} bytes; the import limit is "
+                              f"{limits.max_import_bytes} (max_import_bytes)")
+    size = 0
+    with open(path, "wb") as out:
+        with anyio.fail_after(limits.body_timeout_s):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limits.max_import_bytes:
+                    raise PayloadTooLarge(f"dump exceeds the import limit of "
+                                          f"{limits.max_import_bytes} bytes (max_import_bytes)")
+                out.write(chunk)
+    return size
+
+
+async def import_dump_response(store: Any, principal: Principal, request: Request,
+                               limits: Limits) -> dict[str, Any]:
+    """The import's report: the fidelity plan and what was written."""
+    principal.require(Role.ADMIN)
+    on_conflict, reembed, allow_loss = _options(request.query_params)
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media not in IMPORT_TYPES:
+        raise InvalidRequest(f"the body must be a dump, Content-Type: application/x-ndjson "
+                             f"(got {media or 'none'!r})")
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("identity", "gzip"):
+        raise InvalidRequest(f"Content-Encoding {encoding!r} is not read here (gzip or none)")
+    fd, path = tempfile.mkstemp(prefix="memorywire-import-", suffix=".jsonl")
+    os.close(fd)
+    try:
+        try:
+            size = await _spool(request, limits, path)
+        except TimeoutError:
+            raise InvalidRequest(f"dump not received within {limits.body_timeout_s:g} s "
+                                 "(body_timeout_s)") from None
+        if size == 0:
+            raise InvalidRequest("the body is empty: send a memorywire/export dump")
+        plan, counts = await import_dump(store, path, on_conflict=on_conflict,
+                                         allow_loss=allow_loss, reembed=reembed)
+    finally:
+        os.unlink(path)
+    return {"plan": plan.to_json(), **counts.to_json()}

@@ -21,6 +21,7 @@ names what differs, for the reviewer.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ class _Parsed:
     subject: frozenset[str]
     values: frozenset[str]
     negated: bool
+    words: frozenset[str]  # subject | values, kept because every comparison needs it
 
 
 @lru_cache(maxsize=65536)
@@ -72,43 +74,63 @@ def _parse(text: str) -> _Parsed:
             values.add(low)
         else:
             subject.add(low)
-    return _Parsed(frozenset(subject), frozenset(values), negated)
+    return _Parsed(frozenset(subject), frozenset(values), negated, frozenset(subject | values))
 
 
 def judge(old: str, new: str) -> tuple[float, str] | None:
     """``(similarity, why)`` when ``new`` looks like a changed value of ``old``; the
     similarity is the Jaccard overlap of their subject words."""
     a, b = _parse(old), _parse(new)
+    sim = _score(a, b)
+    return None if sim is None else (sim, _why(a, b))
+
+
+def _score(a: _Parsed, b: _Parsed) -> float | None:
+    """The similarity when ``b`` looks like a changed value of ``a`` (see :func:`judge`);
+    split from the why string so a scan builds strings only for the candidates it keeps."""
     if not a.subject or not b.subject:
         return None
-    shared = a.subject & b.subject
-    sim = len(shared) / len(a.subject | b.subject)
+    shared = len(a.subject & b.subject)
+    sim = shared / (len(a.subject) + len(b.subject) - shared)
     if sim < MIN_SIMILARITY:
         return None
-    old_only = sorted((a.subject | a.values) - (b.subject | b.values))
-    new_only = sorted((b.subject | b.values) - (a.subject | a.values))
-    about = ", ".join(sorted(shared))
     if a.negated != b.negated:
-        return sim, f"same subject ({about}), negation differs"
+        return sim
+    old_only = a.words - b.words
+    new_only = b.words - a.words
     if not old_only or not new_only:
         return None  # identical, or only added detail: not a different value
     if len(old_only) > MAX_VALUE_WORDS or len(new_only) > MAX_VALUE_WORDS:
         return None
+    return sim
+
+
+def _why(a: _Parsed, b: _Parsed) -> str:
+    about = ", ".join(sorted(a.subject & b.subject))
+    if a.negated != b.negated:
+        return f"same subject ({about}), negation differs"
+    old_only = sorted(a.words - b.words)
+    new_only = sorted(b.words - a.words)
     kind = "number" if any(w.isdigit() for w in old_only + new_only) else "value"
-    return sim, f"same subject ({about}), {kind} differs: {' '.join(old_only)} → " \
-                f"{' '.join(new_only)}"
+    return f"same subject ({about}), {kind} differs: {' '.join(old_only)} → " \
+           f"{' '.join(new_only)}"
 
 
 def find_conflicts(new: str, stored: Iterable[tuple[str, str]],
                    limit: int = 5) -> list[Candidate]:
-    """The stored ``(id, text)`` pairs that ``new`` seems to contradict, most similar first."""
-    subject = _parse(new).subject
-    out = []
+    """The stored ``(id, text)`` pairs that ``new`` seems to contradict, most similar first.
+
+    Scores every pair but writes the why string only for the ``limit`` kept: in a scope of
+    look-alike notes most pairs qualify, and the strings cost more than the scores.
+    """
+    b = _parse(new)
+    scored = []
     for id, text in stored:
-        if subject.isdisjoint(_parse(text).subject):
+        a = _parse(text)
+        if b.subject.isdisjoint(a.subject):
             continue  # the common case, decided without building a verdict
-        verdict = judge(text, new)
-        if verdict is not None:
-            out.append(Candidate(id=id, similarity=round(verdict[0], 4), why=verdict[1]))
-    out.sort(key=lambda c: (-c.similarity, c.id))
-    return out[:limit]
+        sim = _score(a, b)
+        if sim is not None:
+            scored.append((-round(sim, 4), id, a))
+    return [Candidate(id=id, similarity=-neg, why=_why(a, b))
+            for neg, id, a in heapq.nsmallest(limit, scored, key=lambda t: (t[0], t[1]))]

@@ -11,6 +11,7 @@ contradiction candidates among the scope's memories, and filters recall to what 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 from memorywire.core.contradiction import find_conflicts
 from memorywire.core.records import ListQuery, UpdateRequest
@@ -35,7 +36,9 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["CONFLICT_SCAN_LIMIT", "recall_in_time", "remember_in_time", "supersede"]
+__all__ = [
+    "CONFLICT_SCAN_LIMIT", "TextScan", "recall_in_time", "remember_in_time", "supersede",
+]
 
 #: How many of the scope's memories (of the same type) the detector compares a write with.
 CONFLICT_SCAN_LIMIT = 1000
@@ -62,9 +65,20 @@ def _plain(req: RememberRequest) -> RememberRequest:
 Scope = tuple[str, str | None, MemoryType]
 
 
+@runtime_checkable
+class TextScan(Protocol):
+    """A store that reads the detector's candidates itself, cheaper than :func:`_current`'s
+    records and with the same answer (SQLite)."""
+
+    async def current_texts(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                            limit: int) -> list[tuple[str, str]]: ...
+
+
 async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
     """``(id, text)`` of the scope's current memories of one type: the detector's candidates."""
     agent_id, user_id, mtype = scope
+    if isinstance(store, TextScan):
+        return await store.current_texts(agent_id, user_id, mtype, CONFLICT_SCAN_LIMIT)
     try:
         rows = await store.list(ListQuery(agent_id=agent_id, user_id=user_id, types=[mtype],
                                           limit=CONFLICT_SCAN_LIMIT))

@@ -44,6 +44,7 @@ from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.content import content_from_storage
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import ListQuery, Row, UpdateRequest
+from memorywire.core.timeline import TIME_KEY, validity_of
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import MemorywireError
 from memorywire.store._common import (
@@ -348,6 +349,33 @@ class SqliteStore:
                 if len(out) >= query.limit:
                     break
         return out
+
+    async def current_texts(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                            limit: int) -> builtins.list[tuple[str, str]]:
+        """``(id, text)`` of what :meth:`list` gives for one type (first ``limit`` rows), kept
+        to the user and to what is not superseded: the conflict scan's candidates, read
+        without building a record per row (at a few hundred memories per scope the records
+        cost more than the scan, on every remember)."""
+
+        def run() -> builtins.list[tuple[str, str]]:
+            if mtype is MemoryType.PROCEDURAL or self._db.missing():
+                return []
+            clauses = ["deleted_at IS NULL", "(expires_at IS NULL OR expires_at > ?)",
+                       "agent_id = ?", "archived_at IS NULL", "type = ?"]
+            args: builtins.list[Any] = [self._clock.now_ms(), agent_id, mtype.value]
+            if user_id is not None:
+                clauses.append("user_id = ?")
+                args.append(user_id)
+            with self._db.tx() as conn:
+                rows = conn.execute(
+                    f"SELECT id, user_id, content, metadata FROM memories WHERE "
+                    f"{' AND '.join(clauses)} ORDER BY created_at, id LIMIT ?",
+                    [*args, limit]).fetchall()
+            return [(mid, text) for mid, uid, text, meta in rows
+                    if uid == user_id and not (TIME_KEY in meta and validity_of(
+                        json.loads(meta), 0).superseded_by is not None)]
+
+        return await self._db.call(run)
 
     async def neighbours(
         self, agent_id: str, ids: Sequence[str], hops: int, user_id: str | None = None

@@ -99,3 +99,19 @@ async def test_sqlite_reads_the_candidates_list_would_give(
         assert checked > 20  # the comparison saw rows, not two empty lists
     finally:
         await store.aclose()
+
+
+async def test_a_first_write_of_a_one_shot_store_scans_nothing(tmp_path: Path) -> None:
+    """The CLI opens stores whose reads need the file; the scan of the very first remember
+    must find nothing rather than refuse the write that creates the file."""
+    store = SqliteStore(tmp_path / "new" / "s.db", embedder=HashingEmbedder(),
+                        reads_need_file=True)
+    try:
+        resp = await store.remember(RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
+                                                    content="the user lives in Berlin"))
+        assert resp.id and (tmp_path / "new" / "s.db").exists()
+        again = await store.remember(RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
+                                                     content="the user lives in Paris"))
+        assert [c.id for c in again.conflicts or []] == [resp.id]
+    finally:
+        await store.aclose()

@@ -68,10 +68,18 @@ Scope = tuple[str, str | None, MemoryType]
 @runtime_checkable
 class TextScan(Protocol):
     """A store that reads the detector's candidates itself, cheaper than :func:`_current`'s
-    records and with the same answer (SQLite)."""
+    records and with the same answer (SQLite). Blocking: call it from a worker thread."""
+
+    def current_texts_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                          limit: int) -> list[tuple[str, str]]: ...
 
     async def current_texts(self, agent_id: str, user_id: str | None, mtype: MemoryType,
                             limit: int) -> list[tuple[str, str]]: ...
+
+
+#: A store's batch write that first runs the given scan in the same worker-thread call.
+ScanningWrite = Callable[[Sequence[RememberRequest], Callable[[], None]],
+                         Awaitable[list[RememberResponse]]]
 
 
 async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
@@ -90,27 +98,59 @@ async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
             and validity_of(r.metadata, r.created_at).superseded_by is None]
 
 
-async def _conflicts(store: MemoryStore, req: RememberRequest,
-                     seen: dict[Scope, list[tuple[str, str]]]) -> list[ConflictCandidate]:
-    """Candidates for one write; ``seen`` shares one scan per scope across a batch (a batch
-    is compared with what was stored before it, not with itself)."""
+def _scope(req: RememberRequest) -> Scope | None:
+    """The scope a write is compared with; ``None`` for what the detector does not read."""
     if req.type not in _FACT_TYPES or not isinstance(req.content, str):
-        return []
-    scope = (req.agent_id, req.user_id, req.type)
-    if scope not in seen:
-        seen[scope] = await _current(store, scope)
+        return None
+    return (req.agent_id, req.user_id, req.type)
+
+
+def _candidates(req: RememberRequest, stored: list[tuple[str, str]]) -> list[ConflictCandidate]:
+    assert isinstance(req.content, str)
     skip = {req.id, *(req.supersedes or [])}
-    pairs = [(i, text) for i, text in seen[scope] if i not in skip]
+    pairs = [(i, text) for i, text in stored if i not in skip]
     return [ConflictCandidate(id=c.id, similarity=c.similarity, why=c.why)
             for c in find_conflicts(req.content, pairs)]
 
 
+async def _conflicts(store: MemoryStore, req: RememberRequest,
+                     seen: dict[Scope, list[tuple[str, str]]]) -> list[ConflictCandidate]:
+    """Candidates for one write; ``seen`` shares one scan per scope across a batch (a batch
+    is compared with what was stored before it, not with itself)."""
+    scope = _scope(req)
+    if scope is None:
+        return []
+    if scope not in seen:
+        seen[scope] = await _current(store, scope)
+    return _candidates(req, seen[scope])
+
+
+def _conflicts_now(store: TextScan, reqs: Sequence[RememberRequest]
+                   ) -> list[list[ConflictCandidate]]:
+    """:func:`_conflicts` for a whole batch, blocking, for a store's own worker thread."""
+    seen: dict[Scope, list[tuple[str, str]]] = {}
+    out: list[list[ConflictCandidate]] = []
+    for req in reqs:
+        scope = _scope(req)
+        if scope is None:
+            out.append([])
+            continue
+        if scope not in seen:
+            seen[scope] = store.current_texts_now(*scope, CONFLICT_SCAN_LIMIT)
+        out.append(_candidates(req, seen[scope]))
+    return out
+
+
 async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
-                           write: Write) -> list[RememberResponse]:
+                           write: Write, *,
+                           scanning: ScanningWrite | None = None) -> list[RememberResponse]:
     """``write`` (the store's own batch remember) with validity, supersession and conflicts.
 
     Every id in ``supersedes`` must name a live memory of the same agent and user, checked
-    before anything is written (``NotFound`` otherwise).
+    before anything is written (``NotFound`` otherwise). A :class:`TextScan` store may pass
+    ``scanning``, its write running the conflict scan first in the same worker-thread call:
+    one thread hop per remember instead of two (each hop wakes a thread and, on a busy
+    machine, costs the event loop its core).
     """
     olds = {}
     for req in reqs:
@@ -119,9 +159,19 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
             if rec is None:
                 raise NotFound(f"supersedes: memory {old_id!r} not found")
             olds[(req.agent_id, old_id)] = rec
-    seen: dict[Scope, list[tuple[str, str]]] = {}
-    conflicts = [await _conflicts(store, req, seen) for req in reqs]
-    responses = await write([_plain(req) for req in reqs])
+    plain = [_plain(req) for req in reqs]
+    if scanning is not None and isinstance(store, TextScan):
+        conflicts: list[list[ConflictCandidate]] = []
+        scanner = store
+
+        def scan() -> None:
+            conflicts.extend(_conflicts_now(scanner, reqs))
+
+        responses = await scanning(plain, scan)
+    else:
+        seen: dict[Scope, list[tuple[str, str]]] = {}
+        conflicts = [await _conflicts(store, req, seen) for req in reqs]
+        responses = await write(plain)
     out = []
     for req, resp, found in zip(reqs, responses, conflicts, strict=True):
         start = req.valid_from if req.valid_from is not None else resp.stored_at

@@ -33,7 +33,7 @@ from __future__ import annotations
 import builtins
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ from memorywire.core.filters import matches_filter
 from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.timeline import TIME_KEY, validity_of
 from memorywire.embed.base import Embedder, Vectors
-from memorywire.errors import MemorywireError
+from memorywire.errors import MemorywireError, NotFound
 from memorywire.store._common import (
     DEFAULT_RELEVANCE_FLOOR,
     resolve_embedder,
@@ -184,7 +184,15 @@ class SqliteStore:
         async def write(plain: Sequence[RememberRequest]) -> list[RememberResponse]:
             return await self._db.call(lambda: writes.remember_many(self._db, plain, vectors))
 
-        return await remember_in_time(self, reqs, write)
+        async def scanning(plain: Sequence[RememberRequest],
+                           scan: Callable[[], None]) -> list[RememberResponse]:
+            def run() -> list[RememberResponse]:
+                scan()  # the conflict scan reads what was stored before this write
+                return writes.remember_many(self._db, plain, vectors)
+
+            return await self._db.call(run)
+
+        return await remember_in_time(self, reqs, write, scanning=scanning)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         return await self._db.call(lambda: maintenance.forget(self._db, req))
@@ -350,32 +358,36 @@ class SqliteStore:
                     break
         return out
 
-    async def current_texts(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                            limit: int) -> builtins.list[tuple[str, str]]:
+    def current_texts_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                          limit: int) -> builtins.list[tuple[str, str]]:
         """``(id, text)`` of what :meth:`list` gives for one type (first ``limit`` rows), kept
         to the user and to what is not superseded: the conflict scan's candidates, read
         without building a record per row (at a few hundred memories per scope the records
-        cost more than the scan, on every remember)."""
-
-        def run() -> builtins.list[tuple[str, str]]:
+        cost more than the scan, on every remember). Blocking: from a worker thread."""
+        try:
             if mtype is MemoryType.PROCEDURAL or self._db.missing():
                 return []
-            clauses = ["deleted_at IS NULL", "(expires_at IS NULL OR expires_at > ?)",
-                       "agent_id = ?", "archived_at IS NULL", "type = ?"]
-            args: builtins.list[Any] = [self._clock.now_ms(), agent_id, mtype.value]
-            if user_id is not None:
-                clauses.append("user_id = ?")
-                args.append(user_id)
-            with self._db.tx() as conn:
-                rows = conn.execute(
-                    f"SELECT id, user_id, content, metadata FROM memories WHERE "
-                    f"{' AND '.join(clauses)} ORDER BY created_at, id LIMIT ?",
-                    [*args, limit]).fetchall()
-            return [(mid, text) for mid, uid, text, meta in rows
-                    if uid == user_id and not (TIME_KEY in meta and validity_of(
-                        json.loads(meta), 0).superseded_by is not None)]
+        except NotFound:  # a one-shot command's first write: nothing stored to contradict
+            return []
+        clauses = ["deleted_at IS NULL", "(expires_at IS NULL OR expires_at > ?)",
+                   "agent_id = ?", "archived_at IS NULL", "type = ?"]
+        args: builtins.list[Any] = [self._clock.now_ms(), agent_id, mtype.value]
+        if user_id is not None:
+            clauses.append("user_id = ?")
+            args.append(user_id)
+        with self._db.tx() as conn:
+            rows = conn.execute(
+                f"SELECT id, user_id, content, metadata FROM memories WHERE "
+                f"{' AND '.join(clauses)} ORDER BY created_at, id LIMIT ?",
+                [*args, limit]).fetchall()
+        return [(mid, text) for mid, uid, text, meta in rows
+                if uid == user_id and not (TIME_KEY in meta and validity_of(
+                    json.loads(meta), 0).superseded_by is not None)]
 
-        return await self._db.call(run)
+    async def current_texts(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                            limit: int) -> builtins.list[tuple[str, str]]:
+        return await self._db.call(
+            lambda: self.current_texts_now(agent_id, user_id, mtype, limit))
 
     async def neighbours(
         self, agent_id: str, ids: Sequence[str], hops: int, user_id: str | None = None

@@ -9,11 +9,12 @@ seconds per operation (which neighbours move far less than throughput). Then it 
 open loop at ``--open-share`` (80%) of this tree's median closed-loop rate for
 ``--open-seconds`` (60), with the p99 of that run.
 
-The baseline is built from git into a temporary worktree under the system temp folder
-(``git worktree add --detach``; removed afterwards unless ``--keep-baseline``), and both
-servers are started with ``PYTHONPATH`` naming their own ``src``: the same load generator,
-the same setup (SQLite, MiniLM, governance, tokens) and the same venv, only the server's
-code differs.
+Both arms are commits (``--baseline``, default the last one before issue 20's throughput work,
+and ``--current``, default ``HEAD``), each checked out into a temporary worktree under the
+system temp folder (``git worktree add --detach``; removed afterwards unless
+``--keep-trees``), so an edit made during the run cannot leak into it. Both servers start with
+``PYTHONPATH`` naming their own ``src``: the same load generator, the same setup (SQLite,
+MiniLM, governance, tokens) and the same venv, only the server's code differs.
 
     .venv/bin/python benchmarks/load_ab.py --json --out benchmarks/results/load-ab.json
 """
@@ -47,15 +48,12 @@ def _git(*args: str) -> str:
                           text=True).stdout.strip()
 
 
-def baseline_tree(commit: str) -> tuple[Path, str]:
-    """A detached worktree of ``commit`` under the temp folder, and its full hash."""
+def checkout(commit: str) -> tuple[Path, str]:
+    """A detached worktree of ``commit`` in a fresh temp folder (one per run, so two runs
+    never share or remove each other's), and the commit's full hash."""
     sha = _git("rev-parse", "--verify", f"{commit}^{{commit}}")
-    where = Path(tempfile.gettempdir()) / f"memorywire-baseline-{sha[:12]}"
-    if not (where / "src" / "memorywire").is_dir():
-        if where.exists():
-            shutil.rmtree(where)
-        _git("worktree", "prune")
-        _git("worktree", "add", "--detach", str(where), sha)
+    where = Path(tempfile.mkdtemp(prefix=f"memorywire-ab-{sha[:9]}-")) / "tree"
+    _git("worktree", "add", "--detach", str(where), sha)
     return where, sha
 
 
@@ -83,6 +81,7 @@ def _short(run: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--baseline", default=BASELINE, help=f"git commit (default {BASELINE})")
+    ap.add_argument("--current", default="HEAD", help="git commit (default HEAD)")
     ap.add_argument("--rounds", type=int, default=4, help="alternating rounds (max 10)")
     ap.add_argument("--duration", type=float, default=20.0, help="seconds per closed-loop run")
     ap.add_argument("--clients", type=int, default=8)
@@ -92,25 +91,28 @@ def main(argv: list[str] | None = None) -> int:
                     help="open loop on this tree afterwards; 0 skips it")
     ap.add_argument("--open-share", type=float, default=0.8,
                     help="open-loop rate as a share of this tree's median closed-loop rate")
-    ap.add_argument("--keep-baseline", action="store_true")
+    ap.add_argument("--keep-trees", action="store_true")
     ap.add_argument("--note", default="")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", help="also write the JSON report to this file")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     machine = _machine()
-    base_src, sha = baseline_tree(args.baseline)
-    head = _git("rev-parse", "HEAD")
-    dirty = bool(_git("status", "--porcelain", "--untracked-files=no", "--", "src"))
-    arms = {"baseline": _arm(base_src / "src", args), "current": _arm(ROOT / "src", args)}
+    trees: list[Path] = []
     load_args = argparse.Namespace(duration=args.duration, clients=max(1, min(args.clients, 64)),
                                    rate=None, max_requests=200_000, anon_health=0,
                                    anon_seconds=0.0)
     rounds: list[dict[str, Any]] = []
     try:
+        base_src, sha = checkout(args.baseline)
+        trees.append(base_src)
+        cur_src, head = checkout(args.current)
+        trees.append(cur_src)
+        arms = {"baseline": _arm(base_src / "src", args),
+                "current": _arm(cur_src / "src", args)}
         for n in range(max(1, min(args.rounds, 10))):
             order = ["baseline", "current"] if n % 2 == 0 else ["current", "baseline"]
-            got = {name: _short(run_setup(arms[name], load_args)) for name in order}
+            got: dict[str, Any] = {name: _short(run_setup(arms[name], load_args)) for name in order}
             got["order"] = order
             got["ratio"] = round(got["current"]["throughput_ops_s"]
                                  / max(got["baseline"]["throughput_ops_s"], 1e-9), 3)
@@ -129,19 +131,21 @@ def main(argv: list[str] | None = None) -> int:
             open_loop = {"rate_ops_s": rate, "share_of_closed_loop": args.open_share,
                          **_short(run_setup(arms["current"], open_args))}
     finally:
-        if not args.keep_baseline:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
-                            str(base_src)], capture_output=True, check=False)
+        if not args.keep_trees:
+            for tree in trees:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                                str(tree)], capture_output=True, check=False)
+                shutil.rmtree(tree.parent, ignore_errors=True)
 
     def series(arm: str, key: str) -> list[float]:
         return [float(r[arm][key]) for r in rounds]
 
+    keys = ("throughput_ops_s", "p99_ms", "server_cpu_s_per_op")
     report = {
-        "baseline": {"commit": sha, **{k: _summary(series("baseline", k)) for k in (
-            "throughput_ops_s", "p99_ms", "server_cpu_s_per_op")}},
-        "current": {"commit": head, "uncommitted_src_changes": dirty,
-                    **{k: _summary(series("current", k)) for k in (
-                        "throughput_ops_s", "p99_ms", "server_cpu_s_per_op")}},
+        "baseline": {"commit": sha, "src": str(base_src),
+                     **{k: _summary(series("baseline", k)) for k in keys}},
+        "current": {"commit": head, "src": str(cur_src),
+                    **{k: _summary(series("current", k)) for k in keys}},
         "ratio": _summary([r["ratio"] for r in rounds]),
         "cpu_per_op_ratio": _summary([r["cpu_ratio"] for r in rounds]),
         "lost": sum(r[a]["lost"] for r in rounds for a in ("baseline", "current")),

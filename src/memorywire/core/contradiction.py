@@ -35,6 +35,7 @@ sharing a frame word can be confused. The why string names what differs, for the
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -96,6 +97,9 @@ class _Parsed:
     tail: frozenset[str]
     #: Every lower-case word that is not a stop word (the frame rule needs two shared).
     content: frozenset[str]
+    #: Subject and value words less the slot classes: what the value rule compares (kept
+    #: because every comparison needs it).
+    terms: frozenset[str]
 
 
 def _norm(low: str) -> str:
@@ -146,7 +150,8 @@ def _parse(text: str) -> _Parsed:
         else set()
     return _Parsed(tuple(lows), frozenset(subject), frozenset(values),
                    negated, cue, frozenset(tail if subject - tail else ()),
-                   frozenset(w for w in lows if w not in _STOP))
+                   frozenset(w for w in lows if w not in _STOP),
+                   frozenset(w for w in subject | values if not w.startswith("=")))
 
 
 def _frame(a: _Parsed, b: _Parsed) -> tuple[str, str, str] | None:
@@ -194,45 +199,64 @@ def judge(old: str, new: str) -> tuple[float, str] | None:
     """``(similarity, why)`` when ``new`` looks like a changed value of ``old``; the
     similarity is the overlap of their subject words (see the module doc)."""
     a, b = _parse(old), _parse(new)
+    scored = _score(a, b)
+    return None if scored is None else (scored[0], _why(a, b, scored[1]))
+
+
+def _score(a: _Parsed, b: _Parsed) -> tuple[float, tuple[str, str, str] | None] | None:
+    """The similarity (and the frame, when the frame rule found it) when ``b`` looks like a
+    changed value of ``a`` (see :func:`judge`); split from the why string so a scan builds
+    strings only for the candidates it keeps."""
     frame = _frame(a, b) if a.negated == b.negated else None
     if frame is not None:
-        sim = max(len(a.subject & b.subject) / max(len(a.subject | b.subject), 1),
-                  MIN_SIMILARITY)
-        return sim, f"same frame ({frame[0]}), value differs: {frame[1]} → {frame[2]}"
+        return max(len(a.subject & b.subject) / max(len(a.subject | b.subject), 1),
+                   MIN_SIMILARITY), frame
     sa, sb = _subjects(a, b)
     if not sa or not sb:
         return None
     sim = _overlap(sa, sb, a.cue or b.cue)
     if sim < MIN_SIMILARITY:
         return None
-    about = ", ".join(sorted(w.lstrip("=") for w in sa & sb))
     if a.negated != b.negated:
-        return sim, f"same subject ({about}), negation differs"
-    old_only = sorted((a.subject | a.values) - (b.subject | b.values))
-    new_only = sorted((b.subject | b.values) - (a.subject | a.values))
-    old_only = [w for w in old_only if not w.startswith("=")]
-    new_only = [w for w in new_only if not w.startswith("=")]
+        return sim, None
+    old_only, new_only = a.terms - b.terms, b.terms - a.terms
     if not old_only or not new_only:
         return None  # identical, or only added detail: not a different value
     if len(old_only) > MAX_VALUE_WORDS or len(new_only) > MAX_VALUE_WORDS:
         return None
+    return sim, None
+
+
+def _why(a: _Parsed, b: _Parsed, frame: tuple[str, str, str] | None) -> str:
+    """What differs, for the reviewer, of a pair :func:`_score` kept (with its frame)."""
+    if frame is not None:
+        return f"same frame ({frame[0]}), value differs: {frame[1]} → {frame[2]}"
+    sa, sb = _subjects(a, b)
+    about = ", ".join(sorted(w.lstrip("=") for w in sa & sb))
+    if a.negated != b.negated:
+        return f"same subject ({about}), negation differs"
+    old_only, new_only = sorted(a.terms - b.terms), sorted(b.terms - a.terms)
     kind = "number" if any(w.isdigit() for w in old_only + new_only) else "value"
-    return sim, f"same subject ({about}), {kind} differs: {' '.join(old_only)} → " \
-                f"{' '.join(new_only)}"
+    return f"same subject ({about}), {kind} differs: {' '.join(old_only)} → " \
+           f"{' '.join(new_only)}"
 
 
 def find_conflicts(new: str, stored: Iterable[tuple[str, str]],
                    limit: int = 5) -> list[Candidate]:
-    """The stored ``(id, text)`` pairs that ``new`` seems to contradict, most similar first."""
-    parsed = _parse(new)
-    subject, words = parsed.subject - _GENERIC, parsed.content
-    out = []
+    """The stored ``(id, text)`` pairs that ``new`` seems to contradict, most similar first.
+
+    Scores every pair but writes the why string only for the ``limit`` kept: in a scope of
+    look-alike notes most pairs qualify, and the strings cost more than the scores.
+    """
+    b = _parse(new)
+    subject, words = b.subject - _GENERIC, b.content
+    scored = []
     for id, text in stored:
-        other = _parse(text)
-        if subject.isdisjoint(other.subject) and len(words & other.content) < 2:
+        a = _parse(text)
+        if subject.isdisjoint(a.subject) and len(words & a.content) < 2:
             continue  # the common case, decided without building a verdict
-        verdict = judge(text, new)
+        verdict = _score(a, b)
         if verdict is not None:
-            out.append(Candidate(id=id, similarity=round(verdict[0], 4), why=verdict[1]))
-    out.sort(key=lambda c: (-c.similarity, c.id))
-    return out[:limit]
+            scored.append((-round(verdict[0], 4), id, a, verdict[1]))
+    return [Candidate(id=id, similarity=-neg, why=_why(a, b, frame))
+            for neg, id, a, frame in heapq.nsmallest(limit, scored, key=lambda t: (t[0], t[1]))]

@@ -94,29 +94,29 @@ class CommitDriver:
     async def drive(self, item: QueueItem) -> None:
         """Commit one ``committing`` item; on refusal mark it ``failed`` and raise ``Conflict``."""
         async with self._lock:
-            fresh = await self._w.run(lambda: self._queue.get(item.id))
+            fresh = await self._w.grouped(lambda: self._queue.get(item.id))
             if fresh is None or fresh.status != "committing":
                 return
-            await self._w.run(lambda: self._queue.note_attempt(item.id))
+            await self._w.grouped(lambda: self._queue.note_attempt(item.id))
             try:
                 result, ids = await self._apply(fresh)
             except _TRANSIENT as exc:
                 # The store may be down or may hold the change already: stay ``committing``
                 # so a later approve or recovery re-drives it with the same id.
                 code = exc.code
-                await self._w.run(lambda: self._queue.note_transient(fresh, code))
+                await self._w.grouped(lambda: self._queue.note_transient(fresh, code))
                 raise
             except Exception as exc:  # a refusal parks this item, never the whole queue
                 code, message = _error_text(exc)
                 now = self._clock.now_ms()
-                await self._w.run(lambda: self._queue.fail_commit(fresh, code, message, now))
+                await self._w.grouped(lambda: self._queue.fail_commit(fresh, code, message, now))
                 self.on_failed()
                 raise Conflict(
                     f"approved operation {fresh.id} could not be committed ({code}: {message});"
                     " it is marked failed and can be rejected"
                 ) from exc
             now = self._clock.now_ms()
-            await self._w.run(lambda: self._queue.finish_commit(fresh, result, ids, now))
+            await self._w.grouped(lambda: self._queue.finish_commit(fresh, result, ids, now))
 
     async def _apply(self, fresh: QueueItem) -> tuple[dict[str, Any], list[str]]:
         req = fresh.request
@@ -135,7 +135,7 @@ class CommitDriver:
             ids = list(fr.forgotten_ids)
             if freq.ids:  # pending remembers it names must not come back by a later approval
                 who, now, names = fresh.reviewer or "system", self._clock.now_ms(), list(freq.ids)
-                closed = await self._w.run(
+                closed = await self._w.grouped(
                     lambda: self._queue.withdraw(freq.agent_id, freq.user_id, names, who, now)
                 )
                 ids += [i for i in closed if i not in ids]

@@ -54,6 +54,11 @@ class GovDb(Protocol):
         """A condition, with one ``?``, true when the JSON array text in ``column`` holds it."""
         ...
 
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open and usable: false once the database itself dropped
+        it (SQLite undoes the whole transaction on some errors, a full disk among them)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -164,6 +169,9 @@ class SqliteGovDb:
 
     def json_array_contains(self, column: str) -> str:
         return f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?)"
+
+    def in_transaction(self) -> bool:
+        return not self.connection.getautocommit()
 
     def close(self) -> None:
         self.connection.close()

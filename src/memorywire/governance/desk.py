@@ -131,7 +131,7 @@ class ReviewDesk:
         inner store refuses leaves the item ``failed`` and raises ``Conflict``."""
         await self._ensure_recovered()
         now = self._clock.now_ms()
-        item = await self._w.run(
+        item = await self._w.grouped(
             lambda: self._queue.begin_commit(item_id, reviewer, content_hash, reason, now)
         )
         if item.status == "committing":
@@ -146,7 +146,7 @@ class ReviewDesk:
         content_hash: str | None = None,
     ) -> dict[str, Any]:
         now = self._clock.now_ms()
-        await self._w.run(
+        await self._w.grouped(
             lambda: self._queue.reject(item_id, reviewer, reason, content_hash, now)
         )
         self._forget_failed_probe()
@@ -220,7 +220,7 @@ class ReviewDesk:
 
     async def get_review(self, item_id: str, *, with_diff: bool = True) -> dict[str, Any]:
         """A ``ReviewRequest`` dict, the diff computed against the inner store's state now."""
-        item = await self._w.run(lambda: self._queue.get(item_id))
+        item = await self._w.grouped(lambda: self._queue.get(item_id))
         if item is None:
             raise NotFound(f"no staged operation {item_id}")
         return await self._reviews.review(item, self.approval_url(item.id), with_diff)

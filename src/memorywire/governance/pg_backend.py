@@ -177,6 +177,10 @@ class PgGovDb:
     def json_array_contains(self, column: str) -> str:
         return f"({column})::jsonb @> jsonb_build_array(?::text)"
 
+    def in_transaction(self) -> bool:
+        return bool(self._depth) and (
+            self._conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS)
+
     def close(self) -> None:
         self._conn.close()
 

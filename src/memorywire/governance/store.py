@@ -305,13 +305,25 @@ class GovernedStore(ReviewDesk):
             requester_id=current_actor_id(),
         )
         fresh = new_id(now) if is_remember else None
-        return await self._w.run(lambda: self._queue.stage(item, details, fresh))
+        return await self._w.grouped(lambda: self._queue.stage(item, details, fresh))
 
-    async def _refuse_if_staged(self, agent_id: str, memory_id: str) -> None:
-        item = await self._w.run(lambda: self._queue.open_for_memory(agent_id, memory_id))
-        if item is not None:
-            where = self.approval_url(item.id) or item.id
-            raise PendingApproval(f"{memory_id} is awaiting approval ({where})")
+    async def _intent_unless_staged(self, agent_id: str, memory_id: str,
+                                    details: Mapping[str, Any]) -> None:
+        """A direct remember's ``intent`` entry, written only if no staged item will create
+        the same memory (else ``PendingApproval``): the check and the entry are one job of
+        the worker, so a remember waits for one commit before the store acts, not two."""
+        entry = self._audit.prepare(actor=current_actor(), action="remember", agent_id=agent_id,
+                                    memory_ids=[memory_id],
+                                    details={"phase": "intent", **details})
+
+        def run() -> None:
+            item = self._queue.open_for_memory(agent_id, memory_id)
+            if item is not None:
+                where = self.approval_url(item.id) or item.id
+                raise PendingApproval(f"{memory_id} is awaiting approval ({where})")
+            self._audit.write(entry)
+
+        await self._w.grouped(run)
 
     async def _phase(
         self, phase: str, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
@@ -360,10 +372,9 @@ class GovernedStore(ReviewDesk):
                 approval_url=self.approval_url(item.id),
                 conflicts=found or None,
             )
-        await self._refuse_if_staged(req.agent_id, item_id)
         meta = {**content_h, "type": req.type.value, "source": req.source,
                 "user_id": req.user_id}
-        await self._phase("intent", "remember", req.agent_id, [item_id], meta)
+        await self._intent_unless_staged(req.agent_id, item_id, meta)
         try:
             # ``review`` has looked already; ``off`` does not want the scan's cost
             with no_conflict_scan() if on_conflict.action in ("off", "review") else nullcontext():
@@ -426,7 +437,7 @@ class GovernedStore(ReviewDesk):
         if not req.ids:
             return []
         ids, actor, now = list(req.ids), current_actor(), self._clock.now_ms()
-        return await self._w.run(
+        return await self._w.grouped(
             lambda: self._queue.withdraw(req.agent_id, req.user_id, ids, actor, now)
         )
 

@@ -13,6 +13,14 @@ resumes only after the transaction holding its entry committed, so an ``intent``
 durable before the inner store acts. :meth:`post` is for records of reads (recall), which have
 no effect to precede: it queues the entry and returns; a failure to write it is kept and makes
 the next call fail (fail closed) unless the deployment chose to keep serving reads.
+
+The short queue transitions of the request path (stage, begin/finish a commit, a remember's
+"nothing staged under this id" check fused with its intent entry) join the same groups through
+:meth:`grouped`: each runs in its own savepoint inside the group's transaction, so one that
+raises undoes only itself and its caller gets the error, while the others commit together. Its
+caller resumes after that commit, exactly as if it had committed alone; one commit (one fsync)
+serves the whole group instead of one per call. Long or unusual work (verification slices,
+checkpoints, tools) keeps :meth:`run`: a transaction of its own.
 """
 
 from __future__ import annotations
@@ -49,7 +57,13 @@ class _Append:
     future: concurrent.futures.Future[Any] | None  # None: posted, nobody waits
 
 
-_Job = _Call | _Append | None
+@dataclass
+class _Grouped:
+    fn: Callable[[], Any]
+    future: concurrent.futures.Future[Any]
+
+
+_Job = _Call | _Append | _Grouped | None
 
 
 class GovWorker:
@@ -62,6 +76,7 @@ class GovWorker:
         self.post_error: MemorywireError | None = None
         self.groups = 0
         self.grouped_entries = 0
+        self.grouped_calls = 0
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name="memorywire-governance",
                                         daemon=True)
@@ -69,7 +84,7 @@ class GovWorker:
 
     # --- submitting ------------------------------------------------------------------------
 
-    def _submit(self, job: _Call | _Append) -> None:
+    def _submit(self, job: _Call | _Append | _Grouped) -> None:
         if self._closed:
             raise MemorywireError("the governance database is closed")
         self._jobs.put(job)
@@ -86,6 +101,13 @@ class GovWorker:
         """Run ``fn`` on the worker; the event loop stays free meanwhile."""
         fut: concurrent.futures.Future[T] = concurrent.futures.Future()
         self._submit(_Call(fn, fut))
+        return await asyncio.wrap_future(fut)
+
+    async def grouped(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` in a savepoint of the next group transaction; returns (or raises) once
+        that transaction committed. For short queue reads and transitions (see the module)."""
+        fut: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._submit(_Grouped(fn, fut))
         return await asyncio.wrap_future(fut)
 
     async def append(self, entry: PendingEntry) -> AuditEntry:
@@ -137,13 +159,13 @@ class GovWorker:
             if isinstance(job, _Call):
                 self._run_call(job)
                 continue
-            group = [job]
+            group: list[_Append | _Grouped] = [job]
             while len(group) < MAX_GROUP:
                 try:
                     nxt = self._jobs.get_nowait()
                 except queue.Empty:
                     break
-                if isinstance(nxt, _Append):
+                if isinstance(nxt, _Append | _Grouped):
                     group.append(nxt)
                 else:
                     carry = nxt
@@ -162,13 +184,25 @@ class GovWorker:
         except BaseException as exc:  # handed to the awaiting caller, which re-raises it
             job.future.set_exception(exc)
 
-    def _write_group(self, group: list[_Append]) -> None:
+    def _write_group(self, group: list[_Append | _Grouped]) -> None:
         live = [j for j in group if j.future is None or j.future.set_running_or_notify_cancel()]
         if not live:
             return
+        db = self._audit.db
+        outcomes: list[tuple[bool, Any]] = []
         try:
-            with self._audit.db.transaction():
-                written = [self._audit.write(j.entry) for j in live]
+            with db.transaction():
+                for j in live:
+                    if isinstance(j, _Append):
+                        outcomes.append((True, self._audit.write(j.entry)))
+                        continue
+                    try:
+                        with db.transaction():  # a savepoint: a failure undoes this job only
+                            outcomes.append((True, j.fn()))
+                    except Exception as exc:
+                        if not db.in_transaction():
+                            raise  # the database dropped the whole group: all of it failed
+                        outcomes.append((False, exc))
         except BaseException as exc:
             err = exc if isinstance(exc, MemorywireError) else MemorywireError(
                 f"audit write failed: {type(exc).__name__}: {exc}")
@@ -180,8 +214,13 @@ class GovWorker:
                     j.future.set_exception(err)
             return
         self.groups += 1
-        self.grouped_entries += len(live)
+        self.grouped_entries += sum(isinstance(j, _Append) for j in live)
+        self.grouped_calls += sum(isinstance(j, _Grouped) for j in live)
         self.post_error = None
-        for j, e in zip(live, written, strict=True):
-            if j.future is not None:
-                j.future.set_result(e)
+        for j, (ok, value) in zip(live, outcomes, strict=True):
+            if j.future is None:
+                continue
+            if ok:
+                j.future.set_result(value)
+            else:
+                j.future.set_exception(value)

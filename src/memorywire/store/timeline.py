@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Protocol, runtime_checkable
 
 from memorywire.core.content import Edge, edges_of, edges_to_storage
 from memorywire.core.contradiction import find_conflicts
@@ -39,8 +40,9 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "apply_update", "conflicts_for", "no_conflict_scan",
-           "recall_in_time", "remember_in_time", "supersede", "update_in_time"]
+__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "ScanningWrite", "TextScan", "apply_update",
+           "conflicts_for", "no_conflict_scan", "recall_in_time", "remember_in_time",
+           "supersede", "update_in_time"]
 
 #: How many of the scope's memories (of the same type) the detector compares a write with.
 CONFLICT_SCAN_LIMIT = 1000
@@ -51,6 +53,10 @@ Write = Callable[[Sequence[RememberRequest]], Awaitable[list[RememberResponse]]]
 #: to ``(id, text)`` of the scope's current memories, newest first. Without one, a write reads
 #: the scope through ``list`` (whole records: several times the cost on a large scope).
 Scan = Callable[[str, str | None, "MemoryType", int], Awaitable[list[tuple[str, str]]]]
+#: A store's batch write that first runs the given (blocking) conflict scan in the same
+#: worker-thread call, so the scan costs no thread hop of its own.
+ScanningWrite = Callable[[Sequence[RememberRequest], Callable[[], None]],
+                         Awaitable[list[RememberResponse]]]
 Search = Callable[[RecallRequest], Awaitable[RecallResponse]]
 
 
@@ -85,9 +91,25 @@ def no_conflict_scan() -> Iterator[None]:
         _NO_SCAN.reset(token)
 
 
+@runtime_checkable
+class TextScan(Protocol):
+    """A store whose :data:`Scan` can also run blocking, inside its own worker thread (SQLite):
+    ``current_texts`` is the async :data:`Scan`, ``current_texts_now`` the same read for a
+    write's worker-thread call (see ``remember_in_time``'s ``scanning``)."""
+
+    def current_texts_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                          limit: int) -> list[tuple[str, str]]: ...
+
+    async def current_texts(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                            limit: int) -> list[tuple[str, str]]: ...
+
+
 async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
-    """``(id, text)`` of the scope's current memories of one type: the detector's candidates."""
+    """``(id, text)`` of the scope's current memories of one type: the detector's candidates,
+    through the store's own scan when it has one (a :class:`TextScan`), else ``list``."""
     agent_id, user_id, mtype = scope
+    if isinstance(store, TextScan):
+        return await store.current_texts(agent_id, user_id, mtype, CONFLICT_SCAN_LIMIT)
     try:
         rows = await store.list(ListQuery(agent_id=agent_id, user_id=user_id, types=[mtype],
                                           limit=CONFLICT_SCAN_LIMIT))
@@ -99,36 +121,70 @@ async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
             and validity_of(r.metadata, r.created_at).superseded_by is None]
 
 
+def _scope(req: RememberRequest) -> Scope | None:
+    """The scope a write is compared with; ``None`` for what the detector does not read (or
+    inside :func:`no_conflict_scan`)."""
+    if req.type not in _FACT_TYPES or not isinstance(req.content, str) or _NO_SCAN.get():
+        return None
+    return (req.agent_id, req.user_id, req.type)
+
+
+def _candidates(req: RememberRequest, stored: list[tuple[str, str]]) -> list[ConflictCandidate]:
+    assert isinstance(req.content, str)
+    skip = {req.id, *(req.supersedes or [])}
+    pairs = [(i, text) for i, text in stored if i not in skip]
+    return [ConflictCandidate(id=c.id, similarity=c.similarity, why=c.why)
+            for c in find_conflicts(req.content, pairs)]
+
+
 async def _conflicts(store: MemoryStore, req: RememberRequest,
                      seen: dict[Scope, list[tuple[str, str]]],
                      scan: Scan | None) -> list[ConflictCandidate]:
     """Candidates for one write; ``seen`` shares one scan per scope across a batch (a batch
     is compared with what was stored before it, not with itself)."""
-    if req.type not in _FACT_TYPES or not isinstance(req.content, str) or _NO_SCAN.get():
+    scope = _scope(req)
+    if scope is None:
         return []
-    scope = (req.agent_id, req.user_id, req.type)
     if scope not in seen:
         seen[scope] = (await scan(*scope, CONFLICT_SCAN_LIMIT) if scan is not None
                        else await _current(store, scope))
-    skip = {req.id, *(req.supersedes or [])}
-    pairs = [(i, text) for i, text in seen[scope] if i not in skip]
-    return [ConflictCandidate(id=c.id, similarity=c.similarity, why=c.why)
-            for c in find_conflicts(req.content, pairs)]
+    return _candidates(req, seen[scope])
+
+
+def _conflicts_now(store: TextScan, reqs: Sequence[RememberRequest],
+                   scopes: Sequence[Scope | None]) -> list[list[ConflictCandidate]]:
+    """:func:`_conflicts` for a whole batch, blocking, for a store's own worker thread
+    (``scopes`` are decided beforehand, in the caller's context)."""
+    seen: dict[Scope, list[tuple[str, str]]] = {}
+    out: list[list[ConflictCandidate]] = []
+    for req, scope in zip(reqs, scopes, strict=True):
+        if scope is None:
+            out.append([])
+            continue
+        if scope not in seen:
+            seen[scope] = store.current_texts_now(*scope, CONFLICT_SCAN_LIMIT)
+        out.append(_candidates(req, seen[scope]))
+    return out
 
 
 async def conflicts_for(store: MemoryStore, req: RememberRequest) -> list[ConflictCandidate]:
     """What a remember of ``req`` would report as ``conflicts``, without writing it (for a
-    policy that decides before the write; reads through ``list``, so any store works)."""
+    policy that decides before the write; a store's own scan when it is a :class:`TextScan`,
+    else ``list``, so any store works)."""
     return await _conflicts(store, req, {}, None)
 
 
 async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
-                           write: Write, scan: Scan | None = None) -> list[RememberResponse]:
+                           write: Write, scan: Scan | None = None, *,
+                           scanning: ScanningWrite | None = None) -> list[RememberResponse]:
     """``write`` (the store's own batch remember) with validity, supersession and conflicts;
     ``scan``, when the store has one, reads the detector's candidates (see :data:`Scan`).
 
     Every id in ``supersedes`` must name a live memory of the same agent and user, checked
-    before anything is written (``NotFound`` otherwise).
+    before anything is written (``NotFound`` otherwise). A :class:`TextScan` store may pass
+    ``scanning``, its write running the conflict scan first in the same worker-thread call:
+    one thread hop per remember instead of two (each hop wakes a thread and, on a busy
+    machine, costs the event loop its core).
     """
     olds = {}
     for req in reqs:
@@ -137,9 +193,20 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
             if rec is None:
                 raise NotFound(f"supersedes: memory {old_id!r} not found")
             olds[(req.agent_id, old_id)] = rec
-    seen: dict[Scope, list[tuple[str, str]]] = {}
-    conflicts = [await _conflicts(store, req, seen, scan) for req in reqs]
-    responses = await write([_plain(req) for req in reqs])
+    plain = [_plain(req) for req in reqs]
+    scopes = [_scope(req) for req in reqs]  # here: no_conflict_scan's flag is this context's
+    if scanning is not None and isinstance(store, TextScan) and any(scopes):
+        conflicts: list[list[ConflictCandidate]] = []
+        scanner = store
+
+        def run_scan() -> None:
+            conflicts.extend(_conflicts_now(scanner, reqs, scopes))
+
+        responses = await scanning(plain, run_scan)
+    else:
+        seen: dict[Scope, list[tuple[str, str]]] = {}
+        conflicts = [await _conflicts(store, req, seen, scan) for req in reqs]
+        responses = await write(plain)
     out = []
     for req, resp, found in zip(reqs, responses, conflicts, strict=True):
         start = req.valid_from if req.valid_from is not None else resp.stored_at

@@ -33,7 +33,7 @@ from __future__ import annotations
 import builtins
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ from memorywire.core.content import content_from_storage
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.embed.base import Embedder, Vectors
-from memorywire.errors import MemorywireError
+from memorywire.errors import MemorywireError, NotFound
 from memorywire.store._common import (
     DEFAULT_RELEVANCE_FLOOR,
     RECOMMENDED_TAIL_GAP,
@@ -197,12 +197,15 @@ class SqliteStore:
         async def write(plain: Sequence[RememberRequest]) -> list[RememberResponse]:
             return await self._db.call(lambda: writes.remember_many(self._db, plain, vectors))
 
-        async def scan(agent_id: str, user_id: str | None, mtype: MemoryType,
-                       limit: int) -> builtins.list[tuple[str, str]]:
-            return await self._db.call(
-                lambda: writes.conflict_scan(self._db, agent_id, user_id, mtype, limit))
+        async def scanning(plain: Sequence[RememberRequest],
+                           scan: Callable[[], None]) -> list[RememberResponse]:
+            def run() -> list[RememberResponse]:
+                scan()  # the conflict scan reads what was stored before this write
+                return writes.remember_many(self._db, plain, vectors)
 
-        return await remember_in_time(self, reqs, write, scan)
+            return await self._db.call(run)
+
+        return await remember_in_time(self, reqs, write, scanning=scanning)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         req = await expand_cascade(self, req)
@@ -370,6 +373,21 @@ class SqliteStore:
                 if len(out) >= query.limit:
                     break
         return out
+
+    def current_texts_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                          limit: int) -> builtins.list[tuple[str, str]]:
+        """The conflict scan's candidates (:func:`writes.conflict_scan`: newest first,
+        superseded ones left out by SQLite), blocking, so a remember can run it in its own
+        worker-thread call (:class:`~memorywire.store.timeline.TextScan`)."""
+        try:
+            return writes.conflict_scan(self._db, agent_id, user_id, mtype, limit)
+        except NotFound:  # a one-shot command's first write: nothing stored to contradict
+            return []
+
+    async def current_texts(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                            limit: int) -> builtins.list[tuple[str, str]]:
+        return await self._db.call(
+            lambda: self.current_texts_now(agent_id, user_id, mtype, limit))
 
     async def neighbours(
         self, agent_id: str, ids: Sequence[str], hops: int, user_id: str | None = None

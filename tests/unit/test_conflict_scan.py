@@ -1,0 +1,120 @@
+"""The conflict scan's fast paths give the answers of the plain ones.
+
+A remember compares the new text with up to 1,000 memories of its scope. Two shortcuts keep
+that cheap: the why string is written only for the candidates kept, and SQLite reads the
+candidates without building records. Both must be invisible: same candidates, same order,
+same similarity and why, same rows (user, type, superseded, forgotten and expired ones left
+out; the newest ``CONFLICT_SCAN_LIMIT`` of them).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from memorywire.core.clock import FakeClock
+from memorywire.core.contradiction import Candidate, find_conflicts, judge
+from memorywire.core.records import ListQuery
+from memorywire.core.timeline import validity_of
+from memorywire.embed.hashing import HashingEmbedder
+from memorywire.store import timeline
+from memorywire.store.sqlite import SqliteStore
+from memorywire.wire.models import ForgetRequest, MemoryType, RememberRequest
+
+pytestmark = pytest.mark.anyio
+
+WORDS = ["favourite", "airline", "lives", "cats", "works", "user", "not", "KLM", "Berlin",
+         "3", "S24", "Ryanair", "is", "the", "has", "never", "in", "hotel", "Hilton", "job"]
+
+
+def _reference(new: str, stored: list[tuple[str, str]], limit: int = 5) -> list[Candidate]:
+    """The scan as first written: a full verdict per pair, sorted, cut."""
+    out = []
+    for id, text in stored:
+        verdict = judge(text, new)
+        if verdict is not None:
+            out.append(Candidate(id=id, similarity=round(verdict[0], 4), why=verdict[1]))
+    out.sort(key=lambda c: (-c.similarity, c.id))
+    return out[:limit]
+
+
+def test_scan_keeps_what_a_full_verdict_per_pair_keeps() -> None:
+    rng = random.Random(20)
+    for _ in range(300):
+        stored = [(f"m{rng.randrange(40)}-{i}",
+                   " ".join(rng.choice(WORDS) for _ in range(rng.randrange(2, 8))))
+                  for i in range(rng.randrange(0, 60))]
+        new = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(2, 8)))
+        for limit in (1, 5, 50):
+            assert find_conflicts(new, stored, limit) == _reference(new, stored, limit)
+
+
+async def _listed(store: SqliteStore, agent: str, user: str | None, mtype: MemoryType,
+                  limit: int) -> list[tuple[str, str]]:
+    """The candidates as the records say they are: every live memory ``list`` gives for the
+    scope, of the user, not superseded, newest first, the first ``limit``."""
+    rows = await store.list(ListQuery(agent_id=agent, user_id=user, types=[mtype],
+                                      limit=100_000))
+    current = [r for r in rows if r.user_id == user
+               and validity_of(r.metadata, r.created_at).superseded_by is None]
+    current.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+    return [(r.id, str(r.content)) for r in current[:limit]]
+
+
+@pytest.mark.parametrize("limit", [1000, 7])
+async def test_sqlite_reads_the_candidates_list_would_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int
+) -> None:
+    monkeypatch.setattr(timeline, "CONFLICT_SCAN_LIMIT", limit)
+    clock = FakeClock(1_000_000)
+    store = SqliteStore(tmp_path / "s.db", embedder=HashingEmbedder(), clock=clock)
+    assert isinstance(store, timeline.TextScan)
+    rng = random.Random(7)
+    try:
+        for i in range(120):
+            clock.advance(10)
+            agent = rng.choice(["a", "a", "b"])
+            mtype = rng.choice([MemoryType.SEMANTIC, MemoryType.EPISODIC])
+            user = rng.choice([None, "u1", "u2"])
+            expires = clock.now_ms() + 50 if i % 17 == 0 else None
+            supersedes = None
+            if i % 11 == 0:
+                earlier = await store.current_texts(agent, user, mtype, 1000)
+                supersedes = [earlier[0][0]] if earlier else None
+            await store.remember(RememberRequest(
+                agent_id=agent, user_id=user, type=mtype,
+                content=f"the user {rng.choice(WORDS)} {i}", id=f"id{i}", expires_at=expires,
+                supersedes=supersedes if supersedes and i % 2 else None))
+        await store.forget(ForgetRequest(agent_id="a", ids=["id3", "id4", "id5"]))
+        clock.advance(100)  # some have expired
+        checked = cut = 0
+        for agent in ("a", "b"):
+            for user in (None, "u1", "u2"):
+                for mtype in (MemoryType.SEMANTIC, MemoryType.EPISODIC):
+                    fast = await timeline._current(store, (agent, user, mtype))
+                    slow = await _listed(store, agent, user, mtype, limit)
+                    assert fast == slow
+                    checked += len(slow)
+                    cut += len(await _listed(store, agent, user, mtype, 1000)) > limit
+        assert checked > 20  # the comparison saw rows, not two empty lists
+        assert cut or limit == 1000  # the small bound did cut some scopes
+    finally:
+        await store.aclose()
+
+
+async def test_a_first_write_of_a_one_shot_store_scans_nothing(tmp_path: Path) -> None:
+    """The CLI opens stores whose reads need the file; the scan of the very first remember
+    must find nothing rather than refuse the write that creates the file."""
+    store = SqliteStore(tmp_path / "new" / "s.db", embedder=HashingEmbedder(),
+                        reads_need_file=True)
+    try:
+        resp = await store.remember(RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
+                                                    content="the user lives in Berlin"))
+        assert resp.id and (tmp_path / "new" / "s.db").exists()
+        again = await store.remember(RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
+                                                     content="the user lives in Paris"))
+        assert [c.id for c in again.conflicts or []] == [resp.id]
+    finally:
+        await store.aclose()

@@ -372,7 +372,17 @@ class RecallResponse(_Strict):
     fusion_used: Fusion
     stores_queried: list[str]
     latency_ms: Annotated[int, Field(ge=0)]
+    #: v0.1: the children left out because they failed or missed the deadline, in the body
+    #: (``failures`` below travels beside it: header, ``_meta``). ``None`` (omitted) when
+    #: every child answered, so a v0.0 reader that forbids unknown keys reads those answers.
+    stores_failed: list[StoreFailure] | None = None
     failures: list[StoreFailure] = Field(default_factory=list, exclude=True)
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.stores_failed is None and self.failures:
+            self.stores_failed = list(self.failures)
+        elif self.stores_failed and not self.failures:
+            self.failures = list(self.stores_failed)
 
 
 class StoreCount(_Strict):

@@ -44,9 +44,9 @@ def recall(query: str, **kw: Any) -> RecallRequest:
     return RecallRequest.model_validate({"agent_id": AGENT, "query": query, **kw})
 
 
-async def _only_in(s: InMemoryStore, content: str) -> str:
+async def _only_in(s: InMemoryStore, content: str, id: str | None = None) -> str:
     resp = await s.remember(RememberRequest(agent_id=AGENT, type="semantic",  # type: ignore[arg-type]
-                                            content=content))
+                                            content=content, id=id))
     return resp.id
 
 
@@ -81,11 +81,11 @@ def test_trust_lowers_a_store_in_every_fusion_mode(mode: str) -> None:
 
 
 async def test_router_fuses_with_trust() -> None:
-    """Each child holds one memory at rank 0: an rrf tie the primary wins, until it is
-    trusted less."""
+    """Each child holds one memory at rank 0: an rrf tie (broken by id, so a's "m1" first)
+    until ``a`` is trusted less."""
     a, b = store("a"), store("b")
-    await _only_in(a, "tea with lemon at noon")
-    await _only_in(b, "tea with lemon at noon please")
+    await _only_in(a, "tea with lemon at noon", id="m1")
+    await _only_in(b, "tea with lemon at noon please", id="m2")
     even = await MemoryRouter([a, b]).recall(recall("tea with lemon", k=2))
     assert [h.source_store for h in even.results] == ["a", "b"]
     doubted = await MemoryRouter([a, b], trust={"a": 0.5}).recall(recall("tea with lemon", k=2))

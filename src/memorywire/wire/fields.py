@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memorywire.errors import ErrorDetail, InvalidRequest
+from memorywire.wire.door import MAX_MILLIS
 
 __all__ = [
     "FIELDS",
@@ -72,8 +73,6 @@ OPERATORS: dict[str, frozenset[str]] = {
     NAMES: frozenset({"contains"}),
 }
 
-#: The last millisecond of the year 9999 (as ``wire.door``): every store can hold it.
-MAX_MILLIS = 253_402_300_799_999
 
 
 def _is_number(v: Any) -> bool:

@@ -4,18 +4,20 @@ Identity. ``remember`` gives a memory one id (the caller's, or a new one) and ha
 every child, so the same memory has the same id everywhere and recall fuses by id alone —
 never by guessing from content.
 
-Failure isolation. Every call to a child runs under the router's deadline (``timeout``
-seconds from the start of the operation). A child that raises, misses the deadline, answers
-with something that is not a valid v0 response (wrong type, hits that fail the ``RecallHit``
-schema, non-finite scores, types that were not asked for, another id than the one it was
-given) or returns ids it cannot back up with ``get`` is left out of that call, named in the
-response's ``failures`` (or the ``error`` / ``errors`` fields of forget / merge / expire) and
-logged on ``memorywire.router``. An operation fails only when every child failed: with the
-children's own error when they all refused the same way (say ``NotFound``), else with
+Failure isolation. Every call to a child runs under its deadline: ``deadlines[name]``
+seconds, else the router's ``timeout``, from the start of the operation. A child that
+raises, misses its deadline, answers with something that is not a valid v0 response (wrong
+type, hits that fail the ``RecallHit`` schema, non-finite scores, types that were not asked
+for, another id than the one it was given) or returns ids it cannot back up with ``get`` is
+left out of that call, named in the response's ``failures`` (a recall's ``stores_failed``;
+the ``error`` / ``errors`` fields of forget / merge / expire) and logged on
+``memorywire.router``. An operation fails only when every child failed: with the children's
+own error when they all refused the same way (say ``NotFound``), else with
 ``BackendUnavailable``.
 
 Recall. Each child is asked for ``min(1000, max(2k, k + 10))`` hits with ``hops = 0``; the
-lists are fused (:mod:`memorywire.core.fusion`), the graph boost is applied once here from
+lists are fused (:mod:`memorywire.core.fusion`; each child's contribution multiplied by its
+``trust``, in every fusion mode), the graph boost is applied once here from
 the edges of children that declare ``graph``, and the result is cut to ``k``. A fused hit
 carries the content of, and names as ``source_store``, the child that ranked it best.
 Verification: ids that only one child returned and that sit in the fused top ``2k`` are
@@ -168,11 +170,17 @@ class MemoryRouter:
         rrf_k: int = DEFAULT_RRF_K,
         verify_hits: bool = True,
         outbox: ForgetOutbox | None = None,
+        deadlines: Mapping[str, float] | None = None,
+        trust: Mapping[str, float] | None = None,
     ) -> None:
         """``stores[0]`` is the primary (``primary_only`` writes there; it wins rank ties).
 
         ``quorum`` counts the children that answered a recall: with quorum 2, an id that only
         one child returns is dropped, which stops a single lying store from placing ids.
+        ``deadlines`` gives a child its own deadline in seconds (a slow archive may get more
+        than ``timeout``, a cache less). ``trust`` (0 < trust ≤ 1, default 1) is the operator's
+        standing confidence in a child: it multiplies everything that child contributes to
+        fusion in every mode, unlike ``weights``, which only ``weighted`` fusion reads.
         """
         if not stores:
             raise InvalidRequest("a router needs at least one store")
@@ -190,9 +198,20 @@ class MemoryRouter:
             raise InvalidRequest(f"weights name unknown stores: {sorted(unknown)}")
         if any(not math.isfinite(w) or w < 0 for w in (weights or {}).values()):
             raise InvalidRequest("weights must be finite and non-negative")
+        for what, given in (("deadlines", deadlines), ("trust", trust)):
+            unknown = set(given or {}) - set(names)
+            if unknown:
+                raise InvalidRequest(f"{what} name unknown stores: {sorted(unknown)}")
+        if any(not (d > 0 and math.isfinite(d)) for d in (deadlines or {}).values()):
+            raise InvalidRequest("deadlines must be positive numbers of seconds")
+        if any(not (0 < t <= 1) for t in (trust or {}).values()):
+            raise InvalidRequest("trust must be in (0, 1]")
         self._stores = list(stores)
         self._weights = dict(weights or {})
         self._timeout = float(timeout)
+        own = dict(deadlines or {})
+        self._deadlines = {n: float(own.get(n, self._timeout)) for n in names}
+        self._trust = dict(trust or {})
         self._quorum = quorum
         self._policy = remember_policy
         self._name = name
@@ -230,13 +249,14 @@ class MemoryRouter:
     ) -> list[_Outcome[T]]:
         if self.outbox is not None and self.outbox.due():
             await self.deliver_outbox()
-        if deadline is None:
-            deadline = anyio.current_time() + self._timeout
+        started = anyio.current_time()
         outcomes: list[_Outcome[T]] = [_Outcome(s) for s in stores]
 
         async def one(o: _Outcome[T]) -> None:
             name = o.store.name
-            with anyio.CancelScope(deadline=deadline) as scope:
+            limit = self._deadlines.get(name, self._timeout)
+            with anyio.CancelScope(deadline=started + limit if deadline is None
+                                   else deadline) as scope:
                 try:
                     o.value = await call(o.store)
                 except MemorywireError as exc:
@@ -253,7 +273,8 @@ class MemoryRouter:
                                              code=MemorywireError.code)
             if scope.cancelled_caught:
                 o.failure = StoreFailure(
-                    store=name, error=f"{what}: no answer within {self._timeout:g}s",
+                    store=name, error=f"{what}: no answer within "
+                    f"{limit if deadline is None else deadline - started:.3g}s",
                     code=BackendUnavailable.code,
                 )
             if o.failure is not None:
@@ -423,7 +444,7 @@ class MemoryRouter:
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
-        deadline = anyio.current_time() + self._timeout
+        deadline = anyio.current_time() + max(self._deadlines.values())
         if req.hops and Capability.GRAPH not in self.capabilities:
             raise CapabilityMissing("hops > 0 needs a child that declares the graph capability")
         child_req = req.model_copy(update={"k": fetch_size(req.k), "hops": 0})
@@ -445,7 +466,7 @@ class MemoryRouter:
             )
             return hits
 
-        outcomes = await self._gather(self._stores, ask, "recall", deadline)
+        outcomes = await self._gather(self._stores, ask, "recall")
         failures = self._failures(outcomes) + nested
         answered = {o.store.name: o.value for o in outcomes if o.ok and o.value is not None}
         if not answered:
@@ -454,7 +475,7 @@ class MemoryRouter:
         def fused_now() -> list[FusedItem]:
             lists = {n: [(h.id, h.score) for h in hits] for n, hits in answered.items()}
             return fuse(lists, req.fusion, weights=self._weights, quorum=self._quorum,
-                        rrf_k=self._rrf_k)
+                        rrf_k=self._rrf_k, trust=self._trust)
 
         fused = fused_now()
         follow_up = max(deadline, anyio.current_time() + _FOLLOW_UP_FLOOR_S)

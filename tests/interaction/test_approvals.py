@@ -78,3 +78,15 @@ async def test_other_tenants_approvals_look_missing(transport: Any, world: World
     assert audit.ok and all(e["agent_id"] == "A" for e in audit.body["entries"])
     still = await transport.call("approvals.get", {"id": b_item}, world.admin)
     assert still.ok and still.body["status"] == "pending"
+
+
+async def test_a_staged_write_keeps_its_typed_fields(transport: Any, world: World) -> None:
+    out = await transport.call("remember", {
+        "agent_id": "A", "type": "emotional", "content": "anxious about the audit",
+        "valence": -0.4, "emotion": "anxiety", "approval_required": True}, world.agent_a)
+    assert out.ok and out.body["pending_approval"] is True, out.body
+    done = await transport.call("approvals.approve", {"id": out.body["id"]}, world.reviewer_a)
+    assert done.ok, done.body
+    got = await transport.call("get", {"agent_id": "A", "id": out.body["id"]}, world.agent_a)
+    assert got.ok, got.body
+    assert (got.body["memory"]["valence"], got.body["memory"]["emotion"]) == (-0.4, "anxiety")

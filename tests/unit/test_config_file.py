@@ -55,8 +55,8 @@ async def test_documented_example_loads_and_runs(
     monkeypatch.chdir(tmp_path)  # the example's relative paths land here
     config = load_config(_write(tmp_path, "mw.toml", _example()), env={},
                          overrides={"embedder": "hashing"})
-    assert [(s.name, s.weight, s.primary) for s in config.stores] == [
-        ("local", 1.0, True), ("archive", 0.5, False)]
+    assert [(s.name, s.weight, s.primary, s.deadline_s, s.trust) for s in config.stores] == [
+        ("local", 1.0, True, None, 1.0), ("archive", 0.5, False, 5.0, 0.8)]
     assert (config.quorum, config.router_deadline_s, config.rrf_k) == (1, 2.0, 60)
     async with running(config) as runtime:
         governed = runtime.governed
@@ -66,6 +66,8 @@ async def test_documented_example_loads_and_runs(
         router = governed._inner
         assert isinstance(router, MemoryRouter)
         assert [s.name for s in router.stores] == ["local", "archive"]
+        assert (router._deadlines, router._trust) == ({"local": 2.0, "archive": 5.0},
+                                                      {"archive": 0.8})
         mem = Memory(runtime.store, approvals=runtime.approvals)
         wrote = await mem.remember(agent_id="my-agent", content="a note", type="semantic")
         assert wrote.stores == ["local", "archive"]
@@ -88,6 +90,13 @@ async def test_documented_example_loads_and_runs(
          'decision = "review"\nmatch = { agnet_id = "a" }\n', "governance.rules.0.match.agnet_id"),
         ('[[stores]]\nurl = "memory://"\nweight = -1\n', "stores[0].weight"),
         ('[[stores]]\nname = "x"\n', "stores[0].url"),
+        ('[[stores]]\nurl = "memory://"\n[[stores]]\nurl = "memory://"\ntrust = 2\n',
+         "stores[1].trust"),
+        ('[[stores]]\nurl = "memory://"\n[[stores]]\nurl = "memory://"\ntrust = 0\n',
+         "stores[1].trust"),
+        ('[[stores]]\nurl = "memory://"\ndeadline_s = -1\n[[stores]]\nurl = "memory://"\n',
+         "stores[0].deadline_s"),
+        ('[[stores]]\nurl = "memory://"\ntrust = 0.5\n', "stores[0].trust"),
     ],
 )
 def test_mistakes_are_refused_naming_the_key(tmp_path: Path, text: str, named: str) -> None:

@@ -14,6 +14,7 @@ from memorywire.router import MemoryRouter, fetch_size
 from memorywire.store.base import Capability, ListQuery, MemoryStore, UpdateRequest
 from memorywire.store.memory import InMemoryStore
 from memorywire.store.sqlite import SqliteStore
+from memorywire.wire.codec import to_wire
 from memorywire.wire.models import (
     ExpireRequest,
     ForgetRequest,
@@ -77,7 +78,7 @@ async def test_one_identity_and_each_memory_once() -> None:
     assert resp.stores_queried == ["a", "b"]
     assert resp.latency_ms >= 0 and resp.failures == []
     assert all(h.supporting == [] for h in resp.results)
-    body = resp.model_dump(mode="json")
+    body = to_wire(resp)  # the wire body: a field left None (stores_failed) is omitted
     assert set(body) == {"results", "fusion_used", "stores_queried", "latency_ms"}
 
 

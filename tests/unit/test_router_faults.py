@@ -20,6 +20,7 @@ from memorywire.router import MemoryRouter
 from memorywire.store.base import Capability, Health, ListQuery, UpdateRequest
 from memorywire.store.memory import InMemoryStore
 from memorywire.store.sqlite import SqliteStore
+from memorywire.wire.codec import to_wire
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -34,6 +35,7 @@ from memorywire.wire.models import (
     RememberRequest,
     RememberResponse,
 )
+from memorywire.wire.validate import validate
 
 pytestmark = pytest.mark.anyio
 
@@ -173,6 +175,9 @@ async def test_recall_survives_one_bad_store(mode: str, code: str) -> None:
     assert [(f.store, f.code) for f in resp.failures] == [("b", code)]
     assert resp.stores_queried == ["a", "c"]
     assert "failures" not in resp.model_dump()
+    body = to_wire(resp)  # v0.1: the body names the failed child too, on every transport
+    assert [(f["store"], f["code"]) for f in body["stores_failed"]] == [("b", code)]
+    assert not validate("recall.response", body)
 
 
 async def test_unknown_ids_are_caught_even_under_max_fusion() -> None:

@@ -66,3 +66,20 @@ def test_local_approvals_with_a_governance_db(
     listed = _json(capsys)
     assert isinstance(listed, dict) and [a["id"] for a in listed["approvals"]] == [staged["id"]]
     assert main(["approvals", "reject", staged["id"], *base, "--reason", "no"]) == 0
+
+
+def test_typed_fields_and_where_from_the_cli(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["--store", f"sqlite:///{tmp_path / 'm.db'}", "--embedder", "hashing"]
+    for content, valence in (("rain on the trip", "-0.5"), ("sun on the trip", "0.5")):
+        assert main(["remember", *base, "-a", "A", content, "-t", "emotional",
+                     "--fields", f'{{"valence": {valence}}}', "--json"]) == 0
+    capsys.readouterr()
+    assert main(["recall", *base, "-a", "A", "trip", "--where", '{"valence": {"lt": 0}}',
+                 "--json"]) == 0
+    out = _json(capsys)
+    assert isinstance(out, dict)
+    assert [(h["content"], h["valence"]) for h in out["results"]] == [("rain on the trip", -0.5)]
+    assert main(["remember", *base, "-a", "A", "x", "-t", "emotional",
+                 "--fields", '{"valence": 5}', "--json"]) == 1
+    assert "valence" in capsys.readouterr().err

@@ -129,6 +129,13 @@ def _json_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    value = _json_arg(text)
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
+
+
 def _store_flags(p: argparse.ArgumentParser, store_help: str) -> None:
     """``--store`` (repeated: a router over all of them) and ``--config``, which every command
     that opens a store reads; flags override the file."""
@@ -166,6 +173,7 @@ def _doc(args: argparse.Namespace, *keys: str) -> dict[str, Any]:
 def _remember(args: argparse.Namespace) -> int:
     doc = _doc(args, "agent_id", "user_id", "type", "content", "metadata", "confidence",
                "source", "expires_at", "id")
+    doc.update(args.fields or {})
     if args.approval_required:
         doc["approval_required"] = True
     return _run(args, lambda m: m.remember(doc))
@@ -173,7 +181,7 @@ def _remember(args: argparse.Namespace) -> int:
 
 def _recall(args: argparse.Namespace) -> int:
     doc = _doc(args, "agent_id", "user_id", "query", "k", "types", "hops", "fusion", "filter",
-               "fresher_than_days")
+               "fresher_than_days", "where")
     return _run(args, lambda m: m.recall(doc))
 
 
@@ -223,6 +231,9 @@ def _register_ops(sub: Subparsers) -> None:
     p.add_argument("--expires-at", dest="expires_at", type=int, help="epoch ms")
     p.add_argument("--id", help="caller-chosen id (idempotent retries)")
     p.add_argument("--approval-required", action="store_true")
+    p.add_argument("--fields", type=_json_object,
+                   help='JSON object of typed fields, e.g. \'{"valence": -0.5}\' (emotional) or '
+                        '\'{"event_time": 1767225600000}\' (episodic)')
     p.set_defaults(handler=_remember)
 
     p = sub.add_parser("recall", help="search memories")
@@ -236,6 +247,8 @@ def _register_ops(sub: Subparsers) -> None:
     p.add_argument("--fusion", choices=["rrf", "max", "weighted"])
     p.add_argument("--filter", type=_json_arg, help="JSON object of metadata equalities")
     p.add_argument("--fresher-than-days", dest="fresher_than_days", type=int)
+    p.add_argument("--where", type=_json_arg,
+                   help='JSON conditions on typed fields, e.g. \'{"valence": {"lt": 0}}\'')
     p.set_defaults(handler=_recall)
 
     p = sub.add_parser("forget", help="forget memories by id or metadata filter")

@@ -22,6 +22,7 @@ from typing import Any
 
 from memorywire.core.procedure import parse_procedure
 from memorywire.errors import InvalidRequest
+from memorywire.wire.fields import fold_fields
 from memorywire.wire.models import MemoryType, RememberRequest
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "edges_to_storage",
     "embed_text",
     "fold_links",
+    "fold_request",
     "links_of",
     "with_links",
 ]
@@ -144,3 +146,15 @@ def fold_links(req: RememberRequest) -> RememberRequest:
     if req.links is None:
         return req
     return req.model_copy(update={"metadata": metadata, "links": None})
+
+
+def fold_request(req: RememberRequest) -> RememberRequest:
+    """``req`` as stores write it: ``links`` folded as :func:`fold_links` does, and the typed
+    fields moved under their metadata keys (:mod:`core.fields`), the metadata spelling of
+    the memory type's fields validated either way."""
+    req = fold_links(req)
+    typed = req.typed()
+    metadata = fold_fields(req.type, req.metadata, typed)
+    if not typed:
+        return req
+    return req.model_copy(update={"metadata": metadata, **dict.fromkeys(typed)})

@@ -115,12 +115,15 @@ def _add(a: float, b: float) -> float:
 
 
 def rrf(
-    lists: Mapping[str, Ranked], *, k: int = DEFAULT_RRF_K, quorum: int = 1
+    lists: Mapping[str, Ranked], *, k: int = DEFAULT_RRF_K, quorum: int = 1,
+    trust: Mapping[str, float] | None = None,
 ) -> list[FusedItem]:
-    """Reciprocal rank fusion; reported scores are ignored."""
+    """Reciprocal rank fusion; reported scores are ignored (``trust`` scales a list's
+    positional contributions, 1.0 when absent)."""
     if k < 1:
         raise ValueError("rrf k must be at least 1 (rank 0 would divide by zero)")
-    return _fuse(lists, lambda _s, rank, _raw: 1.0 / (k + rank), _add, quorum)
+    t = dict(trust or {})
+    return _fuse(lists, lambda s, rank, _raw: t.get(s, 1.0) / (k + rank), _add, quorum)
 
 
 def max_fusion(lists: Mapping[str, Ranked], *, quorum: int = 1) -> list[FusedItem]:
@@ -149,11 +152,20 @@ def fuse(
     weights: Mapping[str, float] | None = None,
     quorum: int = 1,
     rrf_k: int = DEFAULT_RRF_K,
+    trust: Mapping[str, float] | None = None,
 ) -> list[FusedItem]:
-    """Dispatch on the wire ``fusion`` value (``rrf``, ``max`` or ``weighted``)."""
+    """Dispatch on the wire ``fusion`` value (``rrf``, ``max`` or ``weighted``).
+
+    ``trust`` (a router's per-store setting, 1.0 when absent) scales a list's scores (the
+    reported ones for ``max`` and ``weighted``, a positional one for ``rrf``) before
+    fusion, so in every mode a less trusted store places its ids lower.
+    """
     mode = str(getattr(mode, "value", mode))
     if mode == "rrf":
-        return rrf(lists, k=rrf_k, quorum=quorum)
+        return rrf(lists, k=rrf_k, quorum=quorum, trust=trust)
+    if trust:
+        lists = {name: [(item, raw * trust.get(name, 1.0)) for item, raw in ranked]
+                 for name, ranked in lists.items()}
     if mode == "max":
         return max_fusion(lists, quorum=quorum)
     if mode == "weighted":

@@ -28,6 +28,7 @@ from memorywire.core.content import (
 from memorywire.core.expiry import ExpiryFacts
 from memorywire.core.filters import matches_filter
 from memorywire.errors import Conflict
+from memorywire.wire.fields import check_metadata_fields
 from memorywire.wire.models import (
     ExpireAction,
     ForgetRequest,
@@ -236,6 +237,7 @@ def plan_update(row: Row, req: UpdateRequest, now: int) -> UpdatePlan:
     metadata = None
     if req.metadata_patch is not None:
         metadata = changes["metadata"] = patch_metadata(row.metadata, req.metadata_patch)
+        check_metadata_fields(row.type, metadata)
     stored = None
     if req.content is not None:
         candidate = content_to_storage(row.type, req.content)

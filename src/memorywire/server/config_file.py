@@ -6,7 +6,8 @@ optional (see docs/configuration.md, field by field):
 - ``server``: the flat settings of :class:`~memorywire.server.config.ServerConfig`
   (host, port, limits, embedder, logging, metrics, ...). A file without any section is read
   as this table alone, as files written before sections existed are.
-- ``stores``: a list of ``{url, name, weight, primary}``; more than one becomes a router.
+- ``stores``: a list of ``{url, name, weight, primary, deadline_s, trust}``; more than one
+  becomes a router.
 - ``router``: how several stores are fused (``quorum``, ``remember_policy``,
   ``deadline_s``, ``rrf_k``).
 - ``governance``: ``enabled``, ``database`` and the policy (``default``, ``rules``,
@@ -31,7 +32,7 @@ from memorywire.errors import InvalidRequest
 __all__ = ["SECTIONS", "StoreEntry", "read_config_file"]
 
 SECTIONS = ("server", "stores", "router", "governance")
-_STORE_KEYS = ("url", "name", "weight", "primary")
+_STORE_KEYS = ("url", "name", "weight", "primary", "deadline_s", "trust")
 #: ``router`` key → the ``ServerConfig`` field it sets.
 _ROUTER_KEYS = {
     "quorum": "quorum",
@@ -52,6 +53,10 @@ class StoreEntry:
     name: str = ""
     weight: float = 1.0
     primary: bool = False
+    #: This child's own deadline in seconds; ``None``: the router's ``deadline_s``.
+    deadline_s: float | None = None
+    #: 0 < trust ≤ 1: multiplies the child's contribution to fusion in every mode.
+    trust: float = 1.0
 
 
 def _fail(path: str | Path, where: str, message: str) -> InvalidRequest:
@@ -86,9 +91,23 @@ def _stores(path: str | Path, value: Any) -> tuple[StoreEntry, ...]:
         primary = item.get("primary", False)
         if not isinstance(primary, bool):
             raise _fail(path, f"{where}.primary", "must be true or false")
-        out.append(StoreEntry(url, name, float(weight), primary))
+        deadline = item.get("deadline_s")
+        if deadline is not None and (isinstance(deadline, bool)
+                                     or not isinstance(deadline, int | float) or deadline <= 0):
+            raise _fail(path, f"{where}.deadline_s",
+                        f"must be a positive number of seconds (got {deadline!r})")
+        trust = item.get("trust", 1.0)
+        if isinstance(trust, bool) or not isinstance(trust, int | float) or not 0 < trust <= 1:
+            raise _fail(path, f"{where}.trust", f"must be a number in (0, 1] (got {trust!r})")
+        out.append(StoreEntry(url, name, float(weight), primary,
+                              None if deadline is None else float(deadline), float(trust)))
     if sum(e.primary for e in out) > 1:
         raise _fail(path, "stores", "at most one store may be primary")
+    if len(out) == 1:
+        for key in ("deadline_s", "trust"):
+            if key in value[0]:
+                raise _fail(path, f"stores[0].{key}", "only a router uses it: give several "
+                                                      "stores, or leave it out")
     return tuple(out)
 
 

@@ -91,12 +91,15 @@ def _open_router(config: ServerConfig, kw: dict[str, Any], reads_need_file: bool
     from memorywire.router_outbox import ForgetOutbox
     from memorywire.server.config import data_dir
 
-    weights = {s.name: e.weight for s, e in zip(opened, entries, strict=True)}
+    pairs = list(zip(opened, entries, strict=True))
     return MemoryRouter(
-        opened, weights, timeout=config.router_deadline_s, quorum=config.quorum,
+        opened, {s.name: e.weight for s, e in pairs}, timeout=config.router_deadline_s,
+        quorum=config.quorum,
         remember_policy="primary_only" if config.remember_policy == "primary_only" else "all",
         rrf_k=config.rrf_k,
         outbox=ForgetOutbox(config.router_outbox or data_dir() / "router-outbox.db"),
+        deadlines={s.name: e.deadline_s for s, e in pairs if e.deadline_s is not None},
+        trust={s.name: e.trust for s, e in pairs if e.trust != 1.0},
     )
 
 

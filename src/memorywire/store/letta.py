@@ -41,6 +41,7 @@ import numpy as np
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import embed_text
+from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
@@ -307,6 +308,7 @@ class LettaStore(RowDelegate[_Row]):
         rows = [r for r in live
                 if (req.types is None or r.type in req.types)
                 and matches_filter(r.metadata, req.filter)
+                and matches_where(r.type, r.metadata, req.where)
                 and (req.fresher_than_days is None
                      or r.created_at >= now - req.fresher_than_days * DAY_MS)]
         hits: list[RecallHit] = []

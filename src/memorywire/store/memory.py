@@ -18,6 +18,7 @@ import numpy as np
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import embed_text
 from memorywire.core.context_key import CONTEXT_FIELD, check_context, lexical_text
+from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
@@ -148,6 +149,7 @@ class InMemoryStore(RowDelegate[_Row]):
             r for r in self._visible_in_scope(req.agent_id, req.user_id, now)
             if (req.types is None or r.type in req.types)
             and matches_filter(r.metadata, req.filter)
+            and matches_where(r.type, r.metadata, req.where)
             and (req.fresher_than_days is None
                  or r.created_at >= now - req.fresher_than_days * DAY_MS)
         ]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 import anyio
 
 from memorywire.core.clock import Clock
-from memorywire.core.content import content_to_storage, fold_links
+from memorywire.core.content import content_to_storage, fold_request
 from memorywire.core.expiry import needs_recall_tracking, policy_matches
 from memorywire.core.ids import new_id
 from memorywire.core.merge import plan_row_merge
@@ -137,7 +137,7 @@ class RowOps(Generic[R]):
 
     async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
         prepared = []
-        for req in map(fold_links, reqs):
+        for req in map(fold_request, reqs):
             stored = content_to_storage(req.type, req.content)
             prepared.append((req, stored))
         agents = sorted({req.agent_id for req in reqs})

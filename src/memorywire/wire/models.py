@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memorywire.wire.fields import FIELDS, fold_fields, typed_fields, where_problem
+
 __all__ = [
     "PENDING_APPROVAL_DELETED_AT",
     "ConflictCandidate",
@@ -146,6 +148,19 @@ def links_from_metadata(metadata: dict[str, Any] | None) -> list[Link] | None:
     return list({(ln.id, ln.type): ln for ln in out}.values()) or None
 
 
+def lift_typed_fields(model: BaseModel) -> None:
+    """Show the typed fields a memory keeps in its metadata (``core.fields``) as top-level
+    fields of a hit or record; a value the model already carries wins."""
+    mtype = getattr(model, "type", None)
+    extra = model.__pydantic_extra__
+    for name, value in typed_fields(str(mtype), getattr(model, "metadata", None)).items():
+        if name in type(model).model_fields:
+            if getattr(model, name) is None:
+                setattr(model, name, value)
+        elif extra is not None:
+            extra.setdefault(name, value)
+
+
 # --- requests --------------------------------------------------------------------------------
 
 
@@ -175,8 +190,30 @@ class RememberRequest(_Strict):
             raise ValueError("valid_to must be after valid_from")
         if self.supersedes is not None and self.id is not None and self.id in self.supersedes:
             raise ValueError("supersedes must not name the memory itself")
+        for name in self.typed():
+            if FIELDS[name].owner != self.type:
+                raise ValueError(f"{name} is a field of {FIELDS[name].owner} memories, "
+                                 f"not {self.type.value}")
+        # Refuses a bad metadata spelling of a typed field (InvalidRequest naming it) before
+        # anything is staged or written.
+        fold_fields(self.type, self.metadata, self.typed())
     #: v0.1: typed graph edges from this memory (see :class:`Link`).
     links: Annotated[list[Link], Field(max_length=1000)] | None = None
+    #: v0.1: typed fields of an emotional memory (``core.fields``); refused on other types.
+    sentiment: Literal["positive", "negative", "neutral", "mixed"] | None = None
+    valence: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
+    arousal: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    emotion: Annotated[str, Field(max_length=256)] | None = None
+    target: Annotated[str, Field(max_length=256)] | None = None
+    #: v0.1: typed fields of an episodic memory.
+    event_time: Millis | None = None
+    location: Annotated[str, Field(max_length=256)] | None = None
+    participants: Annotated[list[Annotated[str, Field(max_length=256)]],
+                            Field(max_length=1000)] | None = None
+
+    def typed(self) -> dict[str, Any]:
+        """The typed fields this request sets."""
+        return {n: getattr(self, n) for n in FIELDS if getattr(self, n) is not None}
 
     @field_validator("content")
     @classmethod
@@ -209,6 +246,17 @@ class RecallRequest(_Strict):
     as_of: Millis | None = None
     #: NEW: also return memories a newer one superseded (default: current truth only).
     include_superseded: bool = False
+    #: v0.1: conditions on typed fields, e.g. ``{"valence": {"lt": 0}}`` (``core.fields``).
+    where: dict[str, dict[str, Any]] | None = None
+
+    @field_validator("where")
+    @classmethod
+    def _where_known(cls, v: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Any]] | None:
+        if v is not None:
+            problem = where_problem(v)
+            if problem is not None:
+                raise ValueError(f"where{problem[0].replace('/', '.')}: {problem[1]}")
+        return v
 
 
 class ForgetRequest(_Strict):
@@ -318,6 +366,7 @@ class RecallHit(_Open):
     def model_post_init(self, __context: Any) -> None:
         if self.links is None:
             self.links = links_from_metadata(self.metadata)
+        lift_typed_fields(self)
 
 
 class RecallResponse(_Strict):
@@ -325,7 +374,17 @@ class RecallResponse(_Strict):
     fusion_used: Fusion
     stores_queried: list[str]
     latency_ms: Annotated[int, Field(ge=0)]
+    #: v0.1: the children left out because they failed or missed the deadline, in the body
+    #: (``failures`` below travels beside it: header, ``_meta``). ``None`` (omitted) when
+    #: every child answered, so a v0.0 reader that forbids unknown keys reads those answers.
+    stores_failed: list[StoreFailure] | None = None
     failures: list[StoreFailure] = Field(default_factory=list, exclude=True)
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.stores_failed is None and self.failures:
+            self.stores_failed = list(self.failures)
+        elif self.stores_failed and not self.failures:
+            self.failures = list(self.stores_failed)
 
 
 class StoreCount(_Strict):
@@ -387,6 +446,7 @@ class MemoryRecord(_Open):
     def model_post_init(self, __context: Any) -> None:
         if self.links is None:
             self.links = links_from_metadata(self.metadata)
+        lift_typed_fields(self)
 
 
 class SemanticRecord(MemoryRecord):

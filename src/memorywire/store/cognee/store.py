@@ -58,6 +58,7 @@ import anyio.to_thread
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import embed_text
+from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row as CoreRow
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, hybrid_rank
@@ -322,6 +323,7 @@ class CogneeStore(RowDelegate[Row]):
                 if r.in_scope(req.agent_id, req.user_id) and r.live(now)
                 and (req.types is None or r.type in req.types)
                 and matches_filter(r.metadata, req.filter)
+                and matches_where(r.type, r.metadata, req.where)
                 and (req.fresher_than_days is None
                      or r.created_at >= now - req.fresher_than_days * DAY_MS)]
         hits: list[RecallHit] = []

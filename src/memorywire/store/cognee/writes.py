@@ -17,7 +17,7 @@ from typing import Protocol
 import anyio
 
 from memorywire.core.clock import Clock
-from memorywire.core.content import content_to_storage, fold_links
+from memorywire.core.content import content_to_storage, fold_request
 from memorywire.core.ids import new_id
 from memorywire.core.records import RememberAction, new_row, remember_action
 from memorywire.core.records import Row as CoreRow
@@ -65,7 +65,7 @@ class RememberBatcher:
 
     async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
         pending = []
-        for req in map(fold_links, reqs):
+        for req in map(fold_request, reqs):
             stored = content_to_storage(req.type, req.content)
             pending.append(_Pending(req, stored))
         for p in pending:

@@ -47,6 +47,7 @@ import anyio.to_thread
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import embed_text
+from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row
 from memorywire.core.relevance import relevance
@@ -333,7 +334,8 @@ class Mem0Store(RowDelegate[Mem0Row]):
                 row = row_from_item(item)
                 if not (row.in_scope(req.agent_id, req.user_id) and row.live(now)
                         and (req.types is None or row.type in req.types)
-                        and matches_filter(row.metadata, req.filter)):
+                        and matches_filter(row.metadata, req.filter)
+                        and matches_where(row.type, row.metadata, req.where)):
                     continue
                 rel = self._admitted(item, row, terms, req.min_relevance)
                 if rel is None:

@@ -14,6 +14,7 @@ import psycopg_pool
 from memorywire.core.content import content_from_storage
 from memorywire.core.records import Row
 from memorywire.errors import BackendUnavailable, InvalidRequest, MemorywireError
+from memorywire.wire.fields import FIELDS, MAX_MILLIS, MAX_TEXT
 from memorywire.wire.models import MemoryRecord, MemoryType
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "TABLE",
     "Where",
     "add_metadata_filter",
+    "add_typed_where",
     "record_from_row",
     "reject_nul",
     "row_of",
@@ -80,6 +82,39 @@ def add_metadata_filter(w: Where, flt: dict[str, Any]) -> None:
         w.add("metadata -> %s = %s::jsonb", key, json.dumps(value))
 
 
+_CMP = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+
+
+def add_typed_where(w: Where, where: dict[str, dict[str, Any]]) -> None:
+    """The recall ``where`` in SQL, meaning exactly :func:`memorywire.core.fields.matches_where`:
+    the memory is of the field's type and holds a well-formed value that meets every operator.
+    The ``CASE`` keeps the cast from ever seeing a value of another JSON type (PostgreSQL does
+    not promise to evaluate ``AND`` left to right)."""
+    for name, cond in where.items():
+        f = FIELDS[name]
+        w.add("type = %s", f.owner)
+        if f.kind in ("number", "time"):
+            value = (f"(CASE WHEN jsonb_typeof(metadata->'{name}') = 'number' "
+                     f"THEN (metadata->>'{name}')::numeric END)")
+            low, high = (f.low, f.high) if f.kind == "number" else (0, MAX_MILLIS)
+            w.add(f"{value} BETWEEN %s AND %s", low, high)
+            if f.kind == "time":
+                w.add(f"{value} = trunc({value})")
+            for op, want in cond.items():
+                w.add(f"{value} {_CMP[op]} %s", want)
+        elif f.kind == "text":
+            w.add(f"jsonb_typeof(metadata->'{name}') = 'string'")
+            w.add(f"char_length(metadata->>'{name}') <= %s", MAX_TEXT)
+            if f.choices is not None:
+                w.add(f"metadata->>'{name}' = ANY(%s)", list(f.choices))
+            for op, want in cond.items():
+                w.add(f"metadata->>'{name}' = ANY(%s)", want if op == "in" else [want])
+        else:
+            w.add(f"jsonb_typeof(metadata->'{name}') = 'array'")
+            for want in cond.values():
+                w.add(f"metadata->'{name}' @> %s::jsonb", json.dumps([want]))
+
+
 def scope_where(
     *,
     agent_id: str,
@@ -89,6 +124,7 @@ def scope_where(
     metadata_filter: dict[str, Any] | None = None,
     created_after: int | None = None,
     include_archived: bool = False,
+    typed_where: dict[str, dict[str, Any]] | None = None,
 ) -> Where:
     """Live rows in scope: not deleted, not archived (unless asked), not past ``expires_at``."""
     w = Where()
@@ -103,6 +139,8 @@ def scope_where(
         w.add("type = ANY(%s)", list(types))
     if metadata_filter:
         add_metadata_filter(w, metadata_filter)
+    if typed_where:
+        add_typed_where(w, typed_where)
     if created_after is not None:
         w.add("created_at >= %s", created_after)
     return w

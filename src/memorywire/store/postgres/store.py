@@ -225,7 +225,7 @@ class PostgresStore:
         w = scope_where(
             agent_id=req.agent_id, user_id=req.user_id, now_ms=now,
             types=[t.value for t in req.types] if req.types is not None else None,
-            metadata_filter=req.filter,
+            metadata_filter=req.filter, typed_where=req.where,
             created_after=(now - req.fresher_than_days * DAY_MS
                            if req.fresher_than_days is not None else None),
         )

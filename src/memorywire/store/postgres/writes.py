@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from memorywire.core.content import content_to_storage, embed_text, fold_links
+from memorywire.core.content import content_to_storage, embed_text, fold_request
 from memorywire.core.context_key import CONTEXT_FIELD, lexical_text
 from memorywire.core.ids import new_id
 from memorywire.core.records import RememberAction, Row, new_row, remember_action
@@ -61,7 +61,7 @@ async def write_row(db: PgDb, conn: Conn, new: Row, text_changed: bool,
 
 async def remember_many(db: PgDb, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
     prepared: list[tuple[RememberRequest, str, dict[str, Any]]] = []
-    for r in map(fold_links, reqs):
+    for r in map(fold_request, reqs):
         stored = content_to_storage(r.type, r.content)
         metadata = dict(r.metadata or {})
         reject_nul(stored, "content")

@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memorywire.core.clock import DAY_MS
+from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
 from memorywire.core.scoring import (
     AGREEMENT_DEPTH,
@@ -197,14 +198,17 @@ def _mask(conn: Any, index: ScopeIndex, req: RecallRequest, now: int) -> npt.NDA
         fresher_than_ms=None if req.fresher_than_days is None
         else now - req.fresher_than_days * DAY_MS,
     )
-    if req.filter:
+    if req.filter or req.where:
         candidates = np.flatnonzero(mask)
         rids = index.rids[candidates].tolist()
-        metadata = dict(conn.execute(
-            "SELECT rid, metadata FROM memories WHERE rid IN (SELECT value FROM json_each(?))",
-            (json.dumps(rids),)).fetchall())
+        rows = {rid: (mtype, meta) for rid, mtype, meta in conn.execute(
+            "SELECT rid, type, metadata FROM memories "
+            "WHERE rid IN (SELECT value FROM json_each(?))", (json.dumps(rids),))}
         for i, rid in zip(candidates.tolist(), rids, strict=True):
-            if not matches_filter(json.loads(metadata[rid]), req.filter):
+            mtype, meta = rows[rid]
+            metadata = json.loads(meta)
+            if not (matches_filter(metadata, req.filter)
+                    and matches_where(mtype, metadata, req.where)):
                 mask[i] = False
     return mask
 

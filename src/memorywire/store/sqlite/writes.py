@@ -11,7 +11,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memorywire.core.content import content_to_storage, embed_text, fold_links, links_of
+from memorywire.core.content import (
+    content_to_storage,
+    embed_text,
+    fold_request,
+    links_of,
+)
 from memorywire.core.context_key import lexical_text
 from memorywire.core.ids import new_id
 from memorywire.core.records import RememberAction, new_row, remember_action
@@ -28,7 +33,7 @@ __all__ = ["conflict_scan", "remember_many"]
 
 def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
                   given: Vectors | None = None) -> list[RememberResponse]:
-    reqs = [fold_links(r) for r in reqs]
+    reqs = [fold_request(r) for r in reqs]
     prepared = [(r, content_to_storage(r.type, r.content)) for r in reqs]
     if not prepared:
         return []

@@ -87,3 +87,32 @@ async def test_without_cascade_the_derived_memory_stays(transport: Any, world: W
     assert out.body["receipt"]["erased"] == {"memory": [seed]}
     got = await transport.call("get", {"agent_id": "A", "id": summ}, tok)
     assert got.ok, got.body
+
+
+async def test_erase_a_user_returns_a_verifying_receipt_for_exactly_that_users_memories(
+    transport: Any, world: World
+) -> None:
+    tok = world.agent_a
+    carol = [await _remember(transport, tok, f"carol's allergy note {i}", user_id="carol")
+             for i in range(2)]
+    dave = await _remember(transport, tok, "dave likes tea", user_id="dave")
+    out = await transport.call("erase", {"agent_id": "A", "user_id": "carol",
+                                         "reason": "GDPR art. 17"}, tok)
+    assert out.ok, out.body
+    assert not validate("erase.response", out.body), out.body
+    assert out.body["pending_approval"] is False
+    assert sorted(out.body["erased_ids"]) == sorted(carol)
+    receipt = out.body["receipt"]
+    assert sorted(receipt["erased"]["memory"]) == sorted(carol)
+    assert receipt["actor"] == "a" and receipt["policy"] == "erase"
+    assert receipt["details"]["user_id"] == "carol"
+    raw = dump_receipt(receipt)
+    assert verify_receipt(raw) == (True, "signature valid")
+    i = raw.index(carol[0].encode())  # one flipped bit in an erased id breaks the signature
+    flipped = raw[:i] + bytes([raw[i] ^ 0x01]) + raw[i + 1:]
+    assert verify_receipt(flipped)[0] is False
+
+    listed = await transport.call("list", {"agent_id": "A", "include_archived": True}, tok)
+    assert [m["id"] for m in listed.body["memories"]] == [dave]
+    again = await transport.call("erase", {"agent_id": "A", "user_id": "carol"}, tok)
+    assert again.ok and again.body["erased_ids"] == [] and "receipt" not in again.body

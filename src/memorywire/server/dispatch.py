@@ -145,7 +145,7 @@ class Dispatcher:
         self.rate_limiter = rate_limiter
         self.write_limiter = write_limiter
         #: get, list, update, history, erase (typed entry points for the in-process client)
-        self.records = RecordOperations(store)
+        self.records = RecordOperations(store, signing_key, receipts_audit)
         self.recovery = RecoverOperation(store, getattr(approvals, "governed", None),
                                          signing_key, receipts_audit)
         self._ops: dict[str, Handler] = {

@@ -116,3 +116,48 @@ async def test_erase_a_user_returns_a_verifying_receipt_for_exactly_that_users_m
     assert [m["id"] for m in listed.body["memories"]] == [dave]
     again = await transport.call("erase", {"agent_id": "A", "user_id": "carol"}, tok)
     assert again.ok and again.body["erased_ids"] == [] and "receipt" not in again.body
+
+
+@pytest.mark.parametrize("op", ["forget", "erase"])
+async def test_a_staged_hard_forget_approved_later_stores_a_verifying_receipt(
+    transport: Any, world: World, op: str
+) -> None:
+    gov = world.runtime.governed
+    assert gov is not None
+    gov.set_policies({"rules": [{"name": "forget-review", "match": {"operation": "forget"},
+                                 "decision": "review"}]})
+    tok = world.agent_a
+    carol = await _remember(transport, tok, "carol's diagnosis note", user_id="carol")
+    doc = ({"agent_id": "A", "ids": [carol], "hard_delete": True} if op == "forget"
+           else {"agent_id": "A", "user_id": "carol"})
+    out = await transport.call(op, doc, tok)
+    assert out.ok and out.body["pending_approval"] is True, out.body
+    assert "receipt" not in out.body  # nothing erased yet, so nothing vouched
+    [item] = (await transport.call("approvals.list", {}, world.reviewer_a)).body["approvals"]
+    done = await transport.call("approvals.approve", {"id": item["id"]}, world.reviewer_a)
+    assert done.ok, done.body
+    shown = await transport.call("approvals.get", {"id": item["id"]}, world.reviewer_a)
+    receipt = shown.body["result"]["receipt"]
+    assert receipt["erased"] == {"memory": [carol]} and receipt["policy"] == "approval"
+    assert receipt["actor"] == "ra"  # the reviewer whose approval carried it out
+    raw = dump_receipt(receipt)
+    assert verify_receipt(raw) == (True, "signature valid")
+    i = raw.index(carol.encode())
+    assert verify_receipt(raw[:i] + bytes([raw[i] ^ 0x01]) + raw[i + 1:])[0] is False
+    assert (await transport.call("get", {"agent_id": "A", "id": carol}, tok)).code == "not_found"
+
+
+async def test_a_staged_soft_forget_approved_later_signs_nothing(
+    transport: Any, world: World
+) -> None:
+    gov = world.runtime.governed
+    assert gov is not None
+    gov.set_policies({"rules": [{"name": "forget-review", "match": {"operation": "forget"},
+                                 "decision": "review"}]})
+    mid = await _remember(transport, world.agent_a, "a note to hide")
+    out = await transport.call("forget", {"agent_id": "A", "ids": [mid]}, world.agent_a)
+    assert out.ok and out.body["pending_approval"] is True, out.body
+    [item] = (await transport.call("approvals.list", {}, world.reviewer_a)).body["approvals"]
+    assert (await transport.call("approvals.approve", {"id": item["id"]}, world.reviewer_a)).ok
+    shown = await transport.call("approvals.get", {"id": item["id"]}, world.reviewer_a)
+    assert shown.body["status"] == "approved" and "receipt" not in shown.body["result"]

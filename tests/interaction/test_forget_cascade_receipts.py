@@ -161,3 +161,21 @@ async def test_a_staged_soft_forget_approved_later_signs_nothing(
     assert (await transport.call("approvals.approve", {"id": item["id"]}, world.reviewer_a)).ok
     shown = await transport.call("approvals.get", {"id": item["id"]}, world.reviewer_a)
     assert shown.body["status"] == "approved" and "receipt" not in shown.body["result"]
+
+
+async def test_remote_python_client_erase_carries_the_receipt(world: World, asgi_app: Any) -> None:
+    import httpx
+
+    from memorywire.client import RemoteMemory
+
+    remote = RemoteMemory("http://127.0.0.1", world.agent_a,
+                          transport=httpx.ASGITransport(app=asgi_app))
+    try:
+        mid = (await remote.remember(agent_id="A", type="semantic", content="erin's address",
+                                     user_id="erin")).id
+        out = await remote.erase(agent_id="A", user_id="erin")
+        assert out.erased_ids == [mid] and out.receipt is not None
+        assert out.receipt["erased"] == {"memory": [mid]}
+        assert verify_receipt(dump_receipt(out.receipt)) == (True, "signature valid")
+    finally:
+        await remote.aclose()

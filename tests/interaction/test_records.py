@@ -123,6 +123,7 @@ async def test_erase_a_user_removes_only_that_users_memories(
     assert out.ok and not validate("erase.response", out.body), out.body
     assert sorted(out.body["erased_ids"]) == sorted(carol)
     assert out.body["pending_approval"] is False
+    assert "receipt" not in out.body  # no governance, no signing_key: nothing signs
     assert await _list_all(transport, world.agent_a, {"agent_id": "A"}) == [dave]
     for mid in carol:
         assert (await transport.call("get", {"agent_id": "A", "id": mid}, world.agent_a)

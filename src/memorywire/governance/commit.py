@@ -25,9 +25,15 @@ from memorywire.governance.worker import GovWorker
 from memorywire.store.base import MemoryStore
 from memorywire.store.timeline import apply_update
 from memorywire.wire.memory_ops import UpdateMemoryRequest
-from memorywire.wire.models import ExpireRequest, ForgetRequest, MergeRequest, RememberRequest
+from memorywire.wire.models import (
+    ExpireRequest,
+    ForgetRequest,
+    ForgetResponse,
+    MergeRequest,
+    RememberRequest,
+)
 
-__all__ = ["CommitDriver", "RecoveryReport"]
+__all__ = ["CommitDriver", "HardForgetSigner", "RecoveryReport"]
 
 
 @dataclass
@@ -40,6 +46,11 @@ class RecoveryReport:
 
 #: Commits one staged request of an operation the store does not know: (result, ids).
 Applier = Callable[[dict[str, Any]], Awaitable[tuple[dict[str, Any], list[str]]]]
+#: Carries out an approved hard forget on the inner store and signs it: (response, receipt or
+#: ``None`` when no key is at hand). Installed by whoever holds the signing key (the server).
+HardForgetSigner = Callable[
+    [MemoryStore, ForgetRequest], Awaitable[tuple[ForgetResponse, dict[str, Any] | None]]
+]
 _BUILT_IN = frozenset({"remember", "forget", "expire", "update", "merge"})
 
 #: Failures that say nothing about the operation itself; the commit is retried later.
@@ -76,6 +87,8 @@ class CommitDriver:
         self.on_failed: Callable[[], None] = lambda: None
         #: Committers of operations staged from outside the store (``recover``), by name.
         self.appliers: dict[str, Applier] = {}
+        #: Signs approved hard forgets (and so approved erases); ``None``: they get no receipt.
+        self.hard_forget: HardForgetSigner | None = None
 
     async def recover(self) -> RecoveryReport:
         """Re-drive every item a crash left ``committing``; each on its own (see module)."""
@@ -131,7 +144,11 @@ class CommitDriver:
             return {"stores": rr.stores}, [rr.id]
         if fresh.operation == "forget":
             freq = ForgetRequest.model_validate(req)
-            fr = await self._inner.forget(freq)
+            receipt = None
+            if freq.hard_delete and self.hard_forget is not None:
+                fr, receipt = await self.hard_forget(self._inner, freq)
+            else:
+                fr = await self._inner.forget(freq)
             ids = list(fr.forgotten_ids)
             if freq.ids:  # pending remembers it names must not come back by a later approval
                 who, now, names = fresh.reviewer or "system", self._clock.now_ms(), list(freq.ids)
@@ -139,7 +156,10 @@ class CommitDriver:
                     lambda: self._queue.withdraw(freq.agent_id, freq.user_id, names, who, now)
                 )
                 ids += [i for i in closed if i not in ids]
-            return {"forgotten": len(ids), "hard_delete": fr.hard_delete}, ids
+            out: dict[str, Any] = {"forgotten": len(ids), "hard_delete": fr.hard_delete}
+            if receipt is not None:  # what `approvals get` shows the reviewer and the caller
+                out["receipt"] = receipt
+            return out, ids
         if fresh.operation == "expire":
             # Evaluated at commit time: the reviewer approved the policy, not a list.
             er = await self._inner.expire(ExpireRequest.model_validate(req))

@@ -46,7 +46,7 @@ from memorywire.governance.actor import current_actor, current_actor_id
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.chain import canonical_json, sha256_hex
 from memorywire.governance.checks import check_committable, check_remember
-from memorywire.governance.commit import CommitDriver
+from memorywire.governance.commit import CommitDriver, HardForgetSigner
 from memorywire.governance.conflicts import apply_auto, proposal
 from memorywire.governance.db import is_postgres_url
 from memorywire.governance.desk import ReviewDesk
@@ -251,6 +251,10 @@ class GovernedStore(ReviewDesk):
     @property
     def commit_appliers(self) -> dict[str, Any]:
         return self._driver.appliers
+
+    def sign_hard_forgets(self, signer: HardForgetSigner) -> None:
+        """Approved hard forgets then carry a signed receipt in their item's ``result``."""
+        self._driver.hard_forget = signer
 
     async def _stage_expire(self, req: ExpireRequest) -> ExpireResponse:
         await self._decide("expire", req.agent_id, req.user_id, req)

@@ -145,9 +145,12 @@ class Dispatcher:
         self.rate_limiter = rate_limiter
         self.write_limiter = write_limiter
         #: get, list, update, history, erase (typed entry points for the in-process client)
-        self.records = RecordOperations(store)
+        self.records = RecordOperations(store, signing_key, receipts_audit)
         self.recovery = RecoverOperation(store, getattr(approvals, "governed", None),
                                          signing_key, receipts_audit)
+        governed = getattr(approvals, "governed", None)
+        if governed is not None and signing_key is not None:
+            governed.sign_hard_forgets(self._signed_hard_forget)
         self._ops: dict[str, Handler] = {
             "remember": self._remember,
             "recall": self._recall,
@@ -228,6 +231,17 @@ class Dispatcher:
             if er.receipt is None:
                 return er.response
             return er.response.model_copy(update={"receipt": er.receipt})
+
+    async def _signed_hard_forget(
+        self, inner: MemoryStore, req: ForgetRequest
+    ) -> tuple[ForgetResponse, dict[str, Any] | None]:
+        """An approved hard forget (or erase), committed on ``inner`` with its receipt."""
+        key = None if self.signing_key is None else self.signing_key.get()
+        if key is None:
+            return await inner.forget(req), None
+        er = await erase_with_receipt(inner, req, key, audit=self.receipts_audit,
+                                      policy="approval")
+        return er.response, er.receipt
 
     async def merge(self, req: MergeRequest, p: Principal) -> MergeResponse:
         p.require(*_WRITERS)

@@ -7,7 +7,10 @@ them the same way. Two choices worth knowing:
 * **erase is a hard forget by scope.** The live (and archived) ids of the scope are listed
   and handed to ``forget`` with ``hard_delete``, so governance gates, stages and audits it
   exactly as a forget: a reviewer approves a concrete list of ids, never "whatever the scope
-  holds when someone clicks". A store that cannot promise erasure refuses up front.
+  holds when someone clicks". A store that cannot promise erasure refuses up front. Where the
+  dispatcher holds a signing key, the erase runs through ``erase_with_receipt`` (the same path
+  as a hard forget), so a carried-out erase returns a signed deletion receipt chained into the
+  audit log: the proof a GDPR request needs, not a 200.
 * **history comes from the governance audit log.** Without governance nothing records a
   memory's past, so history raises ``capability_missing`` naming governance rather than
   answering an empty list that would read as "never changed".
@@ -23,6 +26,8 @@ from typing import Any
 from memorywire.errors import CapabilityMissing, ErrorDetail, InvalidRequest, NotFound
 from memorywire.governance import GovernedStore
 from memorywire.governance.actor import acting_as
+from memorywire.governance.erasure import AuditSink, erase_with_receipt
+from memorywire.governance.signing import SigningKeySource
 from memorywire.server.auth import Principal, Role
 from memorywire.store.base import Capability, ListQuery, MemoryStore
 from memorywire.store.timeline import apply_update
@@ -70,8 +75,17 @@ def decode_cursor(cursor: str) -> str:
 class RecordOperations:
     """The record operations over one store, for one dispatcher."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(
+        self,
+        store: MemoryStore,
+        signing_key: SigningKeySource | None = None,
+        receipts_audit: AuditSink | None = None,
+    ) -> None:
         self.store = store
+        #: Signs the receipt a carried-out erase returns; ``None`` (or no key in it): none.
+        self.signing_key = signing_key
+        #: Where each erase receipt's hash is chained (the governed store's audit log).
+        self.receipts_audit = receipts_audit
 
     async def get(self, req: GetRequest, p: Principal) -> GetResponse:
         p.check_scope(req.agent_id, req.user_id)
@@ -145,21 +159,28 @@ class RecordOperations:
         ids = await self._scope_ids(req.agent_id, req.user_id)
         if not ids:
             return EraseResponse(erased_ids=[], stores=[], pending_approval=False)
+        forget = ForgetRequest(
+            agent_id=req.agent_id,
+            user_id=req.user_id,
+            ids=ids,
+            hard_delete=True,
+            reason=req.reason or "erase",
+        )
+        receipt = None
         with acting_as(p.name, p.token_id):
-            resp = await self.store.forget(
-                ForgetRequest(
-                    agent_id=req.agent_id,
-                    user_id=req.user_id,
-                    ids=ids,
-                    hard_delete=True,
-                    reason=req.reason or "erase",
-                )
-            )
+            key = None if self.signing_key is None else self.signing_key.get()
+            if key is None:
+                resp = await self.store.forget(forget)
+            else:
+                er = await erase_with_receipt(self.store, forget, key, audit=self.receipts_audit,
+                                              policy="erase")
+                resp, receipt = er.response, er.receipt
         return EraseResponse(
             erased_ids=resp.forgotten_ids,
             stores=resp.stores,
             pending_approval=bool(resp.pending_approval),
             approval_url=resp.approval_url,
+            receipt=receipt,
         )
 
     async def _scope_ids(self, agent_id: str, user_id: str | None) -> builtins.list[str]:

@@ -142,3 +142,5 @@ class EraseResponse(_Strict):
     stores: list[StoreCount]
     pending_approval: bool
     approval_url: str | None = None
+    #: NEW (v0.1): the signed deletion receipt of the erase, where the server signs (as forget).
+    receipt: dict[str, Any] | None = None

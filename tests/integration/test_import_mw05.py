@@ -178,3 +178,30 @@ def test_cli_imports_a_0_5_file_and_prints_the_report(tmp_path: Path) -> None:
     assert wrong.returncode == 1 and "--agent does not apply" in wrong.stderr
     dump_agent = cli("--agent", "a", str(FIXTURE))
     assert dump_agent.returncode == 1 and "--agent applies to" in dump_agent.stderr
+
+
+async def test_a_governed_target_audits_the_import_and_reports_progress(tmp_path: Path) -> None:
+    """Into a governed store the rows go through its inner store with one audited ``import``
+    entry per page, so the drift check finds nothing written behind governance's back."""
+    from memorywire.governance.actor import acting_as
+    from memorywire.governance.drift import unaudited_memories
+    from memorywire.governance.store import GovernedStore
+
+    inner = SqliteStore(tmp_path / "t.db", embedder=HashingEmbedder())
+    gov = GovernedStore(inner, tmp_path / "t.gov.db")
+    seen: list[tuple[int, int]] = []
+    try:
+        with acting_as("operator"):
+            await gov.remember(RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
+                                               content="written through governance"))
+            _plan, counts = await import_foreign(
+                gov, open_foreign("memorywire-0.5", str(FIXTURE)), allow_loss=ALLOW, page=5,
+                progress=lambda done, total: seen.append((done, total)))
+        assert counts.inserted == 13
+        assert await unaudited_memories(inner, gov.audit_log) == []
+        imports = [e for e in gov.audit_entries() if e["action"] == "import"]
+        assert sum(len(e["memory_ids"]) for e in imports) == 13
+        assert all(e["actor"] == "operator" for e in imports)
+    finally:
+        await gov.aclose()
+    assert seen == [(0, 13), (5, 13), (10, 13), (13, 13)]

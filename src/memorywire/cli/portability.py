@@ -115,7 +115,7 @@ def _import(args: argparse.Namespace) -> int:
             if source is not None:
                 plan, counts = await import_foreign(
                     store, source, on_conflict=OnConflict(args.on_conflict),
-                    allow_loss=set(args.allow_loss or ()))
+                    allow_loss=set(args.allow_loss or ()), progress=progress)
             else:
                 plan, counts = await import_dump(store, args.file,
                                                  on_conflict=OnConflict(args.on_conflict),

@@ -42,9 +42,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal
 
 import anyio
 
@@ -59,9 +58,9 @@ from memorywire.errors import (
     MemorywireError,
     NotFound,
     PendingApproval,
-    RateLimited,
-    StoreCorrupt,
 )
+from memorywire.router_fanout import FanOut, _BadAnswer
+from memorywire.router_graph import GraphEdges, GraphStore, _merge_distances
 from memorywire.router_outbox import ForgetOutbox
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
 from memorywire.store.cascade import expand_cascade
@@ -88,8 +87,6 @@ __all__ = ["MAX_FETCH", "GraphStore", "MemoryRouter", "fetch_size"]
 
 log = logging.getLogger("memorywire.router")
 
-T = TypeVar("T")
-
 MAX_FETCH = 1000
 #: Capabilities the router claims only when every child claims them.
 _NEEDS_ALL = frozenset({Capability.RECALL_TRACKING, Capability.GOVERNANCE, Capability.ERASE,
@@ -106,35 +103,9 @@ def _one_by_one(s: MemoryStore) -> Callable[[Sequence[RememberRequest]],
     return write
 
 
-@runtime_checkable
-class GraphStore(Protocol):
-    """A store that can report the memory graph (``InMemoryStore`` and ``SqliteStore`` do)."""
-
-    async def neighbours(
-        self, agent_id: str, ids: Sequence[str], hops: int, user_id: str | None = None
-    ) -> dict[str, dict[str, int]]: ...
-
-
 def fetch_size(k: int) -> int:
     """How many hits to ask each child for, so fusion sees more than the final cut."""
     return min(MAX_FETCH, max(2 * k, k + 10))
-
-
-class _BadAnswer(Exception):
-    """A child answered, but not with something the v0 contract allows."""
-
-
-@dataclass
-class _Outcome(Generic[T]):
-    store: MemoryStore
-    value: T | None = None
-    failure: StoreFailure | None = None
-    error: MemorywireError | None = None
-    bad: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None
 
 
 def _checked_hits(resp: object, req: RecallRequest) -> list[RecallHit]:
@@ -157,7 +128,7 @@ def _checked_hits(resp: object, req: RecallRequest) -> list[RecallHit]:
     return hits
 
 
-class MemoryRouter:
+class MemoryRouter(GraphEdges, FanOut):
     def __init__(
         self,
         stores: Sequence[MemoryStore],
@@ -237,85 +208,6 @@ class MemoryRouter:
         # never: each child's own sweep purges it (the router has no purge_expired).
         return frozenset({*(c for c in union if (c not in _NEEDS_ALL or c in every)
                             and c is not Capability.PURGE), Capability.TIME})
-
-    # --- fan-out machinery ---------------------------------------------------------------------
-
-    async def _gather(
-        self,
-        stores: Sequence[MemoryStore],
-        call: Callable[[MemoryStore], Awaitable[T]],
-        what: str,
-        deadline: float | None = None,
-    ) -> list[_Outcome[T]]:
-        if self.outbox is not None and self.outbox.due():
-            await self.deliver_outbox()
-        started = anyio.current_time()
-        outcomes: list[_Outcome[T]] = [_Outcome(s) for s in stores]
-
-        async def one(o: _Outcome[T]) -> None:
-            name = o.store.name
-            limit = self._deadlines.get(name, self._timeout)
-            with anyio.CancelScope(deadline=started + limit if deadline is None
-                                   else deadline) as scope:
-                try:
-                    o.value = await call(o.store)
-                except MemorywireError as exc:
-                    o.error = exc
-                    o.failure = StoreFailure(store=name, error=f"{what}: {exc.message}",
-                                             code=exc.code)
-                except _BadAnswer as exc:
-                    o.bad = True
-                    o.failure = StoreFailure(store=name, error=f"{what}: {exc}",
-                                             code=StoreCorrupt.code)
-                except Exception as exc:  # a child broke its contract; isolate it, keep going
-                    log.exception("store %r raised a non-memorywire error on %s", name, what)
-                    o.failure = StoreFailure(store=name, error=f"{what}: {exc!r}",
-                                             code=MemorywireError.code)
-            if scope.cancelled_caught:
-                o.failure = StoreFailure(
-                    store=name, error=f"{what}: no answer within "
-                    f"{limit if deadline is None else deadline - started:.3g}s",
-                    code=BackendUnavailable.code,
-                )
-            if o.failure is not None:
-                log.warning("store %r left out of %s: %s", name, what, o.failure.error)
-
-        async with anyio.create_task_group() as tg:
-            for o in outcomes:
-                tg.start_soon(one, o)
-        return outcomes
-
-    async def deliver_outbox(self, *, force: bool = False) -> int:
-        """Re-send the missed forgets that are due (``force``: all); how many were taken."""
-        if self.outbox is None:
-            return 0
-        return await self.outbox.deliver({s.name: s for s in self._stores}, self._timeout,
-                                         force=force)
-
-    async def _keep_missed(self, outcomes: Sequence[_Outcome[Any]], req: ForgetRequest) -> None:
-        if self.outbox is None:
-            return
-        for o in outcomes:
-            # Down or silent (a refusal would be refused again): the child owes this forget.
-            missed = o.failure is not None and not o.bad and (
-                o.error is None or isinstance(o.error, BackendUnavailable | RateLimited))
-            if missed:
-                assert o.failure is not None
-                await self.outbox.record(o.store.name, req, o.failure.error)
-
-    @staticmethod
-    def _all_failed(outcomes: Sequence[_Outcome[Any]], what: str) -> MemorywireError:
-        errors = [o.error for o in outcomes]
-        first = errors[0]
-        if first is not None and all(type(e) is type(first) for e in errors):
-            return first
-        details = [ErrorDetail(f"/stores/{o.store.name}", o.failure.code, o.failure.error)
-                   for o in outcomes if o.failure is not None]
-        return BackendUnavailable(f"{what} failed on every store", details)
-
-    @staticmethod
-    def _failures(outcomes: Sequence[_Outcome[Any]]) -> list[StoreFailure]:
-        return [o.failure for o in outcomes if o.failure is not None]
 
     # --- writes ------------------------------------------------------------------------------
 
@@ -546,51 +438,6 @@ class MemoryRouter:
                 liars.append(o.failure)
             elif o.failure is not None:
                 log.info("could not verify hits of %r; kept them", o.store.name)
-
-    async def _edges(
-        self,
-        req: RecallRequest,
-        ids: list[str],
-        answered: list[str],
-        deadline: float,
-        out: dict[str, dict[str, dict[str, int]]],
-        failures: list[StoreFailure],
-    ) -> None:
-        stores = [s for s in self._graph_children() if s.name in answered]
-        for o in await self._ask_edges(stores, req.agent_id, ids, req.hops, req.user_id,
-                                       deadline):
-            if o.ok and o.value is not None:
-                out[o.store.name] = o.value
-            elif o.failure is not None:
-                failures.append(o.failure)
-
-    def _graph_children(self) -> list[MemoryStore]:
-        return [s for s in self._stores
-                if Capability.GRAPH in s.capabilities and isinstance(s, GraphStore)]
-
-    async def _ask_edges(
-        self, stores: Sequence[MemoryStore], agent_id: str, ids: Sequence[str], hops: int,
-        user_id: str | None, deadline: float | None = None,
-    ) -> list[_Outcome[dict[str, dict[str, int]]]]:
-        async def edges(s: MemoryStore) -> dict[str, dict[str, int]]:
-            assert isinstance(s, GraphStore)
-            return await s.neighbours(agent_id, ids, hops, user_id)
-
-        return await self._gather(stores, edges, "graph", deadline)
-
-    async def neighbours(
-        self, agent_id: str, ids: Sequence[str], hops: int, user_id: str | None = None
-    ) -> dict[str, dict[str, int]]:
-        """Edges known to any graph child, nearest distance wins (lets routers nest)."""
-        graph = self._graph_children()
-        if not graph:
-            raise CapabilityMissing("no child store declares the graph capability")
-        outcomes = await self._ask_edges(graph, agent_id, ids, hops, user_id)
-        maps = [o.value for o in outcomes if o.ok and o.value is not None]
-        if not maps:
-            raise self._all_failed(outcomes, "graph")
-        return _merge_distances(maps)
-
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
         """The first child in declared order that holds the memory."""
         outcomes = await self._gather(self._stores, lambda s: s.get(agent_id, id, user_id), "get")
@@ -649,19 +496,3 @@ class MemoryRouter:
         finally:
             if outbox is not None:
                 outbox.close()
-
-
-def _merge_distances(
-    maps: Iterable[Mapping[str, Mapping[str, int]]],
-) -> dict[str, dict[str, int]]:
-    """Nearest distance per pair over every map, made symmetric (edges are undirected)."""
-    out: dict[str, dict[str, int]] = {}
-    for m in maps:
-        for a, near in m.items():
-            for b, d in near.items():
-                for x, y in ((a, b), (b, a)):
-                    row = out.setdefault(x, {})
-                    if d < row.get(y, d + 1):
-                        row[y] = d
-    return out
-

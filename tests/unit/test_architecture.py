@@ -97,8 +97,8 @@ LAYERS: dict[str, Layer] = {
     "backend.mem0": _layer(_backend("mem0"), _BELOW_BACKENDS, "anyio numpy mem0"),
     "backend.letta": _layer(_backend("letta"), _BELOW_BACKENDS, "anyio numpy httpx"),
     "backend.cognee": _layer(_backend("cognee"), _BELOW_BACKENDS, "anyio numpy cognee"),
-    "router": _layer(("memorywire.router", "memorywire.router_outbox"), "errors wire core store",
-                     "anyio"),
+    "router": _layer(("memorywire.router", "memorywire.router_fanout", "memorywire.router_graph",
+                      "memorywire.router_outbox"), "errors wire core store", "anyio"),
     "governance": _layer(
         _pkg("memorywire.governance"),
         "errors wire core store governance.pg",

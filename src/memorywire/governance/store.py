@@ -28,9 +28,8 @@ loop; audit entries waiting together are written in one transaction.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
-from contextvars import ContextVar
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -40,20 +39,20 @@ from memorywire.errors import (
     CapabilityMissing,
     Forbidden,
     MemorywireError,
-    PendingApproval,
 )
-from memorywire.governance.actor import current_actor, current_actor_id
+from memorywire.governance.actor import current_actor
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.chain import canonical_json, sha256_hex
-from memorywire.governance.checks import check_committable, check_remember
+from memorywire.governance.checks import check_remember
 from memorywire.governance.commit import CommitDriver, HardForgetSigner
 from memorywire.governance.conflicts import apply_auto, proposal
 from memorywire.governance.db import is_postgres_url
 from memorywire.governance.desk import ReviewDesk
 from memorywire.governance.keys import AuditKey, default_key_path
 from memorywire.governance.policies import PolicyDecision, PolicySet
-from memorywire.governance.queue import ApprovalQueue, QueueItem, content_hash_of
+from memorywire.governance.queue import ApprovalQueue
 from memorywire.governance.review import ReviewBuilder
+from memorywire.governance.staging import StagingDesk
 from memorywire.governance.worker import GovWorker
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
 from memorywire.store.cascade import expand_cascade
@@ -78,14 +77,11 @@ __all__ = ["GovernedStore"]
 
 _GATEABLE = frozenset({"forget", "merge"})
 
-#: The stores whose forget/merge/expire calls in the current task are staged (see ``staging``).
-_STAGING: ContextVar[tuple[GovernedStore, ...]] = ContextVar("memorywire_staging", default=())
-
 
 _AUDIT_FAILURE = ("fail_closed", "serve_reads")
 
 
-class GovernedStore(ReviewDesk):
+class GovernedStore(ReviewDesk, StagingDesk):
     """A ``MemoryStore`` that stages, audits and gates the writes of ``inner``.
 
     ``audit_failure`` says what a recall does when its audit entry cannot be written:
@@ -210,44 +206,6 @@ class GovernedStore(ReviewDesk):
             return "review"
         return d.decision
 
-    # --- per-call staging ------------------------------------------------------------------
-
-    @contextmanager
-    def staging(self) -> Iterator[None]:
-        """Stage every forget, merge and expire made in this block (in this task) for review.
-
-        For callers that are not a human at a keyboard, such as an MCP tool call: the call
-        still takes its usual validation, authorisation and policy path (a ``reject`` rule
-        still refuses it); only the commit waits for a reviewer. Remember is unaffected.
-        """
-        token = _STAGING.set((*_STAGING.get(), self))
-        try:
-            yield
-        finally:
-            _STAGING.reset(token)
-
-    def _staging_now(self) -> bool:
-        return any(s is self for s in _STAGING.get())
-
-    async def stage(
-        self, req: ForgetRequest | MergeRequest | ExpireRequest
-    ) -> ForgetResponse | MergeResponse | ExpireResponse:
-        """Stage one destructive call for review; the response says ``pending_approval``."""
-        with self.staging():
-            if isinstance(req, ForgetRequest):
-                return await self.forget(req)
-            if isinstance(req, MergeRequest):
-                return await self.merge(req)
-            return await self.expire(req)
-
-    async def stage_operation(
-        self, operation: str, agent_id: str, request: dict[str, Any], reasoning: str,
-        details: Mapping[str, Any],
-    ) -> QueueItem:
-        """Stage one operation the caller commits itself (see ``CommitDriver.appliers``)."""
-        return await self._stage(operation, new_id(self._clock.now_ms()), agent_id, None,
-                                 request, reasoning, details)
-
     @property
     def commit_appliers(self) -> dict[str, Any]:
         return self._driver.appliers
@@ -255,79 +213,6 @@ class GovernedStore(ReviewDesk):
     def sign_hard_forgets(self, signer: HardForgetSigner) -> None:
         """Approved hard forgets then carry a signed receipt in their item's ``result``."""
         self._driver.hard_forget = signer
-
-    async def _stage_expire(self, req: ExpireRequest) -> ExpireResponse:
-        await self._decide("expire", req.agent_id, req.user_id, req)
-        item = await self._stage(
-            "expire",
-            new_id(self._clock.now_ms()),
-            req.agent_id,
-            req.user_id,
-            req.model_dump(mode="json", exclude_none=True),
-            None,
-            {
-                "policy": req.policy.model_dump(mode="json", exclude_none=True),
-                "action_requested": req.action.value,
-            },
-        )
-        return ExpireResponse(
-            matched_count=0,
-            action_taken=req.action,
-            stores=[],
-            pending_approval=True,
-            approval_url=self.approval_url(item.id),
-        )
-
-    async def _stage(
-        self,
-        operation: str,
-        item_id: str,
-        agent_id: str,
-        user_id: str | None,
-        request: dict[str, Any],
-        reasoning: str | None,
-        details: Mapping[str, Any],
-    ) -> QueueItem:
-        check_committable(request)
-        now = self._clock.now_ms()
-        # A remember's id names the memory (per agent), so another writer's item holding it
-        # as an approval id must neither be revealed nor block this one: see queue.stage.
-        is_remember = operation == "remember"
-        item = QueueItem(
-            id=item_id,
-            operation=operation,
-            agent_id=agent_id,
-            user_id=user_id,
-            request=request,
-            content_hash=content_hash_of(operation, request, self._key),
-            requested_by=current_actor(),
-            reasoning=reasoning,
-            status="pending",
-            created_at=now,
-            updated_at=now,
-            memory_id=item_id if is_remember else None,
-            requester_id=current_actor_id(),
-        )
-        fresh = new_id(now) if is_remember else None
-        return await self._w.grouped(lambda: self._queue.stage(item, details, fresh))
-
-    async def _intent_unless_staged(self, agent_id: str, memory_id: str,
-                                    details: Mapping[str, Any]) -> None:
-        """A direct remember's ``intent`` entry, written only if no staged item will create
-        the same memory (else ``PendingApproval``): the check and the entry are one job of
-        the worker, so a remember waits for one commit before the store acts, not two."""
-        entry = self._audit.prepare(actor=current_actor(), action="remember", agent_id=agent_id,
-                                    memory_ids=[memory_id],
-                                    details={"phase": "intent", **details})
-
-        def run() -> None:
-            item = self._queue.open_for_memory(agent_id, memory_id)
-            if item is not None:
-                where = self.approval_url(item.id) or item.id
-                raise PendingApproval(f"{memory_id} is awaiting approval ({where})")
-            self._audit.write(entry)
-
-        await self._w.grouped(run)
 
     async def _phase(
         self, phase: str, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
@@ -435,15 +320,6 @@ class GovernedStore(ReviewDesk):
         forgotten = [*resp.forgotten_ids, *(i for i in withdrawn if i not in resp.forgotten_ids)]
         await self._phase("done", "forget", req.agent_id, forgotten, details)
         return resp.model_copy(update={"forgotten_ids": forgotten}) if withdrawn else resp
-
-    async def _withdraw_pending(self, req: ForgetRequest) -> builtins.list[str]:
-        """Close pending remembers a forget names, so no later approval brings them back."""
-        if not req.ids:
-            return []
-        ids, actor, now = list(req.ids), current_actor(), self._clock.now_ms()
-        return await self._w.grouped(
-            lambda: self._queue.withdraw(req.agent_id, req.user_id, ids, actor, now)
-        )
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
         await self._ensure_recovered()

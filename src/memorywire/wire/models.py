@@ -4,17 +4,39 @@ The JSON Schemas under ``schemas/v0`` are the truth; these models mirror them on
 ``tests/unit/test_wire_agreement.py`` proves it (same properties, same required set, every
 dump validates). Requests forbid unknown keys so a typo is an error naming the field;
 responses forbid them where v0 does; stored records allow extras as v0 does.
+
+The words these models are built from (ids, bounds, enums, procedures, links) live in
+:mod:`.vocabulary`; every one stays importable from here (``import X as X`` marks a name this
+module does not list in ``__all__`` as re-exported, for type checkers).
 """
 
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from memorywire.wire.fields import FIELDS, fold_fields, typed_fields, where_problem
+from memorywire.wire.vocabulary import (
+    PENDING_APPROVAL_DELETED_AT,
+    ExpireAction,
+    Fusion,
+    MemoryType,
+    MergeStrategy,
+    Procedure,
+    Transition,
+)
+from memorywire.wire.vocabulary import AgentId as AgentId
+from memorywire.wire.vocabulary import Confidence as Confidence
+from memorywire.wire.vocabulary import EdgeType as EdgeType
+from memorywire.wire.vocabulary import Id as Id
+from memorywire.wire.vocabulary import Link as Link
+from memorywire.wire.vocabulary import Millis as Millis
+from memorywire.wire.vocabulary import StateName as StateName
+from memorywire.wire.vocabulary import UserId as UserId
+from memorywire.wire.vocabulary import _Open as _Open
+from memorywire.wire.vocabulary import _Strict as _Strict
 
 __all__ = [
     "PENDING_APPROVAL_DELETED_AT",
@@ -48,89 +70,6 @@ __all__ = [
     "StoreFailure",
     "Transition",
 ]
-
-#: The first implementation marks staged rows with ``deleted_at = -1``; kept for interop.
-PENDING_APPROVAL_DELETED_AT = -1
-
-AgentId = Annotated[str, Field(min_length=1, max_length=256)]
-StateName = Annotated[str, Field(min_length=1, max_length=128)]
-UserId = Annotated[str, Field(max_length=256)]
-Millis = Annotated[int, Field(ge=0)]
-Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
-Id = Annotated[str, Field(min_length=1, max_length=256)]
-
-
-class MemoryType(StrEnum):
-    SEMANTIC = "semantic"
-    EPISODIC = "episodic"
-    PROCEDURAL = "procedural"
-    EMOTIONAL = "emotional"
-
-
-class Fusion(StrEnum):
-    RRF = "rrf"
-    MAX = "max"
-    WEIGHTED = "weighted"
-
-
-class MergeStrategy(StrEnum):
-    KEEP_CANONICAL = "keep_canonical"
-    MERGE_CONTENT = "merge_content"
-    KEEP_HIGHEST_CONFIDENCE = "keep_highest_confidence"
-
-
-class ExpireAction(StrEnum):
-    FORGET = "forget"
-    ARCHIVE = "archive"
-    DEMOTE = "demote"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_enum_values=False, populate_by_name=True)
-
-
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow", use_enum_values=False, populate_by_name=True)
-
-
-# --- procedural FSM -------------------------------------------------------------------------
-
-
-class Transition(_Strict):
-    """One edge. Only these three keys exist: callbacks are code-execution vectors."""
-
-    trigger: Annotated[str, Field(min_length=1, max_length=128)]
-    source: str | list[str]
-    dest: Annotated[str, Field(min_length=1, max_length=128)]
-    #: NEW: guard names, accepted only when registered as safe predicates
-    #: (``memorywire.procedural``); never resolved as code paths.
-    conditions: str | list[str] | None = None
-    unless: str | list[str] | None = None
-
-
-class Procedure(_Strict):
-    """A pytransitions-compatible state machine with no callbacks at all."""
-
-    name: Annotated[str, Field(min_length=1, max_length=256)]
-    initial: Annotated[str, Field(min_length=1, max_length=128)]
-    states: Annotated[list[StateName], Field(min_length=1)]
-    transitions: list[Transition] = Field(default_factory=list)
-    current: Annotated[str, Field(min_length=1, max_length=128)] | None = None
-    metadata: dict[str, Any] | None = None
-
-
-# --- graph edges -----------------------------------------------------------------------------
-
-#: An edge type: ``related``, ``derived_from``, ``supersedes``, ``merged_into`` (v0 names) or
-#: another lower-case name (the set is open).
-EdgeType = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
-
-
-class Link(_Strict):
-    """A typed edge from the memory that carries it to the memory ``id`` (v0.1)."""
-
-    id: Id
-    type: EdgeType = "related"
 
 
 def links_from_metadata(metadata: dict[str, Any] | None) -> list[Link] | None:

@@ -10,7 +10,6 @@ in-memory store with the hashing embedder, served without authentication (local 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,7 +90,6 @@ def _fuzz(op: schemathesis.APIOperation, positive: int, negative: int) -> int:
 def test_every_operation_answers_within_its_documented_schema(
     api: schemathesis.BaseSchema,
 ) -> None:
-    started = time.monotonic()
     ops = _operations(api)
     assert {op.path for op in ops} >= FIVE
     counts: dict[str, int] = {}
@@ -100,4 +98,3 @@ def test_every_operation_answers_within_its_documented_schema(
         counts[op.label] = _fuzz(op, 200 if five else 25, 50 if five else 15)
     for path in FIVE:
         assert counts[f"POST {path}"] >= 200, counts
-    assert time.monotonic() - started < 120, counts

@@ -63,6 +63,7 @@ from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.store._common import RECOMMENDED_TAIL_GAP
 from memorywire.store.sqlite import SqliteStore
+from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT as STORE_FEEDBACK_WEIGHT
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 HERE = Path(__file__).resolve().parent
@@ -177,16 +178,16 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
                     q_vecs: npt.NDArray[np.float32], embedder: Embedder, depth: int,
                     tmp: Path, context: bool = True,
                     ) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
-    weight: dict[str, float] = {"lexical_weight": LEXICAL_WEIGHT}
-    if FEEDBACK_WEIGHT is not None:
-        weight["feedback_weight"] = FEEDBACK_WEIGHT
+    lw = LEXICAL_WEIGHT
+    fw = STORE_FEEDBACK_WEIGHT if FEEDBACK_WEIGHT is None else FEEDBACK_WEIGHT
     stores = {"store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
-                                   lexical_floor=-1.0, **weight),
-              "store-floor": SqliteStore(tmp / "floor-default.db", embedder, **weight),
+                                   lexical_floor=-1.0, lexical_weight=lw, feedback_weight=fw),
+              "store-floor": SqliteStore(tmp / "floor-default.db", embedder, lexical_weight=lw,
+                                         feedback_weight=fw),
               "store-perrow": SqliteStore(tmp / "floor-perrow.db", embedder, tail_gap=None,
-                                          **weight),
+                                          lexical_weight=lw, feedback_weight=fw),
               "store-plain": SqliteStore(tmp / "plain.db", embedder, relevance_floor=-1.0,
-                                         lexical_floor=-1.0, **weight)}
+                                         lexical_floor=-1.0, lexical_weight=lw, feedback_weight=fw)}
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "plain_recall_ms": [],
                               "plain_write_s": 0.0, "bm25_ms": []}

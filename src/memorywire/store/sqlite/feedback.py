@@ -3,8 +3,8 @@
 A question often names one thing and needs evidence that names another: "What did Melanie
 paint after the camping trip?" finds the camping turn, while the painting turn shares only
 "Melanie" with the question. The first round's best hits carry the bridge: rare words (a
-place, a pet's name, an event) that the question does not say. So a recall whose first round
-found something takes the full-text keys of its ``FEEDBACK_DEPTH`` best hits, picks up to
+place, a pet's name, an event) that the question does not say. So a recall takes the
+full-text keys of its first round's ``FEEDBACK_DEPTH`` best hits, picks up to
 ``FEEDBACK_TERMS`` of their words that the query lacks and at least ``FEEDBACK_MIN_SEEDS``
 of them hold, rarest first among those matching
 between 2 and ``FEEDBACK_MAX_ROWS`` rows (a word only the hit itself holds finds nothing new;

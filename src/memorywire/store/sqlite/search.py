@@ -233,8 +233,8 @@ def rank_scope(
     lexical_weight: float = 1.0,
     feedback_weight: float = 0.0,
 ) -> list[Scored]:
-    """The recall's ranked rows; with ``feedback_weight`` > 0 and a first round that found
-    something, a second full-text round expanded from its best hits joins the fusion
+    """The recall's ranked rows; with ``feedback_weight`` > 0 a second full-text round
+    expanded from the first round's best hits joins the fusion after the list gate
     (:mod:`memorywire.store.sqlite.feedback`)."""
     mask = _mask(conn, index, req, now)
     positions = np.flatnonzero(mask)

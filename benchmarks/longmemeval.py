@@ -70,11 +70,14 @@ from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.store._common import RECOMMENDED_TAIL_GAP
 from memorywire.store.sqlite import SqliteStore
+from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT as STORE_FEEDBACK_WEIGHT
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 HERE = Path(__file__).resolve().parent
 #: ``--lexical-weight``: SqliteStore's RRF weight of the full-text list in every store row.
 LEXICAL_WEIGHT = 1.0
+#: ``--feedback-weight``: SqliteStore's pseudo-relevance feedback weight (None: its default).
+FEEDBACK_WEIGHT: float | None = None
 RETRIEVERS = ("store", "store-floor", "store-perrow", "store-plain", "vector", "bm25",
               "bm25-stemmed")
 #: How much of the assistant's reply a user turn carries as metadata.context (characters).
@@ -163,14 +166,16 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
                     tmp: Path, context: bool = True,
                     ) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
     """Turn rankings (official keys, best first) per retriever, one list per question."""
-    weight = {"lexical_weight": LEXICAL_WEIGHT}
+    lw = LEXICAL_WEIGHT
+    fw = STORE_FEEDBACK_WEIGHT if FEEDBACK_WEIGHT is None else FEEDBACK_WEIGHT
     stores = {"store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
-                                   lexical_floor=-1.0, **weight),
-              "store-floor": SqliteStore(tmp / "floor-default.db", embedder, **weight),
+                                   lexical_floor=-1.0, lexical_weight=lw, feedback_weight=fw),
+              "store-floor": SqliteStore(tmp / "floor-default.db", embedder, lexical_weight=lw,
+                                         feedback_weight=fw),
               "store-perrow": SqliteStore(tmp / "floor-perrow.db", embedder, tail_gap=None,
-                                          **weight),
+                                          lexical_weight=lw, feedback_weight=fw),
               "store-plain": SqliteStore(tmp / "plain.db", embedder, relevance_floor=-1.0,
-                                         lexical_floor=-1.0, **weight)}
+                                         lexical_floor=-1.0, lexical_weight=lw, feedback_weight=fw)}
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "plain_recall_ms": [],
                               "plain_write_s": 0.0}
@@ -269,6 +274,7 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "limit": limit,
         "embedder": embedder.name,
         "lexical_weight": LEXICAL_WEIGHT,
+        "feedback_weight": FEEDBACK_WEIGHT,
         "context": f"the assistant reply (first {REPLY_CHARS} characters) as metadata.context"
                    if context else "none (--no-context)",
         "store": "SqliteStore (hybrid RRF); 'store' with relevance_floor=lexical_floor=-1 "
@@ -374,9 +380,13 @@ def main(argv: list[str] | None = None) -> int:
                              "metadata.context (store-plain always has none)")
     parser.add_argument("--lexical-weight", type=float, default=1.0,
                         help="SqliteStore lexical_weight for every store row (ablation)")
+    parser.add_argument("--feedback-weight", type=float, default=None,
+                        help="SqliteStore feedback_weight for every store row (ablation; "
+                             "0 = no pseudo-relevance feedback; default: the store's)")
     args = parser.parse_args(argv)
-    global LEXICAL_WEIGHT
+    global LEXICAL_WEIGHT, FEEDBACK_WEIGHT
     LEXICAL_WEIGHT = args.lexical_weight
+    FEEDBACK_WEIGHT = args.feedback_weight
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     result = anyio.run(run, args.data, sorted(set(args.k)), args.limit,

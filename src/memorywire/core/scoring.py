@@ -87,6 +87,8 @@ def hybrid_rank(
     tail_gap: float | None = None,
     agreement: Callable[[Sequence[str]], bool] | None = None,
     lexical_weight: float = 1.0,
+    feedback_ranked: Sequence[str] = (),
+    feedback_weight: float = 0.0,
 ) -> list[Scored]:
     """Fuse the two ranked lists with RRF, keep rows that clear the floor, best ``k`` first.
 
@@ -108,6 +110,11 @@ def hybrid_rank(
     memory (36 calibration and 8 no-match questions: none shares two with its 30 best hits).
 
     ``lexical_weight`` scales the full-text list's RRF terms (weighted RRF; 1.0 is plain RRF).
+
+    ``feedback_ranked`` (a second, expanded full-text round, see
+    :mod:`memorywire.store.sqlite.feedback`) joins the fusion with ``feedback_weight`` after
+    the list gate: it never makes a list relevant, and a row only it found is not a lexical
+    match of the question, so the floors judge that row by its cosine.
     """
     fused: dict[str, float] = {}
     for rank, mid in enumerate(vector_ranked):
@@ -123,6 +130,8 @@ def hybrid_rank(
                 agreement is None or not agreement(list(vector_ranked[:AGREEMENT_DEPTH]))):
             return []
         gap = tail_gap
+    for rank, mid in enumerate(feedback_ranked):
+        fused[mid] = fused.get(mid, 0.0) + feedback_weight / (rrf_k + rank)
     for mid, score in fused.items():
         cos = cosines.get(mid, -1.0)
         rel = relevance(cos, lexical=mid in lexical)

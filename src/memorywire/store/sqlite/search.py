@@ -42,6 +42,7 @@ from memorywire.core.scoring import (
     AGREEMENT_DEPTH,
     AGREEMENT_WORDS,
     DEMOTE_FACTOR,
+    RRF_K,
     Scored,
     candidate_pool,
     exact_top,
@@ -49,6 +50,7 @@ from memorywire.core.scoring import (
 )
 from memorywire.core.textsearch import query_terms
 from memorywire.store._vector_cache import ScopeIndex
+from memorywire.store.sqlite.feedback import FEEDBACK_MAX_ROWS, feedback_query
 from memorywire.store.sqlite.schema import scope_token
 from memorywire.wire.models import RecallRequest
 
@@ -76,6 +78,8 @@ SQLITE_LEXICAL_FLOOR = 0.32
 LEXICAL_BUDGET = 4000
 #: How long a connection remembers that a unit matched more rows than a recall may rank.
 COMMON_TTL_S = 60.0
+#: How deep each first-round list is read to pick pseudo-relevance feedback seeds.
+SEED_SCAN = 20
 _COMMON_MAX = 4096
 
 #: Per connection: unit -> (capped row count, monotonic time counted), only for units found
@@ -145,6 +149,7 @@ def lexical_units(conn: Any, text: str, budget: int | None = None) -> tuple[list
 
 def lexical_rids(
     conn: Any, agent_id: str, text: str, limit: int, *, scope_rows: int | None = None,
+    units: tuple[list[str], int] | None = None,
 ) -> list[int]:
     """Rows matching ``text`` in full text, best BM25 first.
 
@@ -152,11 +157,13 @@ def lexical_rids(
     kept units match, the MATCH carries the agent's scope token and only the agent's rows
     come back. Otherwise the scope token would cost more than it saves: every match of any
     agent comes back (at most ``LEXICAL_BUDGET``) and the caller must filter to its scope.
+    ``units`` (kept units and their row total, as :func:`lexical_units` returns) skips
+    counting ``text`` again.
     """
-    units, matched = lexical_units(conn, text)
-    if not units:
+    kept, matched = lexical_units(conn, text) if units is None else units
+    if not kept:
         return []
-    match = " OR ".join(units)
+    match = " OR ".join(kept)
     if scope_rows is not None and scope_rows > matched:
         expr, limit = f"body : ({match})", matched
     else:
@@ -224,7 +231,11 @@ def rank_scope(
     lexical_floor: float,
     tail_gap: float | None = None,
     lexical_weight: float = 1.0,
+    feedback_weight: float = 0.0,
 ) -> list[Scored]:
+    """The recall's ranked rows; with ``feedback_weight`` > 0 a second full-text round
+    expanded from the first round's best hits joins the fusion after the list gate
+    (:mod:`memorywire.store.sqlite.feedback`)."""
     mask = _mask(conn, index, req, now)
     positions = np.flatnonzero(mask)
     if positions.size == 0:
@@ -233,15 +244,20 @@ def rank_scope(
     full = positions.size == index.n
     sims = index.matrix @ qvec if full else index.matrix[positions] @ qvec
     top = positions[exact_top(sims.astype(np.float32, copy=False), pool)].tolist()
-    lexical: list[int] = []
-    for rid in lexical_rids(conn, req.agent_id, req.query, max(20 * pool, 1000),
-                            scope_rows=index.n):
-        p = index.pos.get(rid)
-        if p is not None and mask[p]:
-            lexical.append(p)
-            if len(lexical) >= pool:
-                break
-    candidates = list(dict.fromkeys([*top, *lexical]))
+    units = lexical_units(conn, req.query)
+    lexical = _in_scope(lexical_rids(conn, req.agent_id, req.query, max(20 * pool, 1000),
+                                     scope_rows=index.n, units=units), index, mask, pool)
+    feedback: list[int] = []
+    if feedback_weight > 0:
+        words = feedback_query(conn, lambda w, cap: _rows(conn, _quote(w), cap), req.query, [
+            int(index.rids[p]) for p in _seeds(top, lexical, lexical_weight)])
+        if words:
+            more = [_quote(w) for w in words]
+            feedback = _in_scope(lexical_rids(
+                conn, req.agent_id, "", max(20 * pool, 1000), scope_rows=index.n,
+                units=([*units[0], *more], units[1] + FEEDBACK_MAX_ROWS * len(more))),
+                index, mask, pool)
+    candidates = list(dict.fromkeys([*top, *lexical, *feedback]))
     at = np.searchsorted(positions, np.asarray(candidates, dtype=np.int64))
     cos = sims[at].tolist()
     ids = index.ids
@@ -254,4 +270,31 @@ def rank_scope(
                        agreement=_agreement(
                            conn, {ids[p]: int(index.rids[p]) for p in top[:AGREEMENT_DEPTH]},
                            req.query),
-                       lexical_weight=lexical_weight)
+                       lexical_weight=lexical_weight,
+                       feedback_ranked=[ids[p] for p in feedback],
+                       feedback_weight=feedback_weight)
+
+
+def _in_scope(rids: Sequence[int], index: ScopeIndex, mask: npt.NDArray[np.bool_],
+              pool: int) -> list[int]:
+    """Index positions of the first ``pool`` of ``rids`` inside the recall's scope."""
+    out: list[int] = []
+    for rid in rids:
+        p = index.pos.get(rid)
+        if p is not None and mask[p]:
+            out.append(p)
+            if len(out) >= pool:
+                break
+    return out
+
+
+def _seeds(top: Sequence[int], lexical: Sequence[int], lexical_weight: float) -> list[int]:
+    """The first round's best positions for pseudo-relevance feedback: RRF over the first
+    ``SEED_SCAN`` of each list (a row further down adds at most 1/(RRF_K + SEED_SCAN), too
+    little to lift it into the top few), so the full fusion runs once."""
+    fused: dict[int, float] = {}
+    for rank, p in enumerate(top[:SEED_SCAN]):
+        fused[p] = fused.get(p, 0.0) + 1.0 / (RRF_K + rank)
+    for rank, p in enumerate(lexical[:SEED_SCAN]):
+        fused[p] = fused.get(p, 0.0) + lexical_weight / (RRF_K + rank)
+    return sorted(fused, key=lambda p: (-fused[p], p))[:SEED_SCAN]

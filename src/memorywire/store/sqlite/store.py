@@ -66,6 +66,7 @@ from memorywire.store.sqlite.db import (
     record_of,
     scope_sql,
 )
+from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT
 from memorywire.store.sqlite.schema import SCHEMA_VERSION
 from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR, rank_scope
 from memorywire.store.sqlite.url import sqlite_path
@@ -117,7 +118,9 @@ class SqliteStore:
     list, with the agreement rescue (``core.scoring.hybrid_rank``): a long conversation's
     answering turns sit below a cosine floor fitted on short facts. ``tail_gap=None`` is the
     per-row floor of earlier releases. ``lexical_weight`` weighs the full-text list against
-    the vector list in RRF (1.0, plain RRF, by default; see docs/benchmarks.md)."""
+    the vector list in RRF (1.0, plain RRF, by default; see docs/benchmarks.md).
+    ``feedback_weight`` is the RRF weight of the pseudo-relevance feedback round
+    (``store.sqlite.feedback``); 0 turns it off."""
 
     def __init__(
         self,
@@ -130,6 +133,7 @@ class SqliteStore:
         lexical_floor: float = SQLITE_LEXICAL_FLOOR,
         tail_gap: float | None = RECOMMENDED_TAIL_GAP,
         lexical_weight: float = 1.0,
+        feedback_weight: float = FEEDBACK_WEIGHT,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -144,6 +148,9 @@ class SqliteStore:
         if not lexical_weight > 0:
             raise ValueError(f"lexical_weight must be > 0, got {lexical_weight}")
         self._lexical_weight = lexical_weight
+        if not feedback_weight >= 0:
+            raise ValueError(f"feedback_weight must be >= 0, got {feedback_weight}")
+        self._feedback_weight = feedback_weight
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)
@@ -293,7 +300,8 @@ class SqliteStore:
             index = self._db.index(conn, req.agent_id)
             ranked = rank_scope(conn, index, req, qvec, now, floor=self._floor,
                                 lexical_floor=self._lexical_floor, tail_gap=self._tail_gap,
-                                lexical_weight=self._lexical_weight)
+                                lexical_weight=self._lexical_weight,
+                                feedback_weight=self._feedback_weight)
             if not ranked:
                 return []
             wanted = json.dumps([s.id for s in ranked])

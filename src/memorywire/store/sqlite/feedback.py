@@ -1,0 +1,115 @@
+"""Pseudo-relevance feedback: a second, lexical-only retrieval round for multi-hop questions.
+
+A question often names one thing and needs evidence that names another: "What did Melanie
+paint after the camping trip?" finds the camping turn, while the painting turn shares only
+"Melanie" with the question. The first round's best hits carry the bridge: rare words (a
+place, a pet's name, an event) that the question does not say. So a recall takes the
+full-text keys of its first round's ``FEEDBACK_DEPTH`` best hits, picks up to
+``FEEDBACK_TERMS`` of their words that the query lacks and at least ``FEEDBACK_MIN_SEEDS``
+of them hold, rarest first among those matching
+between 2 and ``FEEDBACK_MAX_ROWS`` rows (a word only the hit itself holds finds nothing new;
+a common word finds everything), and runs the full-text search again with the query plus
+those words. That list joins the RRF with weight ``FEEDBACK_WEIGHT``.
+
+Why lexical only: a second vector round needs another embedding (the model dominates recall
+time) and was measured as a loss on LoCoMo in round 2 (the expanded vector drifts to the
+hits' topic); a second full-text round costs a few FTS5 counts and one MATCH.
+
+Rows found only by the feedback round are not lexical matches of the *question*, so the
+relevance floors judge them by their cosine alone, and they never decide whether anything
+relevant was found (that stays with the first round).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from memorywire.core.context_key import lexical_text
+from memorywire.core.textsearch import query_terms
+from memorywire.wire.models import MemoryType
+
+__all__ = [
+    "FEEDBACK_DEPTH",
+    "FEEDBACK_MAX_ROWS",
+    "FEEDBACK_MIN_SEEDS",
+    "FEEDBACK_TERMS",
+    "FEEDBACK_WEIGHT",
+    "expansion_terms",
+    "feedback_query",
+]
+
+#: How many of the first round's best hits lend their words.
+FEEDBACK_DEPTH = 3
+#: At most this many words are added to the query.
+FEEDBACK_TERMS = 6
+#: A word matching more rows than this is too common to point anywhere.
+FEEDBACK_MAX_ROWS = 50
+#: A word must occur in at least this many of the seeds: a word of one seed alone (a name in
+#: one short fact) drags that fact's neighbours in; one that several seeds share is the
+#: topic's. With 1, the microbench lost a true answer (Recall@5 0.994).
+FEEDBACK_MIN_SEEDS = 2
+#: RRF weight of the feedback list (the first round's lists weigh 1.0 each).
+FEEDBACK_WEIGHT = 0.5
+
+#: Words of one hit read (its key may be long: a reply or neighbouring turns) ...
+_HIT_TERMS = 48
+#: ... and at most this many candidates counted in the index, those in more hits first,
+#: then the longest (a cheap stand-in for rarity; each count is one capped FTS5 query).
+_CANDIDATES = 24
+
+
+def _key(word: str) -> str:
+    """Words sharing six leading letters count as one (the index's prefix matching)."""
+    return word[:6]
+
+
+def _hit_texts(conn: Any, rids: Sequence[int]) -> list[str]:
+    rows = {rid: (mtype, stored, meta) for rid, mtype, stored, meta in conn.execute(
+        "SELECT rid, type, content, metadata FROM memories "
+        "WHERE rid IN (SELECT value FROM json_each(?))", (json.dumps(list(rids)),))}
+    return [lexical_text(MemoryType(rows[r][0]), rows[r][1], json.loads(rows[r][2]))
+            for r in rids if r in rows]
+
+
+def expansion_terms(count: Callable[[str, int], int], query: str, texts: Sequence[str], *,
+                    terms: int, max_rows: int) -> list[str]:
+    """Words of ``texts`` the query lacks, those in more hits first, then the rarest,
+    keeping only words in 2 to ``max_rows`` rows of the full-text index (``count(word,
+    cap)`` counts a word's rows up to ``cap``)."""
+    asked = {_key(w) for w in query_terms(query, max_terms=64)}
+    seen_in: dict[str, int] = {}
+    word_of: dict[str, str] = {}
+    for text in texts:
+        for word in {_key(w): w for w in query_terms(text, max_terms=_HIT_TERMS)
+                     if len(w) > 2 and not w.isdigit()}.values():
+            key = _key(word)
+            if key not in asked:
+                seen_in[key] = seen_in.get(key, 0) + 1
+                word_of.setdefault(key, word)
+    seen_in = {k: n for k, n in seen_in.items() if n >= FEEDBACK_MIN_SEEDS}
+    picked = sorted(seen_in, key=lambda k: (-seen_in[k], -len(word_of[k]), k))[:_CANDIDATES]
+    scored: list[tuple[int, int, str]] = []
+    for key in picked:
+        n = count(word_of[key], max_rows + 1)
+        if 2 <= n <= max_rows:
+            scored.append((-seen_in[key], n, word_of[key]))
+    scored.sort()
+    return [w for _, _, w in scored[:terms]]
+
+
+def feedback_query(conn: Any, count: Callable[[str, int], int], query: str,
+                   seed_rids: Sequence[int], *,
+                   depth: int | None = None, terms: int | None = None,
+                   max_rows: int | None = None) -> list[str]:
+    """The words the second round adds to the query (none: no second round).
+
+    Knobs default to the module constants, read at call time (benchmarks vary them)."""
+    depth = FEEDBACK_DEPTH if depth is None else depth
+    terms = FEEDBACK_TERMS if terms is None else terms
+    max_rows = FEEDBACK_MAX_ROWS if max_rows is None else max_rows
+    if depth <= 0 or terms <= 0 or not seed_rids:
+        return []
+    return expansion_terms(count, query, _hit_texts(conn, seed_rids[:depth]), terms=terms,
+                           max_rows=max_rows)

@@ -24,8 +24,11 @@ class Approvals(Protocol):
         self, p: Principal, *, agent_id: str | None, status: str, limit: int
     ) -> list[dict[str, Any]]: ...
 
-    async def get(self, p: Principal, approval_id: str) -> dict[str, Any]:
-        """Raises ``NotFound`` when missing or outside ``p``'s scope."""
+    async def get(
+        self, p: Principal, approval_id: str, *, with_diff: bool = True
+    ) -> dict[str, Any]:
+        """Raises ``NotFound`` when missing or outside ``p``'s scope. ``with_diff=False``
+        leaves the diff empty: a scope check needs the item, not a recall of its neighbours."""
         ...
 
     async def decide(
@@ -76,9 +79,11 @@ class GovernanceApprovals:
         found.sort(key=lambda i: (i.get("created_at") or 0, str(i.get("id"))))
         return found[:limit]
 
-    async def get(self, p: Principal, approval_id: str) -> dict[str, Any]:
+    async def get(
+        self, p: Principal, approval_id: str, *, with_diff: bool = True
+    ) -> dict[str, Any]:
         try:
-            review = await self.governed.get_review(approval_id)
+            review = await self.governed.get_review(approval_id, with_diff=with_diff)
         except NotFound:
             raise _hidden(approval_id) from None
         if not self._visible(p, review):

@@ -24,11 +24,12 @@ class Approvals(Protocol):
         self, p: Principal, *, agent_id: str | None, status: str, limit: int
     ) -> list[dict[str, Any]]: ...
 
-    async def get(
-        self, p: Principal, approval_id: str, *, with_diff: bool = True
-    ) -> dict[str, Any]:
-        """Raises ``NotFound`` when missing or outside ``p``'s scope. ``with_diff=False``
-        leaves the diff empty: a scope check needs the item, not a recall of its neighbours."""
+    async def get(self, p: Principal, approval_id: str) -> dict[str, Any]:
+        """Raises ``NotFound`` when missing or outside ``p``'s scope."""
+        ...
+
+    async def check_visible(self, p: Principal, approval_id: str) -> None:
+        """Raise ``NotFound`` (as :meth:`get` would) when missing or outside ``p``'s scope."""
         ...
 
     async def decide(
@@ -79,16 +80,21 @@ class GovernanceApprovals:
         found.sort(key=lambda i: (i.get("created_at") or 0, str(i.get("id"))))
         return found[:limit]
 
-    async def get(
-        self, p: Principal, approval_id: str, *, with_diff: bool = True
-    ) -> dict[str, Any]:
+    async def get(self, p: Principal, approval_id: str) -> dict[str, Any]:
         try:
-            review = await self.governed.get_review(approval_id, with_diff=with_diff)
+            review = await self.governed.get_review(approval_id)
         except NotFound:
             raise _hidden(approval_id) from None
         if not self._visible(p, review):
             raise _hidden(approval_id)
         return review
+
+    async def check_visible(self, p: Principal, approval_id: str) -> None:
+        item = await self.governed.get_item(approval_id)
+        if item is None or not self._visible(
+            p, {"agent_id": item.agent_id, "request": item.request}
+        ):
+            raise _hidden(approval_id)
 
     async def decide(
         self, p: Principal, approval_id: str, approve: bool, reason: str | None

@@ -45,3 +45,14 @@ def test_token_bucket_refills_and_keys_are_independent() -> None:
     rl.acquire("a")
     with pytest.raises(RateLimited):
         rl.acquire("a")
+
+
+def test_depth_limit_is_exact_on_both_sides_of_the_bracket_count_shortcut() -> None:
+    """Bodies with few brackets skip the exact walk; the limit must not move because of it."""
+    limits = Limits(max_json_depth=3)
+    assert parse_json_body(b'{"a": {"b": [1]}}', limits) == {"a": {"b": [1]}}
+    with pytest.raises(InvalidRequest) as exc:
+        parse_json_body(b'{"a": {"b": [[1]]}}', limits)
+    assert "depth 4" in exc.value.message
+    # many brackets, all but one inside a string: counted, then walked exactly, accepted
+    assert parse_json_body(b'{"a": "[[[[{{{{"}', limits) == {"a": "[[[[{{{{"}

@@ -218,6 +218,11 @@ class ReviewDesk:
         )
         return await self._w.run(lambda: self._queue.stage(fresh, {"imported_from": source}))
 
+    async def get_item(self, item_id: str) -> QueueItem | None:
+        """The staged item as stored, without building its review (a scope check needs the
+        agent and user, not the rendered request)."""
+        return await self._w.grouped(lambda: self._queue.get(item_id))
+
     async def get_review(self, item_id: str, *, with_diff: bool = True) -> dict[str, Any]:
         """A ``ReviewRequest`` dict, the diff computed against the inner store's state now."""
         item = await self._w.grouped(lambda: self._queue.get(item_id))

@@ -28,6 +28,10 @@ class Approvals(Protocol):
         """Raises ``NotFound`` when missing or outside ``p``'s scope."""
         ...
 
+    async def check_visible(self, p: Principal, approval_id: str) -> None:
+        """Raise ``NotFound`` (as :meth:`get` would) when missing or outside ``p``'s scope."""
+        ...
+
     async def decide(
         self, p: Principal, approval_id: str, approve: bool, reason: str | None
     ) -> dict[str, Any]: ...
@@ -84,6 +88,13 @@ class GovernanceApprovals:
         if not self._visible(p, review):
             raise _hidden(approval_id)
         return review
+
+    async def check_visible(self, p: Principal, approval_id: str) -> None:
+        item = await self.governed.get_item(approval_id)
+        if item is None or not self._visible(
+            p, {"agent_id": item.agent_id, "request": item.request}
+        ):
+            raise _hidden(approval_id)
 
     async def decide(
         self, p: Principal, approval_id: str, approve: bool, reason: str | None

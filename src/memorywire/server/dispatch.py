@@ -345,8 +345,10 @@ class Dispatcher:
         approval_id = _req_str(q, "id")
         reason = _opt_str(q, "reason")
         approvals = self._need_approvals()
-        # Scope first, role second: an out-of-scope id is "not found" for everyone.
-        await approvals.get(p, approval_id)
+        # Scope first, role second: an out-of-scope id is "not found" for everyone. The item
+        # is enough for that; its review (whose diff is a recall of the inner store: a model
+        # call and a search) is built once, after the decision.
+        await approvals.check_visible(p, approval_id)
         p.require(*_REVIEWERS)
         return DispatchResult(await approvals.decide(p, approval_id, approve, reason))
 

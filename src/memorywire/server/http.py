@@ -159,8 +159,12 @@ def create_app(
     limits = dispatcher.limits
     pacer = AnonymousPacer(limits.anonymous_rate, limits.anonymous_burst)
 
-    async def run(request: Request, op: str, doc: Any, *, anonymous_ok: bool = False) -> Response:
-        p = principal_of(request, anonymous_ok=anonymous_ok)
+    async def run(request: Request, op: str, doc: Any, *, anonymous_ok: bool = False,
+                  principal: Principal | None = None) -> Response:
+        # ``principal``: the caller was authenticated before its body was read; looking the
+        # token up again would cost a second token-store query per request for nothing.
+        p = principal if principal is not None else principal_of(
+            request, anonymous_ok=anonymous_ok)
         if p is _ANONYMOUS:
             wait = pacer.reserve()
             if wait > 0:
@@ -177,8 +181,8 @@ def create_app(
 
     def operation(op: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            principal_of(request)  # authenticate before reading a large body
-            return await run(request, op, await body_json(request))
+            p = principal_of(request)  # authenticate before reading a large body
+            return await run(request, op, await body_json(request), principal=p)
 
         return endpoint
 
@@ -190,14 +194,14 @@ def create_app(
 
     def decide(op: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            principal_of(request)
+            p = principal_of(request)
             doc = await body_json(request)
             if not isinstance(doc, dict):
                 raise InvalidRequest('body must be a JSON object like {"reason": "..."}')
             unknown = set(doc) - {"reason"}
             if unknown:
                 raise InvalidRequest(f"unknown field(s): {', '.join(sorted(unknown))}")
-            return await run(request, op, {**doc, "id": request.path_params["id"]})
+            return await run(request, op, {**doc, "id": request.path_params["id"]}, principal=p)
 
         return endpoint
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse
@@ -62,13 +63,22 @@ def _hostname(hostport: str) -> str:
     return (urlsplit("//" + hostport).hostname or "").lower()
 
 
+@lru_cache(maxsize=256)
+def _host_facts(host: str) -> tuple[str, bool]:
+    """``(hostname, is loopback)`` of a Host header: every request of a client sends the same
+    one, and parsing it (``urlsplit``, ``ipaddress``) cost more than the rest of the check.
+    Bounded, so a client sending many distinct Host values only evicts entries."""
+    name = _hostname(host)
+    return name, is_loopback(name)
+
+
 def host_allowed(host: str | None, allowed: frozenset[str] | None) -> bool:
     if allowed is None:
         return True
     if not host:
         return False  # HTTP/1.1 requires Host; a rebinding page always sends one
-    name = _hostname(host)
-    return is_loopback(name) or name in allowed or host.lower() in allowed
+    name, loopback = _host_facts(host)
+    return loopback or name in allowed or host.lower() in allowed
 
 
 def _origin_allowed(origin: str, host: str | None, allowed: frozenset[str]) -> bool:

@@ -154,6 +154,8 @@ def test_names_are_the_capitalised_words_that_are_not_stop_words() -> None:
     assert named_words("When did Caroline go to the LGBTQ support group?") == {
         "caroline", "lgbtq"}
     assert named_words("what is the boiling point of mercury?") == frozenset()
+    # A month or weekday asks "when", it does not say whom the memories are about.
+    assert named_words("Where did Joanna travel to in July 2022?") == {"joanna"}
 
 
 def test_light_stemming_joins_word_families_only() -> None:
@@ -170,6 +172,10 @@ def test_lexical_evidence_settles_it_and_an_unknown_name_leaves_the_list() -> No
     check = masked_check("What is Alice's shoe size?", texts)
     assert check is not None
     assert (check.masked, check.rows) == ("What is shoe size?", (0, 1))
+    # A hit holding two of the question's names is about both, as the question asks.
+    trip = ["Dave: I just got back from San Francisco!", "Dave: I love cars."]
+    assert masked_check("When did Dave return from San Francisco?", trip) is None
+    assert masked_check("When did Dave return from San Francisco?", trip[1:]) is not None
 
 
 def test_masked_evidence_needs_a_close_or_a_standout_named_hit() -> None:

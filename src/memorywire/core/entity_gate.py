@@ -71,6 +71,12 @@ MASKED_MIN_GAP = 0.115
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _CAPITAL = re.compile(r"[^\W\d_][^\W_]*", re.UNICODE)
+_CALENDAR_TEXT = """
+    january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec
+    monday tuesday wednesday thursday friday saturday sunday
+"""
+_CALENDAR = frozenset(_CALENDAR_TEXT.split())
 
 
 @dataclass(frozen=True)
@@ -94,20 +100,18 @@ class NamedQuery:
 def named_words(query: str) -> frozenset[str]:
     """Lower-cased words the query writes with a capital letter, as names are written.
 
-    A capital that only starts the question ("What", "Tell") is a name only when the word is
-    not a stop word; the caller still checks that a hit holds it.
+    Stop words ("What", "Tell") and month and weekday names ("July", "Monday": they ask
+    *when*, they do not name what the memories are about) are not names; the caller still
+    checks that a hit holds the word.
     """
     out: set[str] = set()
     for m in _CAPITAL.finditer(query):
         word = m.group(0)
         low = word.lower()
-        if word[0].isupper() and len(low) >= 2 and low not in STOP_WORDS:
+        if (word[0].isupper() and len(low) >= 2 and low not in STOP_WORDS
+                and low not in _CALENDAR):
             out.add(low)
     return frozenset(out)
-
-
-def _tokens(text: str) -> set[str]:
-    return {_norm(t) for t in _TOKEN.findall(text.lower())}
 
 
 def _norm(word: str) -> str:
@@ -128,14 +132,41 @@ def same_word(a: str, b: str) -> bool:
     return len(short) >= 5 and long_[:5] == short[:5]
 
 
+class _Words:
+    """One hit's words, indexed so that :func:`same_word` against all of them is a few set
+    lookups per query word (a hit with context holds hundreds of words)."""
+
+    def __init__(self, text: str) -> None:
+        # _norm inlined over the distinct words: this runs on ten hits of every named recall.
+        self.words = {w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w
+                      for w in set(_TOKEN.findall(text.lower()))}
+        self.five = {w[:5] for w in self.words if len(w) >= 5}
+        self.four_long = {w[:4] for w in self.words if len(w) > 4}
+        self.four = {w for w in self.words if len(w) == 4}
+
+    def holds(self, word: str) -> bool:
+        return _norm(word) in self.words
+
+    def matches(self, word: str) -> bool:
+        w = _norm(word)
+        if w in self.words:
+            return True
+        if len(w) >= 5:
+            return w[:5] in self.five or w[:4] in self.four
+        return len(w) == 4 and w in self.four_long
+
+
 def named_query(query: str, texts: Sequence[str]) -> NamedQuery | None:
     """The query's known names (held by one of ``texts``) and the rest, or ``None`` when it
     names nothing known or asks for nothing beyond the names."""
+    return _named_query(query, [_Words(t) for t in texts])
+
+
+def _named_query(query: str, held: Sequence[_Words]) -> NamedQuery | None:
     candidates = named_words(query)
     if not candidates:
         return None
-    held = [_tokens(t) for t in texts]
-    named = frozenset(w for w in candidates if any(_norm(w) in h for h in held))
+    named = frozenset(w for w in candidates if any(h.holds(w) for h in held))
     if not named:
         return None
     rest = tuple(t for t in query_terms(query) if t not in named)
@@ -147,18 +178,25 @@ def named_query(query: str, texts: Sequence[str]) -> NamedQuery | None:
 
 def masked_check(query: str, texts: Sequence[str]) -> MaskedCheck | None:
     """The part of the rule that needs no model: ``None`` when the list stands (no known
-    name, no hit holds one, nothing asked beyond the names, or a named hit shares a rest
-    word); otherwise the masked question to embed and which hits to compare it with.
-    ``texts`` are the full-text keys of the best ``EVIDENCE_DEPTH`` hits, best first."""
-    nq = named_query(query, texts)
+    name, no hit holds one, nothing asked beyond the names, or a named hit gives lexical
+    evidence); otherwise the masked question to embed and which hits to compare it with.
+    ``texts`` are the full-text keys of the best ``EVIDENCE_DEPTH`` hits, best first.
+
+    Lexical evidence: a named hit shares a rest word, or holds two of the question's names
+    ("When did Dave return from San Francisco?": a hit holding Dave and Francisco is about
+    both, which a question naming two things asks for)."""
+    if not named_words(query):
+        return None
+    held = [_Words(t) for t in texts]
+    nq = _named_query(query, held)
     if nq is None:
         return None
     rows: list[int] = []
-    for i, text in enumerate(texts):
-        toks = _tokens(text)
-        if not any(_norm(w) in toks for w in nq.named):
+    for i, words in enumerate(held):
+        names = sum(words.holds(w) for w in nq.named)
+        if not names:
             continue
-        if any(same_word(r, t) for r in nq.rest for t in toks):
+        if names >= 2 or any(words.matches(r) for r in nq.rest):
             return None
         rows.append(i)
     if not rows or not nq.masked:

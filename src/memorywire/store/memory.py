@@ -18,6 +18,7 @@ import numpy as np
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import embed_text
 from memorywire.core.context_key import CONTEXT_FIELD, check_context, lexical_text
+from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row
@@ -82,8 +83,10 @@ class InMemoryStore(RowDelegate[_Row]):
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
         lexical_floor: float = DEFAULT_LEXICAL_FLOOR,
         tail_gap: float | None = None,
+        entity_gate: bool = True,
     ) -> None:
         self._embedder = embedder
+        self._entity_gate = entity_gate
         self._clock: Clock = clock or SystemClock()
         self._name = name
         self._floor = relevance_floor
@@ -166,11 +169,21 @@ class InMemoryStore(RowDelegate[_Row]):
                              key=lambda o: (-o[0], o[1].created_at, o[1].id))
             lexical_ranked = [r.id for _, r in lexical[:pool]]
             factors = {r.id: DEMOTE_FACTOR for r in rows if r.demoted}
-            ranked = hybrid_rank(cosines, vector_ranked, lexical_ranked, k=req.k,
+            gated = (self._entity_gate and req.min_relevance is None and self._floor > -1.0
+                     and bool(named_words(req.query)))
+            ranked = hybrid_rank(cosines, vector_ranked, lexical_ranked,
+                                 k=max(req.k, EVIDENCE_DEPTH) if gated else req.k,
                                  floor=self._floor, lexical_floor=self._lexical_floor,
                                  factors=factors, min_relevance=req.min_relevance,
                                  tail_gap=self._tail_gap)
             by_id = {r.id: r for r in rows}
+            if gated and ranked:
+                best = [by_id[s.id] for s in ranked[:EVIDENCE_DEPTH]]
+                if not has_evidence(
+                        req.query, [lexical_text(r.type, r.stored, r.metadata) for r in best],
+                        lambda i: best[i].vector, lambda text: self.embedder.embed([text])[0]):
+                    ranked = []
+            ranked = ranked[:req.k]
             for s in ranked:
                 row = by_id[s.id]
                 self._rows[row.agent_id][row.id] = replace(

@@ -29,6 +29,7 @@ import psycopg
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import content_from_storage
+from memorywire.core.entity_gate import EVIDENCE_DEPTH, named_words
 from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.scoring import candidate_pool, hybrid_rank
 from memorywire.core.textsearch import query_terms
@@ -44,7 +45,7 @@ from memorywire.store.base import Capability, Health
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
-from memorywire.store.postgres import maintenance, portable, purge, writes
+from memorywire.store.postgres import evidence, maintenance, portable, purge, writes
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.sql import (
     RECORD_COLS,
@@ -95,7 +96,10 @@ _CAPABILITIES = frozenset(
 )
 
 class PostgresStore:
-    """A pooled PostgreSQL + pgvector store; cheap to build, connects on first use."""
+    """A pooled PostgreSQL + pgvector store; cheap to build, connects on first use.
+
+    ``entity_gate`` (default on, as on SqliteStore) lets a question that names someone known
+    come back empty when nothing answers it beyond the name (``core.entity_gate``)."""
 
     def __init__(
         self,
@@ -111,8 +115,10 @@ class PostgresStore:
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
         lexical_floor: float = DEFAULT_LEXICAL_FLOOR,
         tail_gap: float | None = None,
+        entity_gate: bool = True,
     ) -> None:
         self._name = name
+        self._entity_gate = entity_gate
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
         self._tail_gap = tail_gap
@@ -247,12 +253,19 @@ class PostgresStore:
             cosines = {r["id"]: float(r["cos"]) for r in (*vector, *lexical)}
             factors = {r["id"]: float(r["score_factor"]) for r in (*vector, *lexical)
                        if r["score_factor"] != 1.0}
+            gated = (self._entity_gate and req.min_relevance is None and self._floor > -1.0
+                     and bool(named_words(req.query)))
             ranked = hybrid_rank(
-                cosines, [r["id"] for r in vector], [r["id"] for r in lexical], k=req.k,
+                cosines, [r["id"] for r in vector], [r["id"] for r in lexical],
+                k=max(req.k, EVIDENCE_DEPTH) if gated else req.k,
                 floor=self._floor, lexical_floor=self._lexical_floor, factors=factors,
                 min_relevance=req.min_relevance,
                 tail_gap=self._tail_gap,
             )
+            if gated and ranked and not await evidence.answers(
+                    conn, self._db, req.agent_id, req.query, [s.id for s in ranked]):
+                ranked = []
+            ranked = ranked[:req.k]
             if ranked:
                 cur = await conn.execute(
                     f"UPDATE {TABLE} SET last_recalled_at = %s, recall_count = recall_count + 1 "

@@ -42,6 +42,8 @@ import numpy.typing as npt
 
 from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.content import content_from_storage
+from memorywire.core.context_key import lexical_text
+from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.embed.base import Embedder, Vectors
@@ -120,7 +122,9 @@ class SqliteStore:
     per-row floor of earlier releases. ``lexical_weight`` weighs the full-text list against
     the vector list in RRF (1.0, plain RRF, by default; see docs/benchmarks.md).
     ``feedback_weight`` is the RRF weight of the pseudo-relevance feedback round
-    (``store.sqlite.feedback``); 0 turns it off."""
+    (``store.sqlite.feedback``); 0 turns it off.
+    ``entity_gate`` (default on) lets a question that names someone known come back empty
+    when nothing answers it beyond the name (``core.entity_gate``)."""
 
     def __init__(
         self,
@@ -134,6 +138,7 @@ class SqliteStore:
         tail_gap: float | None = RECOMMENDED_TAIL_GAP,
         lexical_weight: float = 1.0,
         feedback_weight: float = FEEDBACK_WEIGHT,
+        entity_gate: bool = True,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -151,6 +156,7 @@ class SqliteStore:
         if not feedback_weight >= 0:
             raise ValueError(f"feedback_weight must be >= 0, got {feedback_weight}")
         self._feedback_weight = feedback_weight
+        self._entity_gate = entity_gate
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)
@@ -298,19 +304,25 @@ class SqliteStore:
         with self._db.tx(durable=False) as conn:
             now = self._clock.now_ms()
             index = self._db.index(conn, req.agent_id)
-            ranked = rank_scope(conn, index, req, qvec, now, floor=self._floor,
-                                lexical_floor=self._lexical_floor, tail_gap=self._tail_gap,
-                                lexical_weight=self._lexical_weight,
-                                feedback_weight=self._feedback_weight)
+            gated = self._entity_gated(req)
+            ranked = rank_scope(
+                conn, index, req.model_copy(update={"k": max(req.k, EVIDENCE_DEPTH)})
+                if gated else req, qvec, now, floor=self._floor,
+                lexical_floor=self._lexical_floor, tail_gap=self._tail_gap,
+                lexical_weight=self._lexical_weight,
+                feedback_weight=self._feedback_weight)
             if not ranked:
                 return []
             wanted = json.dumps([s.id for s in ranked])
-            marked = json.dumps([s.id for s in ranked if s.core])
             rows = {
                 r[0]: r for r in conn.execute(
-                    f"SELECT {COLS} FROM memories WHERE agent_id = ? AND id IN {IN_JSON}",
+                    f"SELECT {COLS}, rid FROM memories WHERE agent_id = ? AND id IN {IN_JSON}",
                     (req.agent_id, wanted))
             }
+            if gated and not self._answers(req.query, [rows[s.id] for s in ranked], index):
+                return []
+            ranked = ranked[:req.k]
+            marked = json.dumps([s.id for s in ranked if s.core])
             conn.execute(
                 f"UPDATE memories SET last_recalled_at = ?, recall_count = recall_count + 1 "
                 f"WHERE agent_id = ? AND id IN {IN_JSON}", (now, req.agent_id, marked))
@@ -325,6 +337,20 @@ class SqliteStore:
                 source_store=self._name, user_id=r[2], source=r[7], confidence=r[6],
             ))
         return hits
+
+    def _entity_gated(self, req: RecallRequest) -> bool:
+        """Whether this recall's list faces the entity-masked evidence rule
+        (``core.entity_gate``): only when the store's floors decide "nothing relevant" (no
+        caller ``min_relevance``, floors not switched off) and the query writes a name."""
+        return (self._entity_gate and req.min_relevance is None and self._floor > -1.0
+                and bool(named_words(req.query)))
+
+    def _answers(self, query: str, rows: Sequence[Any], index: Any) -> bool:
+        texts = [lexical_text(MemoryType(r[3]), r[4], json.loads(r[5]))
+                 for r in rows[:EVIDENCE_DEPTH]]
+        return has_evidence(query, texts,
+                            lambda i: index.matrix[index.pos[rows[i][-1]]],
+                            lambda text: self._embedder.embed([text])[0])
 
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
         def run() -> MemoryRecord | None:

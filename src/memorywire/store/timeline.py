@@ -10,10 +10,10 @@ contradiction candidates among the scope's memories, and filters recall to what 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from memorywire.core.content import Edge, edges_of, edges_to_storage
 from memorywire.core.contradiction import find_conflicts
@@ -26,6 +26,7 @@ from memorywire.core.timeline import (
     time_metadata,
     validity_of,
 )
+from memorywire.embed.base import Vectors
 from memorywire.errors import InvalidRequest, NotFound
 from memorywire.store.base import MemoryStore
 from memorywire.wire.memory_ops import UpdateMemoryRequest
@@ -40,9 +41,9 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "ScanningWrite", "TextScan", "apply_update",
-           "conflicts_for", "no_conflict_scan", "recall_in_time", "remember_in_time",
-           "supersede", "update_in_time"]
+__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "ScanningWrite", "TextScan", "VectorScan",
+           "apply_update", "conflicts_for", "no_conflict_scan", "recall_in_time",
+           "remember_in_time", "supersede", "update_in_time"]
 
 #: How many of the scope's memories (of the same type) the detector compares a write with.
 CONFLICT_SCAN_LIMIT = 1000
@@ -54,8 +55,10 @@ Write = Callable[[Sequence[RememberRequest]], Awaitable[list[RememberResponse]]]
 #: the scope through ``list`` (whole records: several times the cost on a large scope).
 Scan = Callable[[str, str | None, "MemoryType", int], Awaitable[list[tuple[str, str]]]]
 #: A store's batch write that first runs the given (blocking) conflict scan in the same
-#: worker-thread call, so the scan costs no thread hop of its own.
-ScanningWrite = Callable[[Sequence[RememberRequest], Callable[[], None]],
+#: worker-thread call, so the scan costs no thread hop of its own. The store passes the scan
+#: the batch's vectors (one row per request, computed before the write and reused by it), or
+#: ``None``; with vectors the detector's meaning rule runs too.
+ScanningWrite = Callable[[Sequence[RememberRequest], Callable[[Vectors | None], None]],
                          Awaitable[list[RememberResponse]]]
 Search = Callable[[RecallRequest], Awaitable[RecallResponse]]
 
@@ -104,6 +107,28 @@ class TextScan(Protocol):
                             limit: int) -> list[tuple[str, str]]: ...
 
 
+@runtime_checkable
+class VectorScan(Protocol):
+    """A :class:`TextScan` that can also give each candidate's cosine to a new memory's
+    vector (computed where the vectors are stored), so a write whose vector is known gets the
+    detector's meaning rule at no model call: ``current_vectors_now`` inside a write's
+    worker-thread call, ``current_vectors`` and ``embed_requests`` (the vectors a remember
+    of ``reqs`` would store) for :func:`conflicts_for`, which looks before the write."""
+
+    def current_vectors_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                            limit: int, vector: Any) -> list[tuple[str, str, float]]: ...
+
+    async def current_vectors(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                              limit: int, vector: Any) -> list[tuple[str, str, float]]: ...
+
+    async def embed_requests(self, reqs: Sequence[RememberRequest]) -> Vectors: ...
+
+
+def _split(rows: Sequence[tuple[str, str, float]]) -> tuple[list[tuple[str, str]],
+                                                           dict[str, float]]:
+    return [(r[0], r[1]) for r in rows], {r[0]: r[2] for r in rows}
+
+
 async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
     """``(id, text)`` of the scope's current memories of one type: the detector's candidates,
     through the store's own scan when it has one (a :class:`TextScan`), else ``list``."""
@@ -129,12 +154,13 @@ def _scope(req: RememberRequest) -> Scope | None:
     return (req.agent_id, req.user_id, req.type)
 
 
-def _candidates(req: RememberRequest, stored: list[tuple[str, str]]) -> list[ConflictCandidate]:
+def _candidates(req: RememberRequest, stored: Sequence[tuple[str, str]],
+                closeness: Mapping[str, float] | None = None) -> list[ConflictCandidate]:
     assert isinstance(req.content, str)
     skip = {req.id, *(req.supersedes or [])}
     pairs = [(i, text) for i, text in stored if i not in skip]
     return [ConflictCandidate(id=c.id, similarity=c.similarity, why=c.why)
-            for c in find_conflicts(req.content, pairs)]
+            for c in find_conflicts(req.content, pairs, closeness=closeness)]
 
 
 async def _conflicts(store: MemoryStore, req: RememberRequest,
@@ -152,26 +178,40 @@ async def _conflicts(store: MemoryStore, req: RememberRequest,
 
 
 def _conflicts_now(store: TextScan, reqs: Sequence[RememberRequest],
-                   scopes: Sequence[Scope | None]) -> list[list[ConflictCandidate]]:
+                   scopes: Sequence[Scope | None],
+                   vectors: Vectors | None = None) -> list[list[ConflictCandidate]]:
     """:func:`_conflicts` for a whole batch, blocking, for a store's own worker thread
-    (``scopes`` are decided beforehand, in the caller's context)."""
+    (``scopes`` are decided beforehand, in the caller's context). With the batch's
+    ``vectors`` and a :class:`VectorScan` store each write reads its scope with its cosines
+    (one scan per write, for the meaning rule); otherwise one scan per scope."""
+    by_meaning = vectors is not None and isinstance(store, VectorScan)
     seen: dict[Scope, list[tuple[str, str]]] = {}
     out: list[list[ConflictCandidate]] = []
-    for req, scope in zip(reqs, scopes, strict=True):
+    for n, (req, scope) in enumerate(zip(reqs, scopes, strict=True)):
         if scope is None:
             out.append([])
-            continue
-        if scope not in seen:
-            seen[scope] = store.current_texts_now(*scope, CONFLICT_SCAN_LIMIT)
-        out.append(_candidates(req, seen[scope]))
+        elif by_meaning and vectors is not None:
+            rows = cast("VectorScan", store).current_vectors_now(*scope, CONFLICT_SCAN_LIMIT,
+                                                                 vectors[n])
+            out.append(_candidates(req, *_split(rows)))
+        else:
+            if scope not in seen:
+                seen[scope] = store.current_texts_now(*scope, CONFLICT_SCAN_LIMIT)
+            out.append(_candidates(req, seen[scope]))
     return out
 
 
 async def conflicts_for(store: MemoryStore, req: RememberRequest) -> list[ConflictCandidate]:
     """What a remember of ``req`` would report as ``conflicts``, without writing it (for a
     policy that decides before the write; a store's own scan when it is a :class:`TextScan`,
-    else ``list``, so any store works)."""
-    return await _conflicts(store, req, {}, None)
+    else ``list``, so any store works). A :class:`VectorScan` store embeds ``req`` first (its
+    embedder's cache then serves the write's own embedding) so the meaning rule runs too."""
+    scope = _scope(req)
+    if scope is None or not isinstance(store, VectorScan):
+        return await _conflicts(store, req, {}, None)
+    vector = (await store.embed_requests([req]))[0]
+    return _candidates(req, *_split(await store.current_vectors(*scope, CONFLICT_SCAN_LIMIT,
+                                                                vector)))
 
 
 async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
@@ -199,8 +239,8 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
         conflicts: list[list[ConflictCandidate]] = []
         scanner = store
 
-        def run_scan() -> None:
-            conflicts.extend(_conflicts_now(scanner, reqs, scopes))
+        def run_scan(vectors: Vectors | None) -> None:
+            conflicts.extend(_conflicts_now(scanner, reqs, scopes, vectors))
 
         responses = await scanning(plain, run_scan)
     else:

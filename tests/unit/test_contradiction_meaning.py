@@ -3,13 +3,14 @@ the vectors the store already holds, and look-alike notes about other slots are 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from memorywire.core.clock import FakeClock
 from memorywire.core.contradiction import find_conflicts
-from memorywire.embed import MiniLMEmbedder
+from memorywire.embed import MiniLMEmbedder, Vectors
 from memorywire.store.sqlite import SqliteStore
 from memorywire.store.timeline import conflicts_for
 from memorywire.wire.models import MemoryType, RememberRequest
@@ -67,9 +68,22 @@ def test_a_value_opening_the_sentence_is_read_as_the_value() -> None:
     assert "abba → radiohead" in found[0].why
 
 
+class Counting:
+    """The real model (its own cache off), counting the texts it embeds: the meaning rule
+    must not cost a remember a second model call."""
+
+    def __init__(self, model: MiniLMEmbedder) -> None:
+        self.model, self.texts = model, 0
+        self.name, self.dim = model.name, model.dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.texts += len(texts)
+        return self.model.embed(texts)
+
+
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> MiniLMEmbedder:
-    return MiniLMEmbedder(cache_dir=tmp_path_factory.mktemp("mw-cache"))
+    return MiniLMEmbedder(cache_dir=tmp_path_factory.mktemp("mw-cache"), cache_entries=0)
 
 
 def _req(text: str) -> RememberRequest:
@@ -79,14 +93,17 @@ def _req(text: str) -> RememberRequest:
 @pytest.mark.anyio
 async def test_sqlite_reports_a_paraphrased_update_from_stored_vectors(
         tmp_path: Path, model: MiniLMEmbedder) -> None:
-    store = SqliteStore(tmp_path / "s.db", embedder=model, clock=FakeClock(1_000_000))
+    counting = Counting(model)
+    store = SqliteStore(tmp_path / "s.db", embedder=counting, clock=FakeClock(1_000_000))
     try:
         isp = (await store.remember(_req(ISP))).id
         await store.remember(_req("The user's dentist name is Berlin."))
         await store.remember(_req("The user has 2 cats."))
         # a policy that looks before the write (review) sees it too
         assert [c.id for c in await conflicts_for(store, _req(BROADBAND))] == [isp]
+        before = counting.texts
         resp = await store.remember(_req(BROADBAND))
+        assert counting.texts == before + 1  # one model call: the scan reuses the write's
         assert [c.id for c in resp.conflicts or []] == [isp]
         assert "closest in meaning" in (resp.conflicts or [])[0].why
         # a look-alike note about another slot is no conflict

@@ -42,7 +42,7 @@ from memorywire.wire.models import (
 )
 
 __all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "ScanningWrite", "TextScan", "VectorScan",
-           "apply_update", "conflicts_for", "no_conflict_scan", "recall_in_time",
+           "VectorScanNow", "apply_update", "conflicts_for", "no_conflict_scan", "recall_in_time",
            "remember_in_time", "supersede", "update_in_time"]
 
 #: How many of the scope's memories (of the same type) the detector compares a write with.
@@ -61,6 +61,8 @@ Scan = Callable[[str, str | None, "MemoryType", int], Awaitable[list[tuple[str, 
 ScanningWrite = Callable[[Sequence[RememberRequest], Callable[[Vectors | None], None]],
                          Awaitable[list[RememberResponse]]]
 Search = Callable[[RecallRequest], Awaitable[RecallResponse]]
+#: A store's embedding of a batch before its write (see ``remember_in_time``'s ``embed``).
+Embed = Callable[[Sequence[RememberRequest]], Awaitable[Vectors]]
 
 
 def _plain(req: RememberRequest) -> RememberRequest:
@@ -109,19 +111,25 @@ class TextScan(Protocol):
 
 @runtime_checkable
 class VectorScan(Protocol):
-    """A :class:`TextScan` that can also give each candidate's cosine to a new memory's
-    vector (computed where the vectors are stored), so a write whose vector is known gets the
-    detector's meaning rule at no model call: ``current_vectors_now`` inside a write's
-    worker-thread call, ``current_vectors`` and ``embed_requests`` (the vectors a remember
-    of ``reqs`` would store) for :func:`conflicts_for`, which looks before the write."""
-
-    def current_vectors_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                            limit: int, vector: Any) -> list[tuple[str, str, float]]: ...
+    """A store that can give each conflict candidate's cosine to a new memory's vector
+    (computed where the vectors are stored), so the detector's meaning rule runs at no extra
+    model call: ``embed_requests`` gives the vectors a remember of ``reqs`` stores (computed
+    before the write; the embedder's cache, or the store passing them on, spares the write a
+    second model call) and ``current_vectors`` the scan with cosines."""
 
     async def current_vectors(self, agent_id: str, user_id: str | None, mtype: MemoryType,
                               limit: int, vector: Any) -> list[tuple[str, str, float]]: ...
 
     async def embed_requests(self, reqs: Sequence[RememberRequest]) -> Vectors: ...
+
+
+@runtime_checkable
+class VectorScanNow(VectorScan, Protocol):
+    """A :class:`VectorScan` whose scan can also run blocking, in a write's own worker-thread
+    call (SQLite; see ``remember_in_time``'s ``scanning``)."""
+
+    def current_vectors_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                            limit: int, vector: Any) -> list[tuple[str, str, float]]: ...
 
 
 def _split(rows: Sequence[tuple[str, str, float]]) -> tuple[list[tuple[str, str]],
@@ -182,16 +190,16 @@ def _conflicts_now(store: TextScan, reqs: Sequence[RememberRequest],
                    vectors: Vectors | None = None) -> list[list[ConflictCandidate]]:
     """:func:`_conflicts` for a whole batch, blocking, for a store's own worker thread
     (``scopes`` are decided beforehand, in the caller's context). With the batch's
-    ``vectors`` and a :class:`VectorScan` store each write reads its scope with its cosines
+    ``vectors`` and a :class:`VectorScanNow` store each write reads its scope with its cosines
     (one scan per write, for the meaning rule); otherwise one scan per scope."""
-    by_meaning = vectors is not None and isinstance(store, VectorScan)
+    by_meaning = vectors is not None and isinstance(store, VectorScanNow)
     seen: dict[Scope, list[tuple[str, str]]] = {}
     out: list[list[ConflictCandidate]] = []
     for n, (req, scope) in enumerate(zip(reqs, scopes, strict=True)):
         if scope is None:
             out.append([])
         elif by_meaning and vectors is not None:
-            rows = cast("VectorScan", store).current_vectors_now(*scope, CONFLICT_SCAN_LIMIT,
+            rows = cast("VectorScanNow", store).current_vectors_now(*scope, CONFLICT_SCAN_LIMIT,
                                                                  vectors[n])
             out.append(_candidates(req, *_split(rows)))
         else:
@@ -216,7 +224,8 @@ async def conflicts_for(store: MemoryStore, req: RememberRequest) -> list[Confli
 
 async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
                            write: Write, scan: Scan | None = None, *,
-                           scanning: ScanningWrite | None = None) -> list[RememberResponse]:
+                           scanning: ScanningWrite | None = None,
+                           embed: Embed | None = None) -> list[RememberResponse]:
     """``write`` (the store's own batch remember) with validity, supersession and conflicts;
     ``scan``, when the store has one, reads the detector's candidates (see :data:`Scan`).
 
@@ -224,7 +233,9 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
     before anything is written (``NotFound`` otherwise). A :class:`TextScan` store may pass
     ``scanning``, its write running the conflict scan first in the same worker-thread call:
     one thread hop per remember instead of two (each hop wakes a thread and, on a busy
-    machine, costs the event loop its core).
+    machine, costs the event loop its core). A :class:`VectorScan` store may pass ``embed``,
+    which computes the batch's vectors before the write (and keeps them for ``write``): the
+    scan then reads cosines and the detector's meaning rule runs.
     """
     olds = {}
     for req in reqs:
@@ -243,6 +254,12 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
             conflicts.extend(_conflicts_now(scanner, reqs, scopes, vectors))
 
         responses = await scanning(plain, run_scan)
+    elif embed is not None and isinstance(store, VectorScan) and any(scopes):
+        vectors = await embed(reqs)
+        conflicts = [[] if scope is None else _candidates(req, *_split(
+            await store.current_vectors(*scope, CONFLICT_SCAN_LIMIT, vectors[n])))
+            for n, (req, scope) in enumerate(zip(reqs, scopes, strict=True))]
+        responses = await write(plain)
     else:
         seen: dict[Scope, list[tuple[str, str]]] = {}
         conflicts = [await _conflicts(store, req, seen, scan) for req in reqs]

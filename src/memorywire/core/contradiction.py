@@ -10,7 +10,7 @@ class (``_SLOTS``: "favourite"/"prefers"/"loves", "lives"/"moved"/"home", "works
 "employer", "fly"/"airline"). *Change cues* ("now", "switched", "changed", "new", "instead")
 say that a statement replaces something; they are not subject words.
 
-A candidate is found by one of three rules, each naming itself in the why string:
+A candidate is found by one of three word rules, each naming itself in the why string:
 
 - **negation**: the subjects overlap (Jaccard ≥ :data:`MIN_SIMILARITY`) and exactly one side
   is negated;
@@ -25,6 +25,11 @@ A candidate is found by one of three rules, each naming itself in the why string
   that the smaller subject is at least half inside the larger one ("switched to Marriott
   hotels" against "favourite hotel chain is Hilton"), as long as a specific word (not a
   preference word) is shared.
+
+With ``closeness`` (the cosine of each stored memory's vector to the new one's, from a store
+that holds vectors) a fourth rule, **meaning** (:mod:`core.contradiction_meaning`), may add
+the one closest memory: it catches paraphrases that share no slot word. A statement that adds
+("also", "too", "another") replaces nothing under any rule but negation.
 
 Unrelated near neighbours share the frame but not the subject ("favourite airline is KLM" /
 "favourite hotel chain is Hilton": one subject word in four), so they stay below the bar.

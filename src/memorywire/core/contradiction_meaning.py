@@ -13,17 +13,22 @@ close to "phone is a Pixel 8" as to "works at Siemens"), so a cosine floor alone
 unrelated neighbours. The rule therefore only ever names the *one* closest memory, and only
 when
 
-- it states a value of the same kind (a number, a name, or a lower-case phrase: "3 cats" is
-  not an answer to "which airline"),
+- it states a value of the same kind (a number, a name, digits allowed: "Pixel 8", or a
+  lower-case phrase: "3 cats" is not an answer to "which airline"),
 - the value differs (a restatement, or the same value said again, is not a change),
+- the two are not one template with the slot words swapped (see :func:`_other_slot`: "bank
+  name is X" / "dentist name is Y" is another slot however close the vectors are),
 - the new statement is not additive ("also", "too", "another": more detail, not a
   replacement; the word rules apply the same veto),
 - its cosine reaches :data:`NEAR_CHANGED` when the new statement carries a change cue
   ("now", "switched", "replaced", "instead", "these days") and :data:`NEAR_PLAIN` otherwise:
   a statement that announces a change needs less evidence to find what it replaces.
 
-Floors were tuned on the dev corpora of ``benchmarks/updates.py`` (``ATTRIBUTES`` and
-``DEV_PARAPHRASE``) only; see docs/benchmarks.md for the held-out check.
+Floors and cue words were tuned on the dev corpora of ``benchmarks/updates.py``
+(``ATTRIBUTES`` and ``DEV_PARAPHRASE``) only; see docs/benchmarks.md for the held-out check.
+Known blind spots: a paraphrase that keeps the sentence and swaps one span besides the value
+("reports to X" / "manager is Y") is vetoed as another slot, and when another attribute's
+memory is closer than the replaced one nothing is named.
 """
 
 from __future__ import annotations

@@ -35,10 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from difflib import SequenceMatcher
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from memorywire.core.contradiction import _Parsed
+from typing import Protocol
 
 __all__ = ["ADDITIVE", "CHANGE_CUES", "NEAR_CHANGED", "NEAR_PLAIN", "closest_changed"]
 
@@ -55,6 +52,22 @@ CHANGE_CUES = frozenset(" ".join((
 )).split())
 #: Words that add to what is known rather than replace it.
 ADDITIVE = frozenset({"also", "too", "another", "additionally", "both"})
+
+
+class _Parsed(Protocol):
+    """What the rule reads of a statement parsed by :mod:`core.contradiction` (a protocol, so
+    that module can import this one without a cycle)."""
+
+    @property
+    def words(self) -> tuple[str, ...]: ...
+    @property
+    def values(self) -> frozenset[str]: ...
+    @property
+    def lead(self) -> frozenset[str]: ...
+    @property
+    def content(self) -> frozenset[str]: ...
+    @property
+    def additive(self) -> bool: ...
 
 
 def _kind(p: _Parsed) -> str:

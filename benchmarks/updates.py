@@ -22,13 +22,14 @@ false alarms (first values of a chain, where any conflict is one, and the share 
 candidates that are not the predecessor).
 
 Detector recall is also given per attribute (``attr:``) and per phrasing (``form:0`` the
-attribute's first template, ``form:1`` its paraphrase). Every number is reported twice: on the
-dev corpus (``ATTRIBUTES``, the one the detector was tuned on) and on a held-out corpus
-(``HELDOUT``: other attributes and phrasings, never looked at while tuning), under
-``heldout``.
+attribute's first template, ``form:1`` … its paraphrases). Every number is reported three
+times: on the dev corpus (``ATTRIBUTES``, the one the detector was tuned on), on a second dev
+corpus (``DEV_PARAPHRASE``, under ``dev_paraphrase``: other attributes with two or three
+paraphrases each, written for issue 17's meaning rule and tuned on too) and on a held-out
+corpus (``HELDOUT``: other attributes and phrasings, never used to tune), under ``heldout``.
 
-    python benchmarks/updates.py [--users 130] [--heldout-users 100] [--seed 7] [--json]
-        [--out PATH] [--hashing]
+    python benchmarks/updates.py [--users 130] [--paraphrase-users 130] [--heldout-users 100]
+        [--seed 7] [--json] [--out PATH] [--hashing]
 """
 
 from __future__ import annotations
@@ -89,6 +90,64 @@ ATTRIBUTES: dict[str, tuple[list[str], str, list[str]]] = {
     "gym": (["The user trains at {} gym.", "The user changed to {} gym."],
             "At which gym does the user exercise?",
             ["McFit", "Urban Sports", "Basic-Fit", "John Reed", "FitX", "Holmes Place"]),
+}
+#: Dev corpus, part two (written for issue 17's detector, tuned on like ``ATTRIBUTES``): other
+#: attributes, each with two to three paraphrases that often name the slot with other words
+#: ("broadband" for "internet provider", "boss" for "manager") or put the value first, so the
+#: rules are tuned on phrasings that do not share the canonical template's words.
+DEV_PARAPHRASE: dict[str, tuple[list[str], str, list[str]]] = {
+    "streaming": (["The user watches shows on {}.",
+                   "The user cancelled the old service and subscribed to {}.",
+                   "These days the user streams everything on {}."],
+                  "Which streaming service does the user pay for?",
+                  ["Netflix", "Hulu", "Mubi", "Crunchyroll", "Paramount", "Peacock"]),
+    "band": (["The user's favourite band is {}.",
+              "The user can't stop listening to {} lately.",
+              "{} is the user's top artist now."],
+             "Which music does the user listen to most?",
+             ["Radiohead", "Coldplay", "Muse", "Queen", "Metallica", "Abba"]),
+    "browser": (["The user browses the web with {}.",
+                 "The user replaced the old browser with {}.",
+                 "The user uses {} as the default browser now."],
+                "Which web browser does the user use?",
+                ["Firefox", "Chrome", "Safari", "Brave", "Opera", "Vivaldi"]),
+    "shoes": (["The user runs in {} shoes.", "The user bought new {} running shoes.",
+               "The user's trainers are from {} now."],
+              "Which brand of running shoes does the user wear?",
+              ["Nike", "Asics", "Brooks", "Hoka", "Saucony", "Mizuno"]),
+    "internet": (["The user's internet provider is {}.",
+                  "The user's broadband comes from {} now.",
+                  "The user signed up with {} for internet at home."],
+                 "Who provides the user's internet connection?",
+                 ["Vodafone", "Telekom", "Orange", "Virgin", "Comcast", "Ziggo"]),
+    "children": (["The user has {} children.", "The user now has {} kids.",
+                  "The user's family has grown to {} children."],
+                 "How many children does the user have?",
+                 ["1", "2", "3", "4", "5"]),
+    "weight": (["The user weighs {} kg.", "The user is down to {} kg now.",
+                "The user's weight is {} kilos these days."],
+               "How heavy is the user?",
+               ["70", "72", "74", "76", "78", "80", "82"]),
+    "laptop": (["The user works on a {} laptop.", "The user upgraded to a {}.",
+                "The user's computer is a {} now."],
+               "Which laptop does the user have?",
+               ["MacBook Air", "ThinkPad X1", "Dell XPS", "Surface Laptop", "Framework 13"]),
+    "commute": (["The user commutes by {}.", "The user now gets to work by {}.",
+                 "The user gave up driving and goes to the office by {} instead."],
+                "How does the user get to work?",
+                ["bike", "train", "bus", "tram", "scooter", "ferry"]),
+    "podcast": (["The user's favourite podcast is {}.", "The user now mostly listens to {}.",
+                 "The user discovered {} and plays it every day."],
+                "Which podcast does the user listen to?",
+                ["Serial", "Radiolab", "Freakonomics", "Hardcore History", "Reply All"]),
+    "instrument": (["The user plays the {}.", "The user took up the {} instead.",
+                    "The user practises the {} these days."],
+                   "Which musical instrument does the user play?",
+                   ["piano", "guitar", "violin", "cello", "drums", "flute"]),
+    "manager": (["The user's manager is {}.", "The user reports to {} now.",
+                 "The user got a new boss, {}."],
+                "Who is the user's boss?",
+                ["Karen", "Peter", "Ingrid", "Ravi", "Mei", "Jonas"]),
 }
 #: A second corpus, written before the detector was tuned and never used to tune it: other
 #: attributes, other phrasings (the update often names the slot differently), so the dev
@@ -159,6 +218,8 @@ def generate(users: int, seed: int, attributes: Attributes = ATTRIBUTES) -> list
             templates, _, pool = attributes[attr]
             values = rng.sample(pool, 1 + rng.randint(1, 4))
             forms = [0] + [int(rng.random() < 0.33) for _ in values[1:]]
+            if len(templates) > 2:  # several paraphrases: one of them, at random
+                forms = [f and 1 + rng.randrange(len(templates) - 1) for f in forms]
             texts = [templates[f].format(v) for f, v in zip(forms, values, strict=True)]
             chains.append(Chain(f"u{u}", attr, values, texts, forms))
     return chains
@@ -294,6 +355,9 @@ def table(r: dict[str, Any]) -> str:
     ]
     for key, value in d["recall_by_category"].items():
         rows.append(f"  recall {key:<16} {value:.3f}")
+    if "dev_paraphrase" in r:
+        rows += ["", "dev corpus, part two (DEV_PARAPHRASE; tuned on):",
+                 table(r["dev_paraphrase"])]
     if "heldout" in r:
         rows += ["", "held-out corpus (never used for tuning):", table(r["heldout"])]
     return "\n".join(rows)
@@ -308,7 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hashing", action="store_true",
                     help="hashing embedder instead of the default model (fast, no meaning)")
     ap.add_argument("--heldout-users", type=int, default=100,
-                    help="users of the held-out corpus (0: dev corpus only)")
+                    help="users of the held-out corpus (0: dev corpora only)")
+    ap.add_argument("--paraphrase-users", type=int, default=130,
+                    help="users of the second dev corpus, DEV_PARAPHRASE (0: skip it)")
     args = ap.parse_args(argv)
     if args.hashing:
         from memorywire.embed.hashing import HashingEmbedder
@@ -319,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
 
         embedder = default_embedder()
     result = anyio.run(run, args.users, args.seed, embedder)
+    if args.paraphrase_users:
+        result["dev_paraphrase"] = anyio.run(run, args.paraphrase_users, args.seed + 500,
+                                             embedder, DEV_PARAPHRASE)
     if args.heldout_users:
         result["heldout"] = anyio.run(run, args.heldout_users, args.seed + 1000, embedder,
                                       HELDOUT)

@@ -10,7 +10,7 @@ class (``_SLOTS``: "favourite"/"prefers"/"loves", "lives"/"moved"/"home", "works
 "employer", "fly"/"airline"). *Change cues* ("now", "switched", "changed", "new", "instead")
 say that a statement replaces something; they are not subject words.
 
-A candidate is found by one of three rules, each naming itself in the why string:
+A candidate is found by one of three word rules, each naming itself in the why string:
 
 - **negation**: the subjects overlap (Jaccard ≥ :data:`MIN_SIMILARITY`) and exactly one side
   is negated;
@@ -26,6 +26,11 @@ A candidate is found by one of three rules, each naming itself in the why string
   hotels" against "favourite hotel chain is Hilton"), as long as a specific word (not a
   preference word) is shared.
 
+With ``closeness`` (the cosine of each stored memory's vector to the new one's, from a store
+that holds vectors) a fourth rule, **meaning** (:mod:`core.contradiction_meaning`), may add
+the one closest memory: it catches paraphrases that share no slot word. A statement that adds
+("also", "too", "another") replaces nothing under any rule but negation.
+
 Unrelated near neighbours share the frame but not the subject ("favourite airline is KLM" /
 "favourite hotel chain is Hilton": one subject word in four), so they stay below the bar.
 Known blind spots: a paraphrase naming the slot with words outside the classes and sharing
@@ -37,9 +42,11 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+
+from memorywire.core.contradiction_meaning import ADDITIVE, closest_changed
 
 __all__ = ["MIN_SIMILARITY", "Candidate", "find_conflicts", "judge"]
 
@@ -100,6 +107,11 @@ class _Parsed:
     #: Subject and value words less the slot classes: what the value rule compares (kept
     #: because every comparison needs it).
     terms: frozenset[str]
+    #: The first word when it is capitalised and no function word: a value that opens the
+    #: sentence ("Radiohead is the user's top artist now"), which ``values`` leaves out.
+    lead: frozenset[str]
+    #: Says it adds to what is known ("also", "too", "another"): no value is replaced.
+    additive: bool
 
 
 def _norm(low: str) -> str:
@@ -151,7 +163,11 @@ def _parse(text: str) -> _Parsed:
     return _Parsed(tuple(lows), frozenset(subject), frozenset(values),
                    negated, cue, frozenset(tail if subject - tail else ()),
                    frozenset(w for w in lows if w not in _STOP),
-                   frozenset(w for w in subject | values if not w.startswith("=")))
+                   frozenset(w for w in subject | values if not w.startswith("=")),
+                   frozenset(lows[:1] if tokens and tokens[0][0].isupper()
+                             and lows[0] not in _STOP and lows[0] not in _CUES
+                             and lows[0] not in _NEGATIONS else ()),
+                   not ADDITIVE.isdisjoint(lows))
 
 
 def _frame(a: _Parsed, b: _Parsed) -> tuple[str, str, str] | None:
@@ -207,7 +223,7 @@ def _score(a: _Parsed, b: _Parsed) -> tuple[float, tuple[str, str, str] | None] 
     """The similarity (and the frame, when the frame rule found it) when ``b`` looks like a
     changed value of ``a`` (see :func:`judge`); split from the why string so a scan builds
     strings only for the candidates it keeps."""
-    frame = _frame(a, b) if a.negated == b.negated else None
+    frame = _frame(a, b) if a.negated == b.negated and not b.additive else None
     if frame is not None:
         return max(len(a.subject & b.subject) / max(len(a.subject | b.subject), 1),
                    MIN_SIMILARITY), frame
@@ -219,6 +235,8 @@ def _score(a: _Parsed, b: _Parsed) -> tuple[float, tuple[str, str, str] | None] 
         return None
     if a.negated != b.negated:
         return sim, None
+    if b.additive:
+        return None  # "also plays the guitar": one more value, not another one
     old_only, new_only = a.terms - b.terms, b.terms - a.terms
     if not old_only or not new_only:
         return None  # identical, or only added detail: not a different value
@@ -241,22 +259,33 @@ def _why(a: _Parsed, b: _Parsed, frame: tuple[str, str, str] | None) -> str:
            f"{' '.join(new_only)}"
 
 
-def find_conflicts(new: str, stored: Iterable[tuple[str, str]],
-                   limit: int = 5) -> list[Candidate]:
+def find_conflicts(new: str, stored: Iterable[tuple[str, str]], limit: int = 5, *,
+                   closeness: Mapping[str, float] | None = None) -> list[Candidate]:
     """The stored ``(id, text)`` pairs that ``new`` seems to contradict, most similar first.
 
-    Scores every pair but writes the why string only for the ``limit`` kept: in a scope of
-    look-alike notes most pairs qualify, and the strings cost more than the scores.
+    ``closeness`` (cosine of each stored memory's vector to the new one's, from a store that
+    holds vectors) adds the meaning rule (:mod:`core.contradiction_meaning`) for the one
+    closest memory; without it only the word rules run. Scores every pair but writes the why
+    string only for the ``limit`` kept: in a scope of look-alike notes most pairs qualify,
+    and the strings cost more than the scores.
     """
     b = _parse(new)
     subject, words = b.subject - _GENERIC, b.content
     scored = []
+    texts = []
     for id, text in stored:
         a = _parse(text)
+        if closeness is not None:
+            texts.append((id, a))
         if subject.isdisjoint(a.subject) and len(words & a.content) < 2:
             continue  # the common case, decided without building a verdict
         verdict = _score(a, b)
         if verdict is not None:
             scored.append((-round(verdict[0], 4), id, a, verdict[1]))
-    return [Candidate(id=id, similarity=-neg, why=_why(a, b, frame))
-            for neg, id, a, frame in heapq.nsmallest(limit, scored, key=lambda t: (t[0], t[1]))]
+    out = [Candidate(id=id, similarity=-neg, why=_why(a, b, frame))
+           for neg, id, a, frame in heapq.nsmallest(limit, scored, key=lambda t: (t[0], t[1]))]
+    if closeness and len(out) < limit:
+        near = closest_changed(b, texts, closeness)
+        if near is not None and all(c.id != near[0] for c in out):
+            out.append(Candidate(id=near[0], similarity=round(near[1], 4), why=near[2]))
+    return out

@@ -10,10 +10,10 @@ contradiction candidates among the scope's memories, and filters recall to what 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from memorywire.core.content import Edge, edges_of, edges_to_storage
 from memorywire.core.contradiction import find_conflicts
@@ -26,6 +26,7 @@ from memorywire.core.timeline import (
     time_metadata,
     validity_of,
 )
+from memorywire.embed.base import Vectors
 from memorywire.errors import InvalidRequest, NotFound
 from memorywire.store.base import MemoryStore
 from memorywire.wire.memory_ops import UpdateMemoryRequest
@@ -40,9 +41,9 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "ScanningWrite", "TextScan", "apply_update",
-           "conflicts_for", "no_conflict_scan", "recall_in_time", "remember_in_time",
-           "supersede", "update_in_time"]
+__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "ScanningWrite", "TextScan", "VectorScan",
+           "VectorScanNow", "apply_update", "conflicts_for", "no_conflict_scan", "recall_in_time",
+           "remember_in_time", "supersede", "update_in_time"]
 
 #: How many of the scope's memories (of the same type) the detector compares a write with.
 CONFLICT_SCAN_LIMIT = 1000
@@ -54,10 +55,14 @@ Write = Callable[[Sequence[RememberRequest]], Awaitable[list[RememberResponse]]]
 #: the scope through ``list`` (whole records: several times the cost on a large scope).
 Scan = Callable[[str, str | None, "MemoryType", int], Awaitable[list[tuple[str, str]]]]
 #: A store's batch write that first runs the given (blocking) conflict scan in the same
-#: worker-thread call, so the scan costs no thread hop of its own.
-ScanningWrite = Callable[[Sequence[RememberRequest], Callable[[], None]],
+#: worker-thread call, so the scan costs no thread hop of its own. The store passes the scan
+#: the batch's vectors (one row per request, computed before the write and reused by it), or
+#: ``None``; with vectors the detector's meaning rule runs too.
+ScanningWrite = Callable[[Sequence[RememberRequest], Callable[[Vectors | None], None]],
                          Awaitable[list[RememberResponse]]]
 Search = Callable[[RecallRequest], Awaitable[RecallResponse]]
+#: A store's embedding of a batch before its write (see ``remember_in_time``'s ``embed``).
+Embed = Callable[[Sequence[RememberRequest]], Awaitable[Vectors]]
 
 
 def _plain(req: RememberRequest) -> RememberRequest:
@@ -104,6 +109,34 @@ class TextScan(Protocol):
                             limit: int) -> list[tuple[str, str]]: ...
 
 
+@runtime_checkable
+class VectorScan(Protocol):
+    """A store that can give each conflict candidate's cosine to a new memory's vector
+    (computed where the vectors are stored), so the detector's meaning rule runs at no extra
+    model call: ``embed_requests`` gives the vectors a remember of ``reqs`` stores (computed
+    before the write; the embedder's cache, or the store passing them on, spares the write a
+    second model call) and ``current_vectors`` the scan with cosines."""
+
+    async def current_vectors(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                              limit: int, vector: Any) -> list[tuple[str, str, float]]: ...
+
+    async def embed_requests(self, reqs: Sequence[RememberRequest]) -> Vectors: ...
+
+
+@runtime_checkable
+class VectorScanNow(VectorScan, Protocol):
+    """A :class:`VectorScan` whose scan can also run blocking, in a write's own worker-thread
+    call (SQLite; see ``remember_in_time``'s ``scanning``)."""
+
+    def current_vectors_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                            limit: int, vector: Any) -> list[tuple[str, str, float]]: ...
+
+
+def _split(rows: Sequence[tuple[str, str, float]]) -> tuple[list[tuple[str, str]],
+                                                           dict[str, float]]:
+    return [(r[0], r[1]) for r in rows], {r[0]: r[2] for r in rows}
+
+
 async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
     """``(id, text)`` of the scope's current memories of one type: the detector's candidates,
     through the store's own scan when it has one (a :class:`TextScan`), else ``list``."""
@@ -129,12 +162,13 @@ def _scope(req: RememberRequest) -> Scope | None:
     return (req.agent_id, req.user_id, req.type)
 
 
-def _candidates(req: RememberRequest, stored: list[tuple[str, str]]) -> list[ConflictCandidate]:
+def _candidates(req: RememberRequest, stored: Sequence[tuple[str, str]],
+                closeness: Mapping[str, float] | None = None) -> list[ConflictCandidate]:
     assert isinstance(req.content, str)
     skip = {req.id, *(req.supersedes or [])}
     pairs = [(i, text) for i, text in stored if i not in skip]
     return [ConflictCandidate(id=c.id, similarity=c.similarity, why=c.why)
-            for c in find_conflicts(req.content, pairs)]
+            for c in find_conflicts(req.content, pairs, closeness=closeness)]
 
 
 async def _conflicts(store: MemoryStore, req: RememberRequest,
@@ -152,31 +186,46 @@ async def _conflicts(store: MemoryStore, req: RememberRequest,
 
 
 def _conflicts_now(store: TextScan, reqs: Sequence[RememberRequest],
-                   scopes: Sequence[Scope | None]) -> list[list[ConflictCandidate]]:
+                   scopes: Sequence[Scope | None],
+                   vectors: Vectors | None = None) -> list[list[ConflictCandidate]]:
     """:func:`_conflicts` for a whole batch, blocking, for a store's own worker thread
-    (``scopes`` are decided beforehand, in the caller's context)."""
+    (``scopes`` are decided beforehand, in the caller's context). With the batch's
+    ``vectors`` and a :class:`VectorScanNow` store each write reads its scope with its cosines
+    (one scan per write, for the meaning rule); otherwise one scan per scope."""
+    by_meaning = vectors is not None and isinstance(store, VectorScanNow)
     seen: dict[Scope, list[tuple[str, str]]] = {}
     out: list[list[ConflictCandidate]] = []
-    for req, scope in zip(reqs, scopes, strict=True):
+    for n, (req, scope) in enumerate(zip(reqs, scopes, strict=True)):
         if scope is None:
             out.append([])
-            continue
-        if scope not in seen:
-            seen[scope] = store.current_texts_now(*scope, CONFLICT_SCAN_LIMIT)
-        out.append(_candidates(req, seen[scope]))
+        elif by_meaning and vectors is not None:
+            rows = cast("VectorScanNow", store).current_vectors_now(*scope, CONFLICT_SCAN_LIMIT,
+                                                                 vectors[n])
+            out.append(_candidates(req, *_split(rows)))
+        else:
+            if scope not in seen:
+                seen[scope] = store.current_texts_now(*scope, CONFLICT_SCAN_LIMIT)
+            out.append(_candidates(req, seen[scope]))
     return out
 
 
 async def conflicts_for(store: MemoryStore, req: RememberRequest) -> list[ConflictCandidate]:
     """What a remember of ``req`` would report as ``conflicts``, without writing it (for a
     policy that decides before the write; a store's own scan when it is a :class:`TextScan`,
-    else ``list``, so any store works)."""
-    return await _conflicts(store, req, {}, None)
+    else ``list``, so any store works). A :class:`VectorScan` store embeds ``req`` first (its
+    embedder's cache then serves the write's own embedding) so the meaning rule runs too."""
+    scope = _scope(req)
+    if scope is None or not isinstance(store, VectorScan):
+        return await _conflicts(store, req, {}, None)
+    vector = (await store.embed_requests([req]))[0]
+    return _candidates(req, *_split(await store.current_vectors(*scope, CONFLICT_SCAN_LIMIT,
+                                                                vector)))
 
 
 async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
                            write: Write, scan: Scan | None = None, *,
-                           scanning: ScanningWrite | None = None) -> list[RememberResponse]:
+                           scanning: ScanningWrite | None = None,
+                           embed: Embed | None = None) -> list[RememberResponse]:
     """``write`` (the store's own batch remember) with validity, supersession and conflicts;
     ``scan``, when the store has one, reads the detector's candidates (see :data:`Scan`).
 
@@ -184,7 +233,9 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
     before anything is written (``NotFound`` otherwise). A :class:`TextScan` store may pass
     ``scanning``, its write running the conflict scan first in the same worker-thread call:
     one thread hop per remember instead of two (each hop wakes a thread and, on a busy
-    machine, costs the event loop its core).
+    machine, costs the event loop its core). A :class:`VectorScan` store may pass ``embed``,
+    which computes the batch's vectors before the write (and keeps them for ``write``): the
+    scan then reads cosines and the detector's meaning rule runs.
     """
     olds = {}
     for req in reqs:
@@ -199,10 +250,16 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
         conflicts: list[list[ConflictCandidate]] = []
         scanner = store
 
-        def run_scan() -> None:
-            conflicts.extend(_conflicts_now(scanner, reqs, scopes))
+        def run_scan(vectors: Vectors | None) -> None:
+            conflicts.extend(_conflicts_now(scanner, reqs, scopes, vectors))
 
         responses = await scanning(plain, run_scan)
+    elif embed is not None and isinstance(store, VectorScan) and any(scopes):
+        vectors = await embed(reqs)
+        conflicts = [[] if scope is None else _candidates(req, *_split(
+            await store.current_vectors(*scope, CONFLICT_SCAN_LIMIT, vectors[n])))
+            for n, (req, scope) in enumerate(zip(reqs, scopes, strict=True))]
+        responses = await write(plain)
     else:
         seen: dict[Scope, list[tuple[str, str]]] = {}
         conflicts = [await _conflicts(store, req, seen, scan) for req in reqs]

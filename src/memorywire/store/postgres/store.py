@@ -28,12 +28,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
-from memorywire.core.content import content_from_storage
+from memorywire.core.content import (
+    content_from_storage,
+    content_to_storage,
+    embed_text,
+    fold_request,
+)
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, named_words
 from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.scoring import candidate_pool, hybrid_rank
 from memorywire.core.textsearch import query_terms
-from memorywire.embed.base import Embedder
+from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import InvalidRequest, MemorywireError
 from memorywire.store._common import (
     DEFAULT_LEXICAL_FLOOR,
@@ -169,14 +174,35 @@ class PostgresStore:
     async def remember_many(self, reqs: Sequence[RememberRequest]) -> list[RememberResponse]:
         """Several remembers in one transaction: all are stored, or none (the close of the
         memories they supersede follows, one update each)."""
+        embedded: list[Vectors] = []  # the conflict scan's vectors, reused by the write
+
+        async def embed(plain: Sequence[RememberRequest]) -> Vectors:
+            embedded.append(await self.embed_requests(plain))
+            return embedded[-1]
+
         async def write(plain: Sequence[RememberRequest]) -> list[RememberResponse]:
-            return await writes.remember_many(self._db, plain)
+            return await writes.remember_many(self._db, plain,
+                                              embedded[-1] if embedded else None)
 
         async def scan(agent_id: str, user_id: str | None, mtype: MemoryType,
                        limit: int) -> list[tuple[str, str]]:
             return await writes.conflict_scan(self._db, agent_id, user_id, mtype, limit)
 
-        return await remember_in_time(self, reqs, write, scan)
+        return await remember_in_time(self, reqs, write, scan, embed=embed)
+
+    async def current_vectors(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                              limit: int, vector: Any) -> list[tuple[str, str, float]]:
+        """The conflict scan with cosines (:class:`~memorywire.store.timeline.VectorScan`)."""
+        return await writes.conflict_scan_vectors(self._db, agent_id, user_id, mtype, limit,
+                                                  vector)
+
+    async def embed_requests(self, reqs: Sequence[RememberRequest]) -> Vectors:
+        """The vectors a remember of ``reqs`` stores, computed before the write for the
+        conflict scan (``remember_many`` hands them on to the write)."""
+        folded = [fold_request(r) for r in reqs]
+        vectors: Vectors = await self._db.embed(
+            [embed_text(r.type, content_to_storage(r.type, r.content)) for r in folded])
+        return vectors
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         req = await expand_cascade(self, req)

@@ -211,10 +211,14 @@ class SqliteStore:
             return await self._db.call(lambda: writes.remember_many(self._db, plain, vectors))
 
         async def scanning(plain: Sequence[RememberRequest],
-                           scan: Callable[[], None]) -> list[RememberResponse]:
+                           scan: Callable[[Vectors | None], None]) -> list[RememberResponse]:
             def run() -> list[RememberResponse]:
-                scan()  # the conflict scan reads what was stored before this write
-                return writes.remember_many(self._db, plain, vectors)
+                # The new vectors first, so the conflict scan (which reads what was stored
+                # before this write) compares meaning too; the write then reuses them.
+                given = vectors if vectors is not None else \
+                    writes.embed_requests(self._db, plain)
+                scan(given)
+                return writes.remember_many(self._db, plain, given)
 
             return await self._db.call(run)
 
@@ -417,6 +421,27 @@ class SqliteStore:
             return writes.conflict_scan(self._db, agent_id, user_id, mtype, limit)
         except NotFound:  # a one-shot command's first write: nothing stored to contradict
             return []
+
+    def current_vectors_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                            limit: int, vector: Any) -> builtins.list[tuple[str, str, float]]:
+        """:meth:`current_texts_now` with each memory's cosine to ``vector`` (the detector's
+        meaning rule; :class:`~memorywire.store.timeline.VectorScan`)."""
+        query = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+        try:
+            return writes.conflict_scan_vectors(self._db, agent_id, user_id, mtype, limit,
+                                                query)
+        except NotFound:
+            return []
+
+    async def current_vectors(self, agent_id: str, user_id: str | None, mtype: MemoryType,
+                              limit: int, vector: Any) -> builtins.list[tuple[str, str, float]]:
+        return await self._db.call(
+            lambda: self.current_vectors_now(agent_id, user_id, mtype, limit, vector))
+
+    async def embed_requests(self, reqs: Sequence[RememberRequest]) -> Vectors:
+        """The vectors a remember of ``reqs`` would store (a policy's look before the write;
+        the embedder's cache serves the write itself)."""
+        return await self._db.call(lambda: writes.embed_requests(self._db, reqs))
 
     async def current_texts(self, agent_id: str, user_id: str | None, mtype: MemoryType,
                             limit: int) -> builtins.list[tuple[str, str]]:

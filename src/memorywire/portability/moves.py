@@ -39,6 +39,8 @@ from memorywire.portability.governed import (
 from memorywire.portability.plan import FidelityPlan, FieldScan, plan_fidelity
 from memorywire.store.portable import (
     ALL_FIELDS,
+    BulkLoadable,
+    BulkState,
     Cursor,
     ImportCounts,
     OnConflict,
@@ -304,12 +306,17 @@ class MigrateResult:
     verified: int = 0
     mismatches: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    #: ``rows`` (``import_rows`` page by page) or ``bulk`` (an empty target's bulk load).
+    load: str = "rows"
+    #: How a bulk load built what it deferred (the target's description), else ``None``.
+    index: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"plan": self.plan.to_json(), "inserted": self.counts.inserted,
                 "replaced": self.counts.replaced, "skipped": self.counts.skipped,
                 "resumed": self.resumed, "vectors": self.vectors, "verified": self.verified,
-                "mismatches": self.mismatches, "seconds": self.seconds}
+                "mismatches": self.mismatches, "seconds": self.seconds, "load": self.load,
+                "index": self.index}
 
 
 def _save(path: Path, state: dict[str, Any]) -> None:
@@ -349,6 +356,56 @@ async def verify(src: PortableStore, dst: PortableStore, plan: FidelityPlan,
             result.verified += 1
 
 
+async def _row_copy(src: PortableStore, dst: PortableStore, vectors_from: Any,
+                    state: dict[str, Any], checkpoint: Path, result: MigrateResult, page: int,
+                    total: int, progress: Callable[[int, int], None] | None) -> None:
+    """Page by page through ``import_rows``; the checkpoint file follows each committed page
+    and the page after it is rewritten with ``replace`` on resume."""
+    on_conflict = OnConflict.REPLACE if result.resumed else OnConflict.FAIL
+    after: Cursor | None = None if state["cursor"] is None else tuple(state["cursor"])
+    if progress is not None:
+        progress(state["done"], total)
+    while not state["finished"]:
+        rows = await src.export_rows(None, after, page)
+        if rows:
+            vectors = await vectors_from.vectors_of(rows) if vectors_from else None
+            result.counts.add(await _write(dst, rows, vectors, on_conflict))
+            after = cursor_of(rows[-1])
+            state["cursor"], state["done"] = list(after), state["done"] + len(rows)
+        state["finished"] = len(rows) < page
+        _save(checkpoint, state)
+        on_conflict = OnConflict.FAIL
+        if progress is not None:
+            progress(state["done"], total)
+
+
+async def _bulk_copy(src: PortableStore, dst: BulkLoadable, vectors_from: Any, bulk: BulkState,
+                     state: dict[str, Any], checkpoint: Path, result: MigrateResult, page: int,
+                     total: int, progress: Callable[[int, int], None] | None) -> None:
+    """Page by page through the target's bulk load, which commits each page with its cursor:
+    the target's cursor, not the file's (which may be a page behind), says where to resume,
+    and nothing is ever rewritten."""
+    job = f"{state['from']} -> {state['to']}"
+    result.load = "bulk"
+    result.resumed = result.resumed or bulk.cursor is not None
+    after = bulk.cursor
+    state.update(bulk=True, cursor=None if after is None else list(after), done=bulk.done)
+    if progress is not None:
+        progress(state["done"], total)
+    while True:
+        rows = await src.export_rows(None, after, page)
+        if rows:
+            vectors = await vectors_from.vectors_of(rows) if vectors_from else None
+            after = cursor_of(rows[-1])
+            result.counts.inserted += await dst.bulk_load(job, rows, vectors, after)
+            state["cursor"], state["done"] = list(after), state["done"] + len(rows)
+            _save(checkpoint, state)
+            if progress is not None:
+                progress(state["done"], total)
+        if len(rows) < page:
+            return
+
+
 async def migrate(source: Any, target: Any, *, source_url: str, target_url: str,
                   checkpoint: Path, dry_run: bool = False, allow_loss: set[str] | None = None,
                   reembed: bool = False, page: int = PAGE,
@@ -381,23 +438,22 @@ async def migrate(source: Any, target: Any, *, source_url: str, target_url: str,
                                  f"({saved.get('from')} -> {saved.get('to')})")
         state, result.resumed = saved, True
     copy_started = time.perf_counter()
-    on_conflict = OnConflict.REPLACE if result.resumed else OnConflict.FAIL
-    after: Cursor | None = None if state["cursor"] is None else tuple(state["cursor"])
-    if progress is not None:
-        progress(state["done"], scan.rows)
-    while not state["finished"]:
-        rows = await src.export_rows(None, after, page)
-        if rows:
-            vectors = await source.vectors_of(rows) if reuse else None
-            result.counts.add(await _write(dst, rows, vectors, on_conflict))
-            after = cursor_of(rows[-1])
-            state["cursor"], state["done"] = list(after), state["done"] + len(rows)
-        state["finished"] = len(rows) < page
+    job = f"{state['from']} -> {state['to']}"
+    loader = dst if isinstance(dst, BulkLoadable) and not state["finished"] else None
+    bulk = None if loader is None else await loader.bulk_begin(job)
+    if loader is not None and bulk is not None:
+        await _bulk_copy(src, loader, source if reuse else None, bulk, state, checkpoint,
+                         result, page, scan.rows, progress)
+        result.seconds["copy"] = time.perf_counter() - copy_started
+        index_started = time.perf_counter()
+        result.index = await loader.bulk_finish(job)
+        result.seconds["index"] = time.perf_counter() - index_started
+        state["finished"] = True
         _save(checkpoint, state)
-        on_conflict = OnConflict.FAIL
-        if progress is not None:
-            progress(state["done"], scan.rows)
-    result.seconds["copy"] = time.perf_counter() - copy_started
+    else:
+        await _row_copy(src, dst, source if reuse else None, state, checkpoint, result, page,
+                        scan.rows, progress)
+        result.seconds["copy"] = time.perf_counter() - copy_started
     verify_started = time.perf_counter()
     await verify(src, dst, plan, result, scan.agents)
     result.seconds["verify"] = time.perf_counter() - verify_started

@@ -43,8 +43,8 @@ from memorywire.store._common import (
 from memorywire.store.base import Capability, Health
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
-from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
-from memorywire.store.postgres import maintenance, portable, purge, writes
+from memorywire.store.portable import ALL_FIELDS, BulkState, Cursor, ImportCounts, OnConflict
+from memorywire.store.postgres import bulk, maintenance, portable, purge, writes
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.sql import (
     RECORD_COLS,
@@ -96,6 +96,10 @@ _CAPABILITIES = frozenset(
 
 class PostgresStore:
     """A pooled PostgreSQL + pgvector store; cheap to build, connects on first use."""
+
+    #: Parallel workers for the HNSW build at the end of a bulk load (``None``: the server's
+    #: ``max_parallel_maintenance_workers``, 2 by default).
+    bulk_index_workers: int | None = None
 
     def __init__(
         self,
@@ -210,6 +214,18 @@ class PostgresStore:
 
     async def vectors_of(self, rows: Sequence[Row]) -> list[Any]:
         return await portable.vectors_of(self._db, rows)
+
+    async def bulk_begin(self, job: str) -> BulkState | None:
+        return await bulk.begin(self._db, job)
+
+    async def bulk_load(self, job: str, rows: Sequence[Row], vectors: Sequence[Any] | None,
+                        cursor: Cursor) -> int:
+        return await bulk.load(self._db, job, rows, vectors, cursor)
+
+    async def bulk_finish(self, job: str) -> dict[str, Any]:
+        """Build the HNSW index (``bulk_index_workers`` parallel workers)."""
+        built = await bulk.finish(self._db, job, parallel_workers=self.bulk_index_workers)
+        return built.to_json()
 
     # --- reads -------------------------------------------------------------------------------
 

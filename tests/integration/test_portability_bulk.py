@@ -20,7 +20,8 @@ import pytest
 from memorywire.core.clock import FakeClock
 from memorywire.core.records import UpdateRequest
 from memorywire.embed.hashing import HashingEmbedder
-from memorywire.errors import InvalidRequest
+from memorywire.errors import BackendUnavailable, InvalidRequest
+from memorywire.governance.store import GovernedStore
 from memorywire.portability import export_dump, import_dump, migrate
 from memorywire.portability.moves import rows_of
 from memorywire.store.portable import OnConflict
@@ -188,3 +189,79 @@ async def test_bulk_migration_killed_and_resumed_lands_every_record_once(
         await dst.aclose()
     assert sorted(ids) == sorted(f"r{i}" for i in range(400))
     assert hit.results[0].content == "memory 7"
+
+
+async def _dump_of(store: Any, path: Path) -> str:
+    with open(path, "wb") as f:
+        await export_dump(store, f, url="sqlite://", include_forgotten=True,
+                          include_vectors=True)
+    return str(path)
+
+
+async def test_import_into_an_empty_target_is_a_bulk_load_and_idempotent(
+        pg_server: _pg.PgHandle, tmp_path: Path) -> None:
+    clock = FakeClock()
+    source = await _source(tmp_path / "src.db", clock)
+    dsn = pg_server.create_database()
+    target = PostgresStore(dsn, embedder=HashingEmbedder(), clock=clock)
+    try:
+        dump = await _dump_of(source, tmp_path / "d.jsonl")
+        _, counts = await import_dump(target, dump, on_conflict=OnConflict.SKIP, page=4)
+        assert (counts.load, counts.inserted, counts.skipped) == ("bulk", 13, 0)
+        assert counts.index is not None and _has_hnsw(dsn)
+        assert await _records(target) == await _records(source)
+        _, again = await import_dump(target, dump, on_conflict=OnConflict.SKIP, page=4)
+        assert (again.load, again.inserted, again.skipped) == ("rows", 0, 13)
+    finally:
+        await source.aclose()
+        await target.aclose()
+
+
+async def test_import_interrupted_mid_bulk_resumes_without_writing_twice(
+        pg_server: _pg.PgHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = FakeClock()
+    source = await _source(tmp_path / "src.db", clock)
+    dsn = pg_server.create_database()
+    target = PostgresStore(dsn, embedder=HashingEmbedder(), clock=clock)
+    real = PostgresStore.bulk_load
+    calls = 0
+
+    async def dies_on_the_third_page(self: PostgresStore, *args: Any, **kw: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise BackendUnavailable("connection lost (injected)")
+        return await real(self, *args, **kw)
+
+    try:
+        dump = await _dump_of(source, tmp_path / "d.jsonl")
+        monkeypatch.setattr(PostgresStore, "bulk_load", dies_on_the_third_page)
+        with pytest.raises(BackendUnavailable):
+            await import_dump(target, dump, on_conflict=OnConflict.FAIL, page=4)
+        monkeypatch.setattr(PostgresStore, "bulk_load", real)
+        assert not _has_hnsw(dsn)
+        # FAIL would refuse any row written twice: the rerun starts after the 8 committed.
+        _, counts = await import_dump(target, dump, on_conflict=OnConflict.FAIL, page=4)
+        assert (counts.load, counts.inserted) == ("bulk", 5)
+        assert await _records(target) == await _records(source) and _has_hnsw(dsn)
+    finally:
+        await source.aclose()
+        await target.aclose()
+
+
+async def test_import_into_a_governed_target_goes_row_by_row_and_says_so(
+        pg_server: _pg.PgHandle, tmp_path: Path) -> None:
+    clock = FakeClock()
+    source = await _source(tmp_path / "src.db", clock)
+    dsn = pg_server.create_database()
+    target = GovernedStore(PostgresStore(dsn, embedder=HashingEmbedder(), clock=clock),
+                           tmp_path / "gov.db", clock=clock)
+    try:
+        dump = await _dump_of(source, tmp_path / "d.jsonl")
+        _, counts = await import_dump(target, dump, on_conflict=OnConflict.SKIP, page=4)
+        assert counts.load == "rows" and counts.inserted == 13
+        assert counts.load_note is not None and "governed" in counts.to_json()["load_note"]
+        assert _has_hnsw(dsn)
+    finally:
+        await source.aclose()
+        await target.aclose()

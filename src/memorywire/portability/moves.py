@@ -25,7 +25,7 @@ from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from memorywire.core.records import Row
-from memorywire.errors import CapabilityMissing, InvalidRequest
+from memorywire.errors import CapabilityMissing, Conflict, InvalidRequest
 from memorywire.portability.dump import DumpReader, DumpWriter, doc_of_row, open_dump
 from memorywire.portability.governed import (
     history_of,
@@ -207,11 +207,23 @@ class DumpImportCounts(ImportCounts):
     history: int = 0
     pending: int = 0
     pending_skipped: int = 0
+    #: ``rows`` (``import_rows`` page by page) or ``bulk`` (an empty target's bulk load).
+    load: str = "rows"
+    #: Why a target that can bulk-load did not, when that was a choice (governance).
+    load_note: str | None = None
+    #: How a bulk load built what it deferred, else ``None``.
+    index: dict[str, Any] | None = None
 
-    def to_json(self) -> dict[str, int]:
-        return {"inserted": self.inserted, "replaced": self.replaced, "skipped": self.skipped,
-                "history": self.history, "pending": self.pending,
-                "pending_skipped": self.pending_skipped}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "inserted": self.inserted, "replaced": self.replaced, "skipped": self.skipped,
+            "history": self.history, "pending": self.pending,
+            "pending_skipped": self.pending_skipped, "load": self.load}
+        if self.load_note is not None:
+            out["load_note"] = self.load_note
+        if self.index is not None:
+            out["index"] = self.index
+        return out
 
 
 async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConflict.FAIL,
@@ -238,6 +250,7 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
             scan.add(entry.row)
             all_vectors = all_vectors and entry.vector is not None
             with_history += bool(entry.history)
+        digest = str(reader.footer.get("digest"))
         kept = frozenset(reader.header.get("kept_fields") or ALL_FIELDS)
         source = str(reader.header.get("source"))
         embedder = reader.header.get("embedder") or {}
@@ -255,9 +268,35 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
              and (embedder.get("id"), embedder.get("dim"))
              == (store.embedder.name, store.embedder.dim))
     counts = DumpImportCounts()
+    job = f"import of dump {digest}"
+    loader = dst if isinstance(dst, BulkLoadable) else None
+    if loader is not None and gov is not None:
+        # History and the audit entry of a page are written after the page, outside its
+        # transaction; a resumed bulk load skips committed pages, so it could skip those.
+        loader = None
+        counts.load_note = ("governed target: rows are imported page by page (no bulk "
+                            "load), so each page's audit entry and history follow it")
+    bulk = None if loader is None else await loader.bulk_begin(job)
+    if bulk is not None:
+        counts.load = "bulk"
+    skip_first = 0 if bulk is None else bulk.done
 
     async def flush(batch: list[Row], vectors: list[Any],
                     histories: list[list[dict[str, Any]] | None]) -> None:
+        nonlocal skip_first
+        if loader is not None and bulk is not None:
+            # The job's count says how many dump records a killed run committed already.
+            drop = min(skip_first, len(batch))
+            skip_first -= drop
+            batch, vectors = batch[drop:], vectors[drop:]
+            if batch:
+                try:
+                    counts.add(await loader.bulk_load(job, batch, vectors if reuse else None,
+                                                      cursor_of(batch[-1]), on_conflict))
+                except (Conflict, InvalidRequest):
+                    await loader.bulk_finish(job)  # a refusal ends the job (index built)
+                    raise
+            return
         wrote = await _write(dst, batch, vectors if reuse else None, on_conflict)
         counts.add(wrote)
         if gov is None:
@@ -291,6 +330,8 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
             done += len(batch)
         if progress is not None:
             progress(done, scan.rows)
+        if loader is not None and bulk is not None:
+            counts.index = await loader.bulk_finish(job)
         if gov is not None and reader.pending:
             counts.pending, counts.pending_skipped = await restage(
                 gov, reader.pending, source, skip_conflicts=on_conflict is not OnConflict.FAIL)
@@ -397,7 +438,7 @@ async def _bulk_copy(src: PortableStore, dst: BulkLoadable, vectors_from: Any, b
         if rows:
             vectors = await vectors_from.vectors_of(rows) if vectors_from else None
             after = cursor_of(rows[-1])
-            result.counts.inserted += await dst.bulk_load(job, rows, vectors, after)
+            result.counts.add(await dst.bulk_load(job, rows, vectors, after))
             state["cursor"], state["done"] = list(after), state["done"] + len(rows)
             _save(checkpoint, state)
             if progress is not None:
@@ -442,8 +483,12 @@ async def migrate(source: Any, target: Any, *, source_url: str, target_url: str,
     loader = dst if isinstance(dst, BulkLoadable) and not state["finished"] else None
     bulk = None if loader is None else await loader.bulk_begin(job)
     if loader is not None and bulk is not None:
-        await _bulk_copy(src, loader, source if reuse else None, bulk, state, checkpoint,
-                         result, page, scan.rows, progress)
+        try:
+            await _bulk_copy(src, loader, source if reuse else None, bulk, state, checkpoint,
+                             result, page, scan.rows, progress)
+        except (Conflict, InvalidRequest):
+            await loader.bulk_finish(job)  # a refusal ends the job: the table gets its index
+            raise
         result.seconds["copy"] = time.perf_counter() - copy_started
         index_started = time.perf_counter()
         result.index = await loader.bulk_finish(job)

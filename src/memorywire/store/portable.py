@@ -113,9 +113,11 @@ class BulkLoadable(Protocol):
         ...
 
     async def bulk_load(self, job: str, rows: Sequence[Row], vectors: Sequence[Any] | None,
-                        cursor: Cursor) -> int:
-        """Insert new rows (embedding their text unless ``vectors`` are given) and move the
-        job's checkpoint to ``cursor``, atomically; an existing id is a ``Conflict``."""
+                        cursor: Cursor, on_conflict: OnConflict = OnConflict.FAIL
+                        ) -> ImportCounts:
+        """Insert rows (embedding their text unless ``vectors`` are given) and move the job's
+        checkpoint to ``cursor`` (its count by ``len(rows)``), atomically; a row whose id the
+        job already loaded goes per ``on_conflict``."""
         ...
 
     async def bulk_finish(self, job: str) -> dict[str, Any]:

@@ -35,10 +35,11 @@ from memorywire.core.context_key import check_context, lexical_text
 from memorywire.core.records import Row
 from memorywire.core.scoring import DEMOTE_FACTOR
 from memorywire.errors import Conflict, InvalidRequest
-from memorywire.store.portable import BulkState, Cursor
+from memorywire.store.portable import BulkState, Cursor, ImportCounts, OnConflict, decide
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.migrations import BULK_KEY, HNSW_INDEX, TS_CONFIG
 from memorywire.store.postgres.sql import TABLE, reject_nul
+from memorywire.store.postgres.writes import write_row
 
 __all__ = ["BULK_KEY", "BulkIndex", "begin", "finish", "index_memory_bytes", "load",
            "loading_job"]
@@ -135,9 +136,10 @@ async def begin(db: PgDb, job: str) -> BulkState | None:
 
 
 async def load(db: PgDb, job: str, rows: Sequence[Row], vectors: Sequence[Any] | None,
-               cursor: Cursor) -> int:
-    """Insert ``rows`` (new ids only) and move the job's checkpoint to ``cursor``, in one
-    transaction. A row whose id exists is a ``Conflict`` and nothing of the page is kept."""
+               cursor: Cursor, on_conflict: OnConflict = OnConflict.FAIL) -> ImportCounts:
+    """Insert ``rows`` and move the job's checkpoint to ``cursor``, in one transaction. A row
+    whose id exists (loaded earlier by the same job: the table started empty) is refused
+    (``Conflict``, nothing of the page kept), skipped or rewritten, per ``on_conflict``."""
     for row in rows:
         links_of(row.metadata)
         reject_nul(row.stored, "content")
@@ -152,17 +154,19 @@ async def load(db: PgDb, job: str, rows: Sequence[Row], vectors: Sequence[Any] |
         state = await _state(conn)
         if state is None or state["job"] != job:
             raise Conflict(f"bulk load {job!r} is not in progress in the target")
+        counts = ImportCounts()
         if rows:
             assert vectors is not None
-            await _copy_page(conn, rows, vectors, dim)
+            counts = await _copy_page(db, conn, rows, vectors, dim, on_conflict)
         await conn.execute(
             "UPDATE memorywire_meta SET value = %s WHERE key = %s",
             (json.dumps({"job": job, "cursor": list(cursor),
                          "done": int(state["done"]) + len(rows)}), BULK_KEY))
-    return len(rows)
+    return counts
 
 
-async def _copy_page(conn: Conn, rows: Sequence[Row], vectors: Sequence[Any], dim: int) -> None:
+async def _copy_page(db: PgDb, conn: Conn, rows: Sequence[Row], vectors: Sequence[Any],
+                     dim: int, on_conflict: OnConflict) -> ImportCounts:
     info = await TypeInfo.fetch(conn, "vector")
     if info is None:
         raise InvalidRequest("the vector extension is not installed in the target")
@@ -187,17 +191,30 @@ async def _copy_page(conn: Conn, rows: Sequence[Row], vectors: Sequence[Any], di
                     lexical_text(row.type, row.stored, row.metadata)))
     cols = ", ".join(_COLS[:-1])
     picked = cols.replace("metadata", "metadata::jsonb")
-    try:
-        async with conn.transaction():  # a savepoint: a duplicate id is named, not a crash
-            await conn.execute(f"INSERT INTO {TABLE} ({cols}, tsv) SELECT {picked}, "
-                               f"to_tsvector('{TS_CONFIG}', lexical) FROM {_STAGE}")
-    except psycopg.errors.UniqueViolation as exc:
-        raise Conflict(f"a row of this page already exists in the target: {exc}") from exc
-    await conn.execute(
-        "INSERT INTO memorywire_agent_counts (agent_id, rows) "
-        f"SELECT agent_id, count(*) FROM {_STAGE} GROUP BY agent_id "
-        "ON CONFLICT (agent_id) DO UPDATE "
-        "SET rows = memorywire_agent_counts.rows + EXCLUDED.rows")
+    cur = await conn.execute(
+        f"INSERT INTO {TABLE} ({cols}, tsv) SELECT {picked}, "
+        f"to_tsvector('{TS_CONFIG}', lexical) FROM {_STAGE} "
+        "ON CONFLICT (agent_id, id) DO NOTHING RETURNING agent_id, id")
+    inserted = [(r["agent_id"], r["id"]) for r in await cur.fetchall()]
+    added: dict[str, int] = {}
+    for agent_id, _ in inserted:
+        added[agent_id] = added.get(agent_id, 0) + 1
+    for agent_id, n in sorted(added.items()):
+        await conn.execute(
+            "INSERT INTO memorywire_agent_counts (agent_id, rows) VALUES (%s, %s) "
+            "ON CONFLICT (agent_id) DO UPDATE "
+            "SET rows = memorywire_agent_counts.rows + EXCLUDED.rows", (agent_id, n))
+    counts = ImportCounts(inserted=len(inserted))
+    new = set(inserted)
+    for row, vector in zip(rows, vectors, strict=True):
+        if (row.agent_id, row.id) in new:
+            new.discard((row.agent_id, row.id))  # a second row with that id is a conflict
+        elif decide(True, row, on_conflict):  # raises Conflict for ``fail``
+            await write_row(db, conn, row, True, vector)
+            counts.replaced += 1
+        else:
+            counts.skipped += 1
+    return counts
 
 
 def index_memory_bytes(rows: int, dim: int, ceiling: int = MAX_INDEX_MEMORY) -> int:

@@ -219,8 +219,9 @@ class PostgresStore:
         return await bulk.begin(self._db, job)
 
     async def bulk_load(self, job: str, rows: Sequence[Row], vectors: Sequence[Any] | None,
-                        cursor: Cursor) -> int:
-        return await bulk.load(self._db, job, rows, vectors, cursor)
+                        cursor: Cursor, on_conflict: OnConflict = OnConflict.FAIL
+                        ) -> ImportCounts:
+        return await bulk.load(self._db, job, rows, vectors, cursor, on_conflict)
 
     async def bulk_finish(self, job: str) -> dict[str, Any]:
         """Build the HNSW index (``bulk_index_workers`` parallel workers)."""

@@ -24,7 +24,7 @@ from memorywire.errors import BackendUnavailable, InvalidRequest
 from memorywire.governance.store import GovernedStore
 from memorywire.portability import export_dump, import_dump, migrate
 from memorywire.portability.moves import rows_of
-from memorywire.store.portable import OnConflict
+from memorywire.store.portable import OnConflict, cursor_of
 from memorywire.store.postgres import PostgresStore
 from memorywire.store.sqlite import SqliteStore
 from memorywire.testing import postgres as _pg
@@ -153,7 +153,8 @@ async def test_bulk_migration_killed_and_resumed_lands_every_record_once(
     args = [sys.executable, "-m", "memorywire.cli", "migrate", "--from",
             f"sqlite:///{tmp_path}/src.db", "--to", dsn, "--page", "5", "--checkpoint",
             str(checkpoint), "--quiet", "--embedder", "hashing"]
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=tmp_path)  # the report of a PostgreSQL target goes to ./
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if checkpoint.exists() and json.loads(checkpoint.read_text() or "{}").get("done", 0) >= 50:
@@ -175,7 +176,8 @@ async def test_bulk_migration_killed_and_resumed_lands_every_record_once(
         assert near[0][0] == "r1" and near[0][1] == pytest.approx(1.0)
     finally:
         await mid.aclose()
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:]
     report = json.loads(done.stdout)
     assert report["load"] == "bulk" and report["resumed"]
@@ -262,6 +264,29 @@ async def test_import_into_a_governed_target_goes_row_by_row_and_says_so(
         assert counts.load == "rows" and counts.inserted == 13
         assert counts.load_note is not None and "governed" in counts.to_json()["load_note"]
         assert _has_hnsw(dsn)
+    finally:
+        await source.aclose()
+        await target.aclose()
+
+
+async def test_a_load_killed_during_its_index_build_is_finished_by_the_rerun(
+        pg_server: _pg.PgHandle, tmp_path: Path) -> None:
+    """Every page committed, the build never committed (a kill during CREATE INDEX rolls it
+    back with the job's end): the rerun loads nothing, builds the index and verifies."""
+    clock = FakeClock()
+    source = await _source(tmp_path / "src.db", clock)
+    dsn = pg_server.create_database()
+    target = PostgresStore(dsn, embedder=HashingEmbedder(), clock=clock)
+    try:
+        job = "sqlite:// -> pg://"
+        assert await target.bulk_begin(job) is not None
+        rows = [r async for r in rows_of(source)]
+        await target.bulk_load(job, rows, await source.vectors_of(rows), cursor_of(rows[-1]))
+        assert not _has_hnsw(dsn)
+        result = await migrate(source, target, source_url="sqlite://", target_url="pg://",
+                               checkpoint=tmp_path / "ck.json", page=4)
+        assert result.load == "bulk" and result.resumed and result.counts.inserted == 0
+        assert result.verified == 13 and result.mismatches == [] and _has_hnsw(dsn)
     finally:
         await source.aclose()
         await target.aclose()

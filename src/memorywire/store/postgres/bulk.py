@@ -11,7 +11,7 @@ page: a page and its checkpoint commit together or not at all, so a load killed 
 resumes after the last committed page with nothing written twice and nothing missing. While
 the key exists the table has no HNSW index: searches run exact (a sequential scan), which
 gives the right answer over the rows loaded so far, only slower; opening such a store logs a
-warning naming the job (:func:`loading_job`).
+warning naming the job (:class:`memorywire.store.postgres.db.PgDb`).
 """
 
 from __future__ import annotations
@@ -41,8 +41,7 @@ from memorywire.store.postgres.migrations import BULK_KEY, HNSW_INDEX, TS_CONFIG
 from memorywire.store.postgres.sql import TABLE, reject_nul
 from memorywire.store.postgres.writes import write_row
 
-__all__ = ["BULK_KEY", "BulkIndex", "begin", "finish", "index_memory_bytes", "load",
-           "loading_job"]
+__all__ = ["BulkIndex", "begin", "finish", "index_memory_bytes", "load"]
 
 log = logging.getLogger(__name__)
 
@@ -96,17 +95,13 @@ class BulkIndex:
                 "parallel_workers": self.parallel_workers, "notices": self.notices}
 
 
-async def _state(conn: Conn) -> dict[str, Any] | None:
-    cur = await conn.execute("SELECT value FROM memorywire_meta WHERE key = %s", (BULK_KEY,))
+async def _state(conn: Conn, *, lock: bool = False) -> dict[str, Any] | None:
+    """The job's state; ``lock`` holds its row to the end of the transaction, so two
+    processes loading the same job take turns and neither count is lost."""
+    cur = await conn.execute("SELECT value FROM memorywire_meta WHERE key = %s"
+                             + (" FOR UPDATE" if lock else ""), (BULK_KEY,))
     got = await cur.fetchone()
     return None if got is None else dict(json.loads(got["value"]))
-
-
-async def loading_job(db: PgDb) -> str | None:
-    """The job of the bulk load this table is in the middle of, or ``None``."""
-    async with db.tx() as conn:
-        state = await _state(conn)
-    return None if state is None else str(state["job"])
 
 
 async def begin(db: PgDb, job: str) -> BulkState | None:
@@ -151,7 +146,7 @@ async def load(db: PgDb, job: str, rows: Sequence[Row], vectors: Sequence[Any] |
     if vectors is not None and any(len(v) != dim for v in vectors):
         raise InvalidRequest(f"given vectors do not have the store's dimension {dim}")
     async with db.tx() as conn:
-        state = await _state(conn)
+        state = await _state(conn, lock=True)
         if state is None or state["job"] != job:
             raise Conflict(f"bulk load {job!r} is not in progress in the target")
         counts = ImportCounts()

@@ -290,3 +290,20 @@ async def test_a_load_killed_during_its_index_build_is_finished_by_the_rerun(
     finally:
         await source.aclose()
         await target.aclose()
+
+
+async def test_cli_import_says_it_bulk_loaded(pg_server: _pg.PgHandle, tmp_path: Path) -> None:
+    source = await _source(tmp_path / "src.db", FakeClock())
+    try:
+        dump = await _dump_of(source, tmp_path / "d.jsonl")
+    finally:
+        await source.aclose()
+    dsn = pg_server.create_database()
+    done = subprocess.run([sys.executable, "-m", "memorywire.cli", "import", "--store", dsn,
+                           dump, "--quiet", "--embedder", "hashing"],
+                          env={**os.environ, "PYTHONPATH": SRC}, capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"inserted": 13, "replaced": 0, "skipped": 0}
+    assert "bulk load into an empty store; vector index built over 13 rows" in done.stderr
+    assert _has_hnsw(dsn)

@@ -216,7 +216,7 @@ async def test_migration_to_v3_stems_the_full_text_index(pg_dsn: str) -> None:
         conn.commit()
     s = PostgresStore(pg_dsn, EMB, relevance_floor=-1.0, lexical_floor=-1.0)
     try:
-        assert (await s.health()).details["schema_version"] == LATEST_VERSION == 3
+        assert (await s.health()).details["schema_version"] == LATEST_VERSION == 4
     finally:
         await s.aclose()
     with psycopg.connect(pg_dsn) as conn:

@@ -125,6 +125,11 @@ def _import(args: argparse.Namespace) -> int:
             progress.close()
             await store.aclose()
         print(plan.table(), file=sys.stderr)
+        if isinstance(counts, DumpImportCounts) and counts.index is not None:
+            print(f"bulk load into an empty store; vector index built over "
+                  f"{counts.index['rows']} rows in {counts.index['seconds']} s", file=sys.stderr)
+        elif isinstance(counts, DumpImportCounts) and counts.load_note is not None:
+            print(counts.load_note, file=sys.stderr)
         report: dict[str, Any] = {"inserted": counts.inserted, "replaced": counts.replaced,
                                   "skipped": counts.skipped}
         if isinstance(counts, DumpImportCounts) and any(

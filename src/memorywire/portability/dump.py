@@ -166,6 +166,8 @@ class DumpReader:
         self.count = 0
         #: The pending lines, once iteration has passed them (a review queue is small).
         self.pending: list[dict[str, Any]] = []
+        #: The footer line, once iteration has verified it.
+        self.footer: dict[str, Any] = {}
 
     def _next(self, expect: str) -> dict[str, Any]:
         try:
@@ -226,6 +228,7 @@ class DumpReader:
         if doc.get("digest") != "sha256:" + chain.hexdigest():
             raise InvalidRequest(f"dump line {n}: footer digest does not match the records "
                                  "(lines were reordered or replaced)")
+        self.footer = doc
 
     def _pending_line(self, doc: dict[str, Any], n: int) -> str:
         item = doc.get("pending")

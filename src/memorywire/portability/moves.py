@@ -1,32 +1,24 @@
-"""export, import and migrate as library functions, streaming a page of rows at a time.
+"""export and import as library functions, streaming a page of rows at a time.
 
 Memory stays constant in the number of records: rows are read in ``(created_at, id, agent_id)``
-pages
-through :class:`memorywire.store.portable.PortableStore`, and verification merge-joins the
-source and target streams (both ordered by the same key, which an import keeps).
-
-A migration writes a checkpoint (the cursor of the last committed page) after every page,
-atomically, so one killed at any point resumes where it stopped; the page after the
-checkpoint is re-imported with ``replace`` (it may be half-written in a store without
-transactions), which makes every record land exactly once.
+pages through :class:`memorywire.store.portable.PortableStore`; an import reads its dump
+twice (verify and plan, then write), never whole. ``migrate`` is in
+:mod:`memorywire.portability.migration`.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
-import json
-import os
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from memorywire.core.records import Row
-from memorywire.errors import CapabilityMissing, InvalidRequest
-from memorywire.portability.dump import DumpReader, DumpWriter, doc_of_row, open_dump
+from memorywire.errors import CapabilityMissing, Conflict, InvalidRequest
+from memorywire.portability.dump import DumpReader, DumpWriter, open_dump
 from memorywire.portability.governed import (
     history_of,
     pending_docs,
@@ -39,6 +31,7 @@ from memorywire.portability.governed import (
 from memorywire.portability.plan import FidelityPlan, FieldScan, plan_fidelity
 from memorywire.store.portable import (
     ALL_FIELDS,
+    BulkLoadable,
     Cursor,
     ImportCounts,
     OnConflict,
@@ -47,8 +40,8 @@ from memorywire.store.portable import (
     cursor_of,
 )
 
-__all__ = ["DumpImportCounts", "MigrateResult", "dump_chunks", "export_dump", "import_dump",
-           "migrate", "portable", "public_url"]
+__all__ = ["DumpImportCounts", "dump_chunks", "export_dump", "import_dump", "portable",
+           "public_url", "rows_of", "same_embedder"]
 
 PAGE = 500
 
@@ -205,11 +198,23 @@ class DumpImportCounts(ImportCounts):
     history: int = 0
     pending: int = 0
     pending_skipped: int = 0
+    #: ``rows`` (``import_rows`` page by page) or ``bulk`` (an empty target's bulk load).
+    load: str = "rows"
+    #: Why a target that can bulk-load did not, when that was a choice (governance).
+    load_note: str | None = None
+    #: How a bulk load built what it deferred, else ``None``.
+    index: dict[str, Any] | None = None
 
-    def to_json(self) -> dict[str, int]:
-        return {"inserted": self.inserted, "replaced": self.replaced, "skipped": self.skipped,
-                "history": self.history, "pending": self.pending,
-                "pending_skipped": self.pending_skipped}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "inserted": self.inserted, "replaced": self.replaced, "skipped": self.skipped,
+            "history": self.history, "pending": self.pending,
+            "pending_skipped": self.pending_skipped, "load": self.load}
+        if self.load_note is not None:
+            out["load_note"] = self.load_note
+        if self.index is not None:
+            out["index"] = self.index
+        return out
 
 
 async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConflict.FAIL,
@@ -236,6 +241,7 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
             scan.add(entry.row)
             all_vectors = all_vectors and entry.vector is not None
             with_history += bool(entry.history)
+        digest = str(reader.footer.get("digest"))
         kept = frozenset(reader.header.get("kept_fields") or ALL_FIELDS)
         source = str(reader.header.get("source"))
         embedder = reader.header.get("embedder") or {}
@@ -253,9 +259,35 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
              and (embedder.get("id"), embedder.get("dim"))
              == (store.embedder.name, store.embedder.dim))
     counts = DumpImportCounts()
+    job = f"import of dump {digest}"
+    loader = dst if isinstance(dst, BulkLoadable) else None
+    if loader is not None and gov is not None:
+        # History and the audit entry of a page are written after the page, outside its
+        # transaction; a resumed bulk load skips committed pages, so it could skip those.
+        loader = None
+        counts.load_note = ("governed target: rows are imported page by page (no bulk "
+                            "load), so each page's audit entry and history follow it")
+    bulk = None if loader is None else await loader.bulk_begin(job)
+    if bulk is not None:
+        counts.load = "bulk"
+    skip_first = 0 if bulk is None else bulk.done
 
     async def flush(batch: list[Row], vectors: list[Any],
                     histories: list[list[dict[str, Any]] | None]) -> None:
+        nonlocal skip_first
+        if loader is not None and bulk is not None:
+            # The job's count says how many dump records a killed run committed already.
+            drop = min(skip_first, len(batch))
+            skip_first -= drop
+            batch, vectors = batch[drop:], vectors[drop:]
+            if batch:
+                try:
+                    counts.add(await loader.bulk_load(job, batch, vectors if reuse else None,
+                                                      cursor_of(batch[-1]), on_conflict))
+                except (Conflict, InvalidRequest):
+                    await loader.bulk_finish(job)  # a refusal ends the job (index built)
+                    raise
+            return
         wrote = await _write(dst, batch, vectors if reuse else None, on_conflict)
         counts.add(wrote)
         if gov is None:
@@ -289,116 +321,9 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
             done += len(batch)
         if progress is not None:
             progress(done, scan.rows)
+        if loader is not None and bulk is not None:
+            counts.index = await loader.bulk_finish(job)
         if gov is not None and reader.pending:
             counts.pending, counts.pending_skipped = await restage(
                 gov, reader.pending, source, skip_conflicts=on_conflict is not OnConflict.FAIL)
     return plan, counts
-
-
-@dataclass
-class MigrateResult:
-    plan: FidelityPlan
-    counts: ImportCounts = field(default_factory=ImportCounts)
-    resumed: bool = False
-    vectors: str = "re-embedded"
-    verified: int = 0
-    mismatches: list[str] = field(default_factory=list)
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"plan": self.plan.to_json(), "inserted": self.counts.inserted,
-                "replaced": self.counts.replaced, "skipped": self.counts.skipped,
-                "resumed": self.resumed, "vectors": self.vectors, "verified": self.verified,
-                "mismatches": self.mismatches, "seconds": self.seconds}
-
-
-def _save(path: Path, state: dict[str, Any]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(state, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _differences(a: Row, b: Row, compared: list[str]) -> list[str]:
-    da, db = doc_of_row(a), doc_of_row(b)
-    return [n for n in compared if da.get(n, da.get("content")) != db.get(n, db.get("content"))]
-
-
-async def verify(src: PortableStore, dst: PortableStore, plan: FidelityPlan,
-                 result: MigrateResult, agents: set[str]) -> None:
-    """Read every source row back from the target and compare the fields the plan keeps.
-
-    Agent by agent (a target may list one agent at a time), merge-joining the two ordered
-    streams, so memory stays constant in the number of records."""
-    compared = ["content" if f.field == "stored" else f.field
-                for f in plan.fields if f.fate == "kept"]
-    for agent_id in sorted(agents):
-        target = rows_of(dst, agent_id)
-        current: Row | None = await anext(target, None)
-        async for row in rows_of(src, agent_id):
-            while current is not None and cursor_of(current) < cursor_of(row):
-                current = await anext(target, None)
-            if current is None or cursor_of(current) != cursor_of(row):
-                result.mismatches.append(f"{row.agent_id}/{row.id}: missing in the target")
-                continue
-            diff = _differences(row, current, compared)
-            if diff:
-                result.mismatches.append(f"{row.agent_id}/{row.id}: {', '.join(diff)} differ")
-            result.verified += 1
-
-
-async def migrate(source: Any, target: Any, *, source_url: str, target_url: str,
-                  checkpoint: Path, dry_run: bool = False, allow_loss: set[str] | None = None,
-                  reembed: bool = False, page: int = PAGE,
-                  progress: Callable[[int, int], None] | None = None) -> MigrateResult:
-    """Plan, refuse a lossy plan not allowed, copy every row (all states), then verify.
-
-    Stored vectors are copied instead of re-embedded when both stores embed with the same
-    embedder (and ``reembed`` is off)."""
-    src, dst = portable(source), portable(target)
-    started = time.perf_counter()
-    scan = FieldScan()
-    async for row in rows_of(src, page=page):
-        scan.add(row)
-    plan = plan_fidelity(public_url(source_url), public_url(target_url), src.kept_fields,
-                         dst.kept_fields, scan)
-    result = MigrateResult(plan)
-    reuse = not reembed and same_embedder(source, target)
-    if reuse:
-        result.vectors = "reused"
-    result.seconds["plan"] = time.perf_counter() - started
-    plan.refuse_unless(allow_loss or set())
-    if dry_run:
-        return result
-    state: dict[str, Any] = {"from": public_url(source_url), "to": public_url(target_url),
-                             "cursor": None, "done": 0, "finished": False}
-    if checkpoint.exists():
-        saved = json.loads(checkpoint.read_text(encoding="utf-8"))
-        if (saved.get("from"), saved.get("to")) != (state["from"], state["to"]):
-            raise InvalidRequest(f"checkpoint {checkpoint} belongs to another migration "
-                                 f"({saved.get('from')} -> {saved.get('to')})")
-        state, result.resumed = saved, True
-    copy_started = time.perf_counter()
-    on_conflict = OnConflict.REPLACE if result.resumed else OnConflict.FAIL
-    after: Cursor | None = None if state["cursor"] is None else tuple(state["cursor"])
-    if progress is not None:
-        progress(state["done"], scan.rows)
-    while not state["finished"]:
-        rows = await src.export_rows(None, after, page)
-        if rows:
-            vectors = await source.vectors_of(rows) if reuse else None
-            result.counts.add(await _write(dst, rows, vectors, on_conflict))
-            after = cursor_of(rows[-1])
-            state["cursor"], state["done"] = list(after), state["done"] + len(rows)
-        state["finished"] = len(rows) < page
-        _save(checkpoint, state)
-        on_conflict = OnConflict.FAIL
-        if progress is not None:
-            progress(state["done"], scan.rows)
-    result.seconds["copy"] = time.perf_counter() - copy_started
-    verify_started = time.perf_counter()
-    await verify(src, dst, plan, result, scan.agents)
-    result.seconds["verify"] = time.perf_counter() - verify_started
-    return result

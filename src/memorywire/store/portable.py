@@ -22,8 +22,8 @@ from memorywire.core.records import Row
 from memorywire.embed.base import Embedder
 from memorywire.errors import Conflict
 
-__all__ = ["ALL_FIELDS", "Cursor", "ImportCounts", "OnConflict", "PortableStore", "VectorPortable",
-           "cursor_of", "decide", "page_of"]
+__all__ = ["ALL_FIELDS", "BulkLoadable", "BulkState", "Cursor", "ImportCounts", "OnConflict",
+           "PortableStore", "VectorPortable", "cursor_of", "decide", "page_of"]
 
 #: Every field of a core row, in declaration order.
 ALL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Row))
@@ -89,6 +89,39 @@ class VectorPortable(Protocol):
                           vectors: Sequence[Any] | None = None) -> ImportCounts:
         """As :meth:`PortableStore.import_rows`; ``vectors`` (one per row, from the same
         embedder) are stored instead of embedding the text."""
+        ...
+
+
+@dataclass
+class BulkState:
+    """Where a bulk load stands in its target: the cursor of the last committed page (``None``
+    before the first) and how many rows it has loaded."""
+
+    cursor: Cursor | None
+    done: int
+
+
+@runtime_checkable
+class BulkLoadable(Protocol):
+    """A store that loads a whole migration faster into an empty table than row by row: it
+    defers its own indexing to :meth:`bulk_finish` and keeps the job's checkpoint itself,
+    committed with each page, so a killed load resumes exactly after its last page."""
+
+    async def bulk_begin(self, job: str) -> BulkState | None:
+        """Start job ``job`` (a store holding no rows) or find it to resume; ``None`` when
+        the store holds rows outside any bulk load (rows then go in by ``import_rows``)."""
+        ...
+
+    async def bulk_load(self, job: str, rows: Sequence[Row], vectors: Sequence[Any] | None,
+                        cursor: Cursor, on_conflict: OnConflict = OnConflict.FAIL
+                        ) -> ImportCounts:
+        """Insert rows (embedding their text unless ``vectors`` are given) and move the job's
+        checkpoint to ``cursor`` (its count by ``len(rows)``), atomically; a row whose id the
+        job already loaded goes per ``on_conflict``."""
+        ...
+
+    async def bulk_finish(self, job: str) -> dict[str, Any]:
+        """Build what was deferred and end the job; a description of the build."""
         ...
 
 

@@ -5,6 +5,8 @@ Driver errors become memorywire errors in :meth:`PgDb.tx` only.
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,12 +21,14 @@ from memorywire.core.clock import Clock
 from memorywire.embed.base import Embedder
 from memorywire.errors import MemorywireError
 from memorywire.store._common import resolve_embedder
-from memorywire.store.postgres.migrations import migrate
+from memorywire.store.postgres.migrations import BULK_KEY, migrate
 from memorywire.store.postgres.sql import translate_error
 
 __all__ = ["Conn", "PgDb"]
 
 Conn = psycopg.AsyncConnection[dict[str, Any]]
+
+log = logging.getLogger(__name__)
 
 
 class PgDb:
@@ -82,10 +86,20 @@ class PgDb:
                 await self.pool.open()
                 async with self.pool.connection() as conn:
                     await migrate(conn, embedder, self.clock.now_ms())
+                    cur = await conn.execute(
+                        "SELECT value FROM memorywire_meta WHERE key = %s", (BULK_KEY,))
+                    loading = await cur.fetchone()
+                    await conn.commit()
             except MemorywireError:
                 raise
             except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
                 raise translate_error(exc) from exc
+            if loading is not None:
+                # Searches stay right (exact, without the vector index) but slow, and the
+                # table holds only the rows loaded so far: say so once, where operators look.
+                log.warning("%s is in the middle of a bulk load (%s): %s", self.name,
+                            json.loads(loading["value"]).get("job"),
+                            "searches scan every row until it finishes")
             self._ready = True
 
     async def close(self) -> None:

@@ -15,10 +15,16 @@ import psycopg
 from memorywire.embed.base import Embedder
 from memorywire.errors import EmbedderMismatch, StoreCorrupt
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "TS_CONFIG", "migrate", "migration_sql"]
+__all__ = ["BULK_KEY", "HNSW_INDEX", "LATEST_VERSION", "MIGRATIONS", "TS_CONFIG", "migrate",
+           "migration_sql"]
 
 #: The text search configuration of the full-text index and of every query against it.
 TS_CONFIG = "english"
+
+#: The vector index (dropped and rebuilt by a bulk load, :mod:`memorywire.store.postgres.bulk`).
+HNSW_INDEX = "memorywire_memories_hnsw"
+#: The ``memorywire_meta`` key of a bulk load in progress (its job, cursor and count).
+BULK_KEY = "bulk_load"
 
 Conn = psycopg.AsyncConnection[dict[str, Any]]
 
@@ -83,7 +89,16 @@ _V3 = [
         ELSE to_tsvector('{TS_CONFIG}', content) END""",
 ]
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (tuple(_V1), tuple(_V2), tuple(_V3))
+# v4: the export order ``(created_at, id, agent_id)``, over every agent and within one, is
+# read from an index: without one every export page (a migration, its verification) sorted
+# the whole table or the whole agent again, which is quadratic in the number of rows.
+_V4 = [
+    "CREATE INDEX memorywire_memories_export ON memorywire_memories (created_at, id, agent_id)",
+    """CREATE INDEX memorywire_memories_agent_export ON memorywire_memories
+        (agent_id, created_at, id)""",
+]
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (tuple(_V1), tuple(_V2), tuple(_V3), tuple(_V4))
 LATEST_VERSION = len(MIGRATIONS)
 
 

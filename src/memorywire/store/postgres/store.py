@@ -49,8 +49,8 @@ from memorywire.store._common import (
 from memorywire.store.base import Capability, Health
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
-from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
-from memorywire.store.postgres import evidence, maintenance, portable, purge, writes
+from memorywire.store.portable import ALL_FIELDS, BulkState, Cursor, ImportCounts, OnConflict
+from memorywire.store.postgres import bulk, evidence, maintenance, portable, purge, writes
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.sql import (
     RECORD_COLS,
@@ -105,6 +105,10 @@ class PostgresStore:
 
     ``entity_gate`` (default on, as on SqliteStore) lets a question that names someone known
     come back empty when nothing answers it beyond the name (``core.entity_gate``)."""
+
+    #: Parallel workers for the HNSW build at the end of a bulk load (``None``: the server's
+    #: ``max_parallel_maintenance_workers``, 2 by default).
+    bulk_index_workers: int | None = None
 
     def __init__(
         self,
@@ -242,6 +246,19 @@ class PostgresStore:
 
     async def vectors_of(self, rows: Sequence[Row]) -> list[Any]:
         return await portable.vectors_of(self._db, rows)
+
+    async def bulk_begin(self, job: str) -> BulkState | None:
+        return await bulk.begin(self._db, job)
+
+    async def bulk_load(self, job: str, rows: Sequence[Row], vectors: Sequence[Any] | None,
+                        cursor: Cursor, on_conflict: OnConflict = OnConflict.FAIL
+                        ) -> ImportCounts:
+        return await bulk.load(self._db, job, rows, vectors, cursor, on_conflict)
+
+    async def bulk_finish(self, job: str) -> dict[str, Any]:
+        """Build the HNSW index (``bulk_index_workers`` parallel workers)."""
+        built = await bulk.finish(self._db, job, parallel_workers=self.bulk_index_workers)
+        return built.to_json()
 
     # --- reads -------------------------------------------------------------------------------
 

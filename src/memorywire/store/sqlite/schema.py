@@ -57,6 +57,8 @@ CREATE TABLE IF NOT EXISTS memories(
     UNIQUE(agent_id, id)
 );
 CREATE INDEX IF NOT EXISTS memories_by_age ON memories(agent_id, created_at, id);
+-- The export order over every agent (portability): without it each page sorts the table.
+CREATE INDEX IF NOT EXISTS memories_by_export ON memories(created_at, id, agent_id);
 CREATE INDEX IF NOT EXISTS memories_scope ON memories(
     agent_id, rid, id, user_id, type, created_at, expires_at, demoted, deleted_at, archived_at
 );

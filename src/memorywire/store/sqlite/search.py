@@ -248,7 +248,9 @@ def rank_scope(
     lexical = _in_scope(lexical_rids(conn, req.agent_id, req.query, max(20 * pool, 1000),
                                      scope_rows=index.n, units=units), index, mask, pool)
     feedback: list[int] = []
-    if feedback_weight > 0:
+    # Feedback expands the query's own words: a query of stop words has none, and its
+    # ranking stays the vector ranking.
+    if feedback_weight > 0 and _units(req.query):
         words = feedback_query(conn, lambda w, cap: _rows(conn, _quote(w), cap), req.query, [
             int(index.rids[p]) for p in _seeds(top, lexical, lexical_weight)])
         if words:

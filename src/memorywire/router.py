@@ -398,7 +398,8 @@ class MemoryRouter(GraphEdges, FanOut):
             for f in fused[: req.k]
         ]
         if req.include_superseded or req.as_of is not None:
-            results = rank_current_first(results, req.as_of if req.as_of is not None else now)
+            results = rank_current_first(results, req.as_of if req.as_of is not None else now,
+                                         as_of=req.as_of is not None)
         return RecallResponse(
             results=results, fusion_used=req.fusion,
             stores_queried=[s.name for s in self._stores if s.name in answered],

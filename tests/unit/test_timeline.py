@@ -73,6 +73,21 @@ async def test_chain_and_as_of(store: MemoryStore) -> None:
     assert await _ask(store, as_of=50) == []
 
 
+async def test_as_of_ranks_what_held_then_above_a_weaker_unrelated_hit(
+        store: MemoryStore) -> None:
+    """Issue 17 regression: the value that held at ``as_of`` and was superseded *later* was
+    ranked as stale, behind any weaker hit never superseded (here the user's hotel); with the
+    list gate keeping such hits, ``as_of`` answered the neighbour."""
+    hotel = "The user's favourite hotel chain is Hilton."
+    klm = await _put(store, KLM)
+    await _put(store, hotel)
+    await _put(store, RYANAIR, supersedes=[klm])
+    then = 1_002_500  # after KLM and the hotel, before Ryanair
+    shown = await _ask(store, as_of=then)
+    assert shown[0] == KLM, shown
+    assert RYANAIR not in shown
+
+
 async def test_forgetting_the_newer_fact_does_not_reopen_the_older(store: MemoryStore) -> None:
     old = await _put(store, KLM)
     new = await _put(store, RYANAIR, supersedes=[old])

@@ -125,9 +125,15 @@ def is_visible(hit: RecallHit, req: RecallRequest, now: int) -> bool:
     return v.superseded_by is None and v.holds_at(now)
 
 
-def rank_current_first(hits: list[RecallHit], now: int) -> list[RecallHit]:
-    """Current hits keep their order; no longer valid ones follow (stable within each)."""
+def rank_current_first(hits: list[RecallHit], now: int, *,
+                       as_of: bool = False) -> list[RecallHit]:
+    """Current hits keep their order; no longer valid ones follow (stable within each).
+
+    With ``as_of`` (``now`` is the asked point in time) only validity at ``now`` counts: a
+    value superseded *later* was the truth then, and ranking it behind every hit never
+    superseded made ``as_of`` answer an unrelated neighbour (issue 17's regression).
+    """
     def stale(h: RecallHit) -> bool:
         v = hit_validity(h)
-        return v.superseded_by is not None or not v.holds_at(now)
+        return (not as_of and v.superseded_by is not None) or not v.holds_at(now)
     return [h for h in hits if not stale(h)] + [h for h in hits if stale(h)]

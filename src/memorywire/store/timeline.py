@@ -356,5 +356,6 @@ async def recall_in_time(req: RecallRequest, search: Search, now: int) -> Recall
         kept = [h for h in resp.results if is_visible(h, req, now)]
     hits = [annotate(h) for h in kept]
     if req.include_superseded or req.as_of is not None:
-        hits = rank_current_first(hits, req.as_of if req.as_of is not None else now)
+        hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,
+                                  as_of=req.as_of is not None)
     return resp.model_copy(update={"results": hits[:req.k]})

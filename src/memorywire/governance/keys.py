@@ -17,6 +17,7 @@ rotating it never breaks verification. See docs/decisions.md for the rotation st
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
@@ -27,9 +28,32 @@ from typing import Any
 from memorywire.errors import InvalidRequest
 from memorywire.governance.chain import canonical_json
 
-__all__ = ["AuditKey", "default_key_path"]
+__all__ = ["AuditKey", "create_once", "default_key_path"]
 
 ENV = "MEMORYWIRE_AUDIT_KEY_FILE"
+
+
+def create_once(path: Path, data: bytes) -> None:
+    """Publish a secret file whole, or leave the one another process published first.
+
+    Several servers sharing one PostgreSQL database start at once and each may find the key
+    missing. Writing in place (``O_EXCL`` then ``write``) lets a second process see the file
+    before its bytes are there and read an empty key; instead the bytes go to a private temp
+    file that is hard-linked into place, which either appears complete or fails because the
+    other process's file is already there, in which case theirs is used.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        with contextlib.suppress(FileExistsError):  # theirs is already in place
+            os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def default_key_path(target: str | Path, *, postgres: bool) -> Path:
@@ -56,10 +80,7 @@ class AuditKey:
     def load_or_create(cls, path: str | Path) -> AuditKey:
         p = Path(path)
         if not p.exists():
-            p.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(secrets.token_hex(32) + "\n")
+            create_once(p, (secrets.token_hex(32) + "\n").encode("ascii"))
         text = p.read_text(encoding="utf-8").strip()
         try:
             return cls(bytes.fromhex(text))

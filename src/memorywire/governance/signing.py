@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.serialization import (
 
 from memorywire.errors import InvalidRequest
 from memorywire.governance.db import is_postgres_url
+from memorywire.governance.keys import create_once
 
 __all__ = ["SigningKey", "SigningKeySource", "default_signing_key_path", "load_signing_key_file"]
 
@@ -61,15 +62,8 @@ class SigningKeySource:
     def get(self) -> Ed25519PrivateKey | None:
         if self._key is None and self.path is not None:
             if self._create and not self.path.exists():
-                self.path.parent.mkdir(parents=True, exist_ok=True)
                 pem = Ed25519PrivateKey.generate().private_bytes(
                     Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
-                try:
-                    fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                except FileExistsError:  # another process created it first: use theirs
-                    pass
-                else:
-                    with os.fdopen(fd, "wb") as fh:
-                        fh.write(pem)
+                create_once(self.path, pem)  # another process may win: then theirs is used
             self._key = load_signing_key_file(self.path)
         return self._key

@@ -27,6 +27,8 @@ times: on the dev corpus (``ATTRIBUTES``, the one the detector was tuned on), on
 corpus (``DEV_PARAPHRASE``, under ``dev_paraphrase``: other attributes with two or three
 paraphrases each, written for issue 17's meaning rule and tuned on too) and on a held-out
 corpus (``HELDOUT``: other attributes and phrasings, never used to tune), under ``heldout``.
+The three corpora are data, in ``benchmarks/corpus/updates_dev.jsonl``,
+``updates_dev_paraphrase.jsonl`` and ``updates_heldout.jsonl``.
 
     python benchmarks/updates.py [--users 130] [--paraphrase-users 130] [--heldout-users 100]
         [--seed 7] [--json] [--out PATH] [--hashing]
@@ -51,146 +53,36 @@ from memorywire.embed.base import Embedder
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
-# attribute: (templates [canonical, paraphrase...], question, values)
-ATTRIBUTES: dict[str, tuple[list[str], str, list[str]]] = {
-    "airline": (["The user's favourite airline is {}.", "The user now prefers to fly {}."],
-                "Which airline does the user like flying with?",
-                ["KLM", "Ryanair", "easyJet", "Lufthansa", "Delta", "Emirates", "Iberia",
-                 "Qantas", "Finnair", "Vueling"]),
-    "hotel": (["The user's favourite hotel chain is {}.", "The user switched to {} hotels."],
-              "Which hotels does the user prefer to stay at?",
-              ["Hilton", "Marriott", "Hyatt", "Accor", "Radisson", "Ibis", "Sheraton",
-               "Novotel", "Kempinski", "Westin"]),
-    "city": (["The user lives in {}.", "The user now lives in {}."],
-             "Where is the user's home?",
-             ["Berlin", "Paris", "Madrid", "Lisbon", "Vienna", "Prague", "Dublin", "Oslo",
-              "Zurich", "Warsaw", "Rome", "Athens"]),
-    "employer": (["The user works at {}.", "The user has a new job at {}."],
-                 "Which company employs the user?",
-                 ["Siemens", "Google", "Spotify", "Zalando", "Adidas", "Bosch", "Nokia",
-                  "Philips", "Ikea", "Airbus"]),
-    "role": (["The user's job title is {}.", "The user was promoted to {}."],
-             "What job does the user have now?",
-             ["junior engineer", "senior engineer", "team lead", "engineering manager",
-              "director", "principal architect", "product manager", "data scientist"]),
-    "cats": (["The user has {} cats.", "The user now has {} cats."],
-             "How many cats does the user own?",
-             ["1", "2", "3", "4", "5", "6"]),
-    "car": (["The user drives a {}.", "The user now drives a {}."],
-            "What car does the user have?",
-            ["Volkswagen Golf", "Tesla Model 3", "Toyota Prius", "BMW i3", "Fiat 500",
-             "Volvo XC40", "Renault Zoe", "Skoda Octavia"]),
-    "food": (["The user's favourite food is {}.", "The user now loves {} most."],
-             "What dish does the user enjoy the most?",
-             ["sushi", "pizza", "ramen", "tacos", "paella", "curry", "falafel", "lasagne"]),
-    "phone": (["The user's phone is a {}.", "The user switched to a {} phone."],
-              "What mobile phone does the user have?",
-              ["Pixel 8", "iPhone 15", "Galaxy S24", "Fairphone 5", "OnePlus 12",
-               "Nothing Phone"]),
-    "gym": (["The user trains at {} gym.", "The user changed to {} gym."],
-            "At which gym does the user exercise?",
-            ["McFit", "Urban Sports", "Basic-Fit", "John Reed", "FitX", "Holmes Place"]),
-}
+#: An attribute: (templates [canonical, paraphrase...], question, values).
+Attributes = dict[str, tuple[list[str], str, list[str]]]
+CORPUS = Path(__file__).resolve().parent / "corpus"
+
+
+def load_attributes(path: Path) -> Attributes:
+    """A corpus of attributes, one JSON object a line (``attribute``, ``templates``,
+    ``question``, ``values``), in file order: the generator samples from it with a seed, so
+    the order is part of the corpus."""
+    out: Attributes = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                a = json.loads(line)
+                out[a["attribute"]] = (a["templates"], a["question"], a["values"])
+    return out
+
+
+#: The dev corpus (the one the detector was tuned on).
+ATTRIBUTES = load_attributes(CORPUS / "updates_dev.jsonl")
 #: Dev corpus, part two (written for issue 17's detector, tuned on like ``ATTRIBUTES``): other
 #: attributes, each with two to three paraphrases that often name the slot with other words
 #: ("broadband" for "internet provider", "boss" for "manager") or put the value first, so the
 #: rules are tuned on phrasings that do not share the canonical template's words.
-DEV_PARAPHRASE: dict[str, tuple[list[str], str, list[str]]] = {
-    "streaming": (["The user watches shows on {}.",
-                   "The user cancelled the old service and subscribed to {}.",
-                   "These days the user streams everything on {}."],
-                  "Which streaming service does the user pay for?",
-                  ["Netflix", "Hulu", "Mubi", "Crunchyroll", "Paramount", "Peacock"]),
-    "band": (["The user's favourite band is {}.",
-              "The user can't stop listening to {} lately.",
-              "{} is the user's top artist now."],
-             "Which music does the user listen to most?",
-             ["Radiohead", "Coldplay", "Muse", "Queen", "Metallica", "Abba"]),
-    "browser": (["The user browses the web with {}.",
-                 "The user replaced the old browser with {}.",
-                 "The user uses {} as the default browser now."],
-                "Which web browser does the user use?",
-                ["Firefox", "Chrome", "Safari", "Brave", "Opera", "Vivaldi"]),
-    "shoes": (["The user runs in {} shoes.", "The user bought new {} running shoes.",
-               "The user's trainers are from {} now."],
-              "Which brand of running shoes does the user wear?",
-              ["Nike", "Asics", "Brooks", "Hoka", "Saucony", "Mizuno"]),
-    "internet": (["The user's internet provider is {}.",
-                  "The user's broadband comes from {} now.",
-                  "The user signed up with {} for internet at home."],
-                 "Who provides the user's internet connection?",
-                 ["Vodafone", "Telekom", "Orange", "Virgin", "Comcast", "Ziggo"]),
-    "children": (["The user has {} children.", "The user now has {} kids.",
-                  "The user's family has grown to {} children."],
-                 "How many children does the user have?",
-                 ["1", "2", "3", "4", "5"]),
-    "weight": (["The user weighs {} kg.", "The user is down to {} kg now.",
-                "The user's weight is {} kilos these days."],
-               "How heavy is the user?",
-               ["70", "72", "74", "76", "78", "80", "82"]),
-    "laptop": (["The user works on a {} laptop.", "The user upgraded to a {}.",
-                "The user's computer is a {} now."],
-               "Which laptop does the user have?",
-               ["MacBook Air", "ThinkPad X1", "Dell XPS", "Surface Laptop", "Framework 13"]),
-    "commute": (["The user commutes by {}.", "The user now gets to work by {}.",
-                 "The user gave up driving and goes to the office by {} instead."],
-                "How does the user get to work?",
-                ["bike", "train", "bus", "tram", "scooter", "ferry"]),
-    "podcast": (["The user's favourite podcast is {}.", "The user now mostly listens to {}.",
-                 "The user discovered {} and plays it every day."],
-                "Which podcast does the user listen to?",
-                ["Serial", "Radiolab", "Freakonomics", "Hardcore History", "Reply All"]),
-    "instrument": (["The user plays the {}.", "The user took up the {} instead.",
-                    "The user practises the {} these days."],
-                   "Which musical instrument does the user play?",
-                   ["piano", "guitar", "violin", "cello", "drums", "flute"]),
-    "manager": (["The user's manager is {}.", "The user reports to {} now.",
-                 "The user got a new boss, {}."],
-                "Who is the user's boss?",
-                ["Karen", "Peter", "Ingrid", "Ravi", "Mei", "Jonas"]),
-}
+DEV_PARAPHRASE = load_attributes(CORPUS / "updates_dev_paraphrase.jsonl")
 #: A second corpus, written before the detector was tuned and never used to tune it: other
 #: attributes, other phrasings (the update often names the slot differently), so the dev
 #: numbers can be checked for over-fitting.
-HELDOUT: dict[str, tuple[list[str], str, list[str]]] = {
-    "bank": (["The user banks with {}.", "The user moved their account to {}."],
-             "Which bank does the user use?",
-             ["ING", "Revolut", "N26", "Barclays", "HSBC", "Santander", "Monzo"]),
-    "team": (["The user supports {} in football.", "The user is a {} fan these days."],
-             "Which football club does the user cheer for?",
-             ["Arsenal", "Liverpool", "Bayern", "Ajax", "Juventus", "Benfica", "Celtic"]),
-    "language": (["The user is learning {}.", "The user started taking {} lessons instead."],
-                 "Which language is the user studying?",
-                 ["Spanish", "Japanese", "German", "Italian", "Korean", "Portuguese"]),
-    "dog": (["The user's dog is called {}.", "The user renamed the dog {}."],
-            "What is the name of the user's dog?",
-            ["Max", "Bella", "Luna", "Rocky", "Charlie", "Daisy"]),
-    "age": (["The user is {} years old.", "The user just turned {}."],
-            "How old is the user?",
-            ["31", "32", "33", "34", "35", "36"]),
-    "coffee": (["The user drinks {} every morning.", "The user has switched to {} for breakfast."],
-               "What does the user drink in the morning?",
-               ["espresso", "cappuccino", "green tea", "flat white", "oat latte",
-                "black coffee"]),
-    "editor": (["The user codes in {}.", "The user changed editors and now uses {}."],
-               "Which code editor does the user use?",
-               ["Vim", "Emacs", "VS Code", "PyCharm", "Zed", "Sublime Text"]),
-    "partner": (["The user's partner is {}.", "The user is now in a relationship with {}."],
-                "Who is the user's partner?",
-                ["Anna", "Sophie", "Lukas", "Marco", "Elena", "Tom"]),
-    "salary": (["The user earns {} euros a year.", "The user got a raise to {} euros."],
-               "How much money does the user make?",
-               ["52000", "58000", "61000", "67000", "72000", "80000"]),
-    "rooms": (["The user's flat has {} rooms.", "The user's new apartment has {} rooms."],
-              "How many rooms are in the user's home?",
-              ["1", "2", "3", "4", "5"]),
-    "doctor": (["The user's doctor is Dr {}.", "The user sees a new GP, Dr {}."],
-               "Who is the user's family doctor?",
-               ["Meyer", "Rossi", "Novak", "Garcia", "Schmidt", "Dubois"]),
-    "sport": (["The user plays {} on weekends.", "The user gave up the old sport for {}."],
-              "Which sport does the user do?",
-              ["tennis", "squash", "badminton", "volleyball", "golf", "padel"]),
-}
+HELDOUT = load_attributes(CORPUS / "updates_heldout.jsonl")
+
 STEP_MS = 60_000
 AGENTS = ("plain", "explicit", "auto")
 
@@ -206,8 +98,6 @@ class Chain:
     ids: dict[str, list[str]] = field(default_factory=dict)
     times: list[int] = field(default_factory=list)
 
-
-Attributes = dict[str, tuple[list[str], str, list[str]]]
 
 
 def generate(users: int, seed: int, attributes: Attributes = ATTRIBUTES) -> list[Chain]:

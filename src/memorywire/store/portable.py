@@ -22,8 +22,9 @@ from memorywire.core.records import Row
 from memorywire.embed.base import Embedder
 from memorywire.errors import Conflict
 
-__all__ = ["ALL_FIELDS", "BulkLoadable", "BulkState", "Cursor", "ImportCounts", "OnConflict",
-           "PortableStore", "VectorPortable", "cursor_of", "decide", "page_of"]
+__all__ = ["ALL_FIELDS", "EXPORT_ORDER", "BulkLoadable", "BulkState", "Cursor", "ImportCounts",
+           "OnConflict", "PortableStore", "VectorPortable", "cursor_of", "decide",
+           "export_page_sql", "page_of"]
 
 #: Every field of a core row, in declaration order.
 ALL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Row))
@@ -31,6 +32,9 @@ ALL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Row))
 #: An export cursor: the ``(created_at, id, agent_id)`` of the last row of the previous page
 #: (ids are unique per agent only, so the agent breaks ties between agents).
 Cursor = tuple[int, str, str]
+#: The export order, most significant column first: the columns of a :data:`Cursor`, which
+#: :func:`cursor_of`, :func:`page_of` and every SQL store's :func:`export_page_sql` follow.
+EXPORT_ORDER: tuple[str, str, str] = ("created_at", "id", "agent_id")
 
 
 class OnConflict(StrEnum):
@@ -123,6 +127,23 @@ class BulkLoadable(Protocol):
     async def bulk_finish(self, job: str) -> dict[str, Any]:
         """Build what was deferred and end the job; a description of the build."""
         ...
+
+
+def export_page_sql(agent_id: str | None, after: Cursor | None,
+                    mark: str) -> tuple[str, str, list[Any]]:
+    """``(where, order by, parameters)`` of an export page in SQL, with ``mark`` as the
+    dialect's placeholder (``?``, ``%s``): the keyset rule once, so a SQL store's pages
+    follow the same order as :func:`page_of` (a row-value comparison, which SQLite and
+    PostgreSQL both evaluate column by column)."""
+    where = ["1 = 1"]
+    params: list[Any] = []
+    if agent_id is not None:
+        where.append(f"agent_id = {mark}")
+        params.append(agent_id)
+    if after is not None:
+        where.append(f"({', '.join(EXPORT_ORDER)}) > ({', '.join([mark] * len(after))})")
+        params += list(after)
+    return " AND ".join(where), ", ".join(EXPORT_ORDER), params
 
 
 def cursor_of(row: Row) -> Cursor:

@@ -18,7 +18,7 @@ from memorywire.core.context_key import check_context, lexical_text
 from memorywire.core.records import Row
 from memorywire.core.scoring import DEMOTE_FACTOR
 from memorywire.errors import InvalidRequest
-from memorywire.store.portable import Cursor, ImportCounts, OnConflict, decide
+from memorywire.store.portable import Cursor, ImportCounts, OnConflict, decide, export_page_sql
 from memorywire.store.postgres.db import PgDb
 from memorywire.store.postgres.migrations import TS_CONFIG
 from memorywire.store.postgres.sql import ROW_COLS, TABLE, reject_nul, row_of, vector_literal
@@ -29,18 +29,11 @@ __all__ = ["export_rows", "import_rows", "vectors_of"]
 
 async def export_rows(db: PgDb, agent_id: str | None, after: Cursor | None,
                       limit: int) -> list[Row]:
-    where: list[str] = ["TRUE"]
-    params: list[Any] = []
-    if agent_id is not None:
-        where.append("agent_id = %s")
-        params.append(agent_id)
-    if after is not None:
-        where.append("(created_at, id, agent_id) > (%s, %s, %s)")
-        params += list(after)
+    where, order, params = export_page_sql(agent_id, after, "%s")
     async with db.tx() as conn:
         cur = await conn.execute(
-            f"SELECT {ROW_COLS} FROM {TABLE} WHERE {' AND '.join(where)} "
-            "ORDER BY created_at, id, agent_id LIMIT %s", [*params, limit])
+            f"SELECT {ROW_COLS} FROM {TABLE} WHERE {where} ORDER BY {order} LIMIT %s",
+            [*params, limit])
         return [row_of(r) for r in await cur.fetchall()]
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from memorywire.core.content import embed_text, links_of
 from memorywire.core.context_key import check_context, lexical_text
 from memorywire.core.records import Row
-from memorywire.store.portable import Cursor, ImportCounts, OnConflict, decide
+from memorywire.store.portable import Cursor, ImportCounts, OnConflict, decide, export_page_sql
 from memorywire.store.sqlite.db import SqliteDb, checked_vectors
 from memorywire.store.sqlite.maintenance import ROW_COLS, row_of, write_row
 from memorywire.store.sqlite.schema import agent_number, scope_token, vid
@@ -33,18 +33,11 @@ def _merged_into(conn: Any, agent_id: str, id: str) -> str | None:
 
 def export_rows(db: SqliteDb, agent_id: str | None, after: Cursor | None,
                 limit: int) -> list[Row]:
-    where: list[str] = ["1 = 1"]
-    args: list[Any] = []
-    if agent_id is not None:
-        where.append("agent_id = ?")
-        args.append(agent_id)
-    if after is not None:
-        where.append("(created_at, id, agent_id) > (?, ?, ?)")
-        args += list(after)
+    where, order, args = export_page_sql(agent_id, after, "?")
     with db.tx(durable=False) as conn:
         got = [row_of(r)[1] for r in conn.execute(
-            f"SELECT {ROW_COLS} FROM memories WHERE {' AND '.join(where)} "
-            "ORDER BY created_at, id, agent_id LIMIT ?", [*args, limit])]
+            f"SELECT {ROW_COLS} FROM memories WHERE {where} ORDER BY {order} LIMIT ?",
+            [*args, limit])]
         return [Row(**{**r.__dict__, "merged_into": _merged_into(conn, r.agent_id, r.id)})
                 for r in got]
 

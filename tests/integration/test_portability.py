@@ -6,11 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +15,6 @@ import numpy as np
 import pytest
 
 from memorywire.core.clock import FakeClock
-from memorywire.core.records import UpdateRequest
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import InvalidRequest
 from memorywire.portability import export_dump, import_dump, migrate, verify_dump
@@ -32,29 +27,15 @@ from memorywire.testing import postgres as _pg
 from memorywire.testing.mem0 import mem0_factory
 from memorywire.wire import validate
 from memorywire.wire.models import (
-    ForgetRequest,
     MemoryType,
-    MergeRequest,
     RecallRequest,
     RememberRequest,
 )
+from tests.integration.conftest import Cli, kill_once_checkpointed, populate
 
 pytestmark = pytest.mark.anyio
 pg_server = _pg.pg_server
-SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 Factory = Callable[[], Any]
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 @pytest.fixture
@@ -79,24 +60,6 @@ def factories(tmp_path: Path, request: pytest.FixtureRequest,
     return {"memory": memory, "sqlite": sqlite, "postgres": postgres, "mem0": mem0}
 
 
-async def _populate(store: Any, clock: FakeClock) -> None:
-    """Live, updated, forgotten, merged-away and two-agent records, with links and users."""
-    reqs = [RememberRequest(agent_id="a1", id=f"m{i}", type=MemoryType.SEMANTIC,
-                            content=f"fact number {i} about topic {i % 3}", user_id="u1",
-                            metadata={"i": i}, confidence=0.5 + i / 100, source="test")
-            for i in range(12)]
-    reqs.append(RememberRequest(agent_id="a2", id="e1", type=MemoryType.EPISODIC,
-                                content="met Bob at the station",
-                                metadata={"links": ["m1"]}))
-    for r in reqs:
-        clock.advance(1000)
-        await store.remember(r)
-    clock.advance(1000)
-    await store.forget(ForgetRequest(agent_id="a1", ids=["m3"]))
-    await store.merge(MergeRequest(agent_id="a1", canonical="m4", duplicates=["m5"]))
-    await store.update(UpdateRequest(agent_id="a1", id="m6", metadata_patch={"x": 1}))
-
-
 async def _dump(store: Any, **kw: Any) -> list[dict[str, Any]]:
     out = io.BytesIO()
     await export_dump(store, out, url="x://", include_forgotten=True, **kw)
@@ -109,7 +72,7 @@ async def test_round_trip_gives_the_same_records(kind: str, factories: dict[str,
                                                  tmp_path: Path) -> None:
     source, target = factories[kind](), factories[kind]()
     try:
-        await _populate(source, clock)
+        await populate(source, clock)
         path = tmp_path / "dump.jsonl.gz"
         with open(path, "wb") as f:
             await export_dump(source, f, url="x://", include_forgotten=True, gzip_it=True)
@@ -147,7 +110,7 @@ async def test_migrate_every_pair(src_kind: str, dst_kind: str, factories: dict[
                                   tmp_path: Path) -> None:
     source, target = factories[src_kind](), factories[dst_kind]()
     try:
-        await _populate(source, clock)
+        await populate(source, clock)
         result = await migrate(source, target, source_url=src_kind + "://",
                                target_url=dst_kind + "://", checkpoint=tmp_path / "ck.json",
                                page=4)
@@ -167,7 +130,7 @@ async def test_lossy_plan_is_refused_unless_allowed(factories: dict[str, Factory
                                                     tmp_path: Path) -> None:
     source, target = factories["sqlite"](), factories["mem0"]()
     try:
-        await _populate(source, clock)
+        await populate(source, clock)
         await source.recall(RecallRequest(agent_id="a1", query="fact number 2"))
         kw: dict[str, Any] = {"source_url": "sqlite://", "target_url": "mem0://",
                               "checkpoint": tmp_path / "ck.json"}
@@ -189,7 +152,7 @@ async def test_tampered_line_is_named(factories: dict[str, Factory], clock: Fake
                                       tmp_path: Path) -> None:
     source = factories["sqlite"]()
     try:
-        await _populate(source, clock)
+        await populate(source, clock)
         lines = [json.dumps(d) for d in await _dump(source)]
     finally:
         await source.aclose()
@@ -206,32 +169,21 @@ async def test_tampered_line_is_named(factories: dict[str, Factory], clock: Fake
         verify_dump(str(dropped))
 
 
-def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "memorywire.cli", *args, "--embedder", "hashing"]
-
-
-async def test_migration_killed_and_resumed_lands_every_record_once(tmp_path: Path) -> None:
+async def test_migration_killed_and_resumed_lands_every_record_once(tmp_path: Path,
+                                                                    cli: Cli) -> None:
     src = SqliteStore(tmp_path / "src.db", embedder=HashingEmbedder())
     await src.remember_many([RememberRequest(agent_id=f"a{i % 3}", id=f"r{i}",
                                              type=MemoryType.SEMANTIC, content=f"memory {i}")
                              for i in range(400)])
     await src.aclose()
-    env = {**os.environ, "PYTHONPATH": SRC}
     target = tmp_path / "dst.db"
-    args = _cli("migrate", "--from", f"sqlite:///{tmp_path}/src.db", "--to",
-                f"sqlite:///{target}", "--page", "5", "--quiet")
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    checkpoint = Path(f"{target}.checkpoint.json")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if checkpoint.exists() and json.loads(checkpoint.read_text() or "{}").get("done", 0) >= 50:
-            break
-        time.sleep(0.005)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    state = json.loads(checkpoint.read_text())
+    args = cli.args("migrate", "--from", f"sqlite:///{tmp_path}/src.db", "--to",
+                    f"sqlite:///{target}", "--page", "5", "--quiet")
+    proc = subprocess.Popen(args, env=cli.env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    state = kill_once_checkpointed(proc, Path(f"{target}.checkpoint.json"))
     assert not state["finished"], "the migration finished before it could be killed"
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(args, env=cli.env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["resumed"] and report["verified"] == 400 and report["mismatches"] == []
@@ -258,7 +210,7 @@ class _CountingEmbedder(HashingEmbedder):
 async def test_vectors_travel_and_are_reused_only_when_the_embedder_matches(
         reembed: bool, clock: FakeClock, tmp_path: Path) -> None:
     source = SqliteStore(tmp_path / "a.db", embedder=HashingEmbedder(), clock=clock)
-    await _populate(source, clock)
+    await populate(source, clock)
     path = tmp_path / "v.jsonl"
     with open(path, "wb") as f:
         await export_dump(source, f, url="sqlite://", include_forgotten=True,
@@ -291,7 +243,7 @@ async def test_migrate_reuses_vectors_between_same_embedder_stores(
         factories: dict[str, Factory], clock: FakeClock, tmp_path: Path) -> None:
     source, target = factories["sqlite"](), factories["postgres"]()
     try:
-        await _populate(source, clock)
+        await populate(source, clock)
         result = await migrate(source, target, source_url="sqlite://", target_url="pg://",
                                checkpoint=tmp_path / "ck.json")
         assert result.vectors == "reused" and result.mismatches == []
@@ -303,35 +255,35 @@ async def test_migrate_reuses_vectors_between_same_embedder_stores(
         await target.aclose()
 
 
-async def test_cli_export_import_and_dry_run(clock: FakeClock, tmp_path: Path) -> None:
+async def test_cli_export_import_and_dry_run(clock: FakeClock, tmp_path: Path,
+                                             cli: Cli) -> None:
     source = SqliteStore(tmp_path / "a.db", embedder=HashingEmbedder(), clock=clock)
-    await _populate(source, clock)
+    await populate(source, clock)
     await source.recall(RecallRequest(agent_id="a1", query="fact number 2"))
     await source.aclose()
-    env = {**os.environ, "PYTHONPATH": SRC}
     src_url, dst_url = f"sqlite:///{tmp_path}/a.db", f"sqlite:///{tmp_path}/b.db"
     dump = tmp_path / "d.jsonl.gz"
     with open(dump, "wb") as out:
-        done = subprocess.run(_cli("export", "--store", src_url, "--agent", "a1", "--gzip"),
-                              env=env, stdout=out, stderr=subprocess.PIPE, text=False,
+        done = subprocess.run(cli.args("export", "--store", src_url, "--agent", "a1", "--gzip"),
+                              env=cli.env, stdout=out, stderr=subprocess.PIPE, text=False,
                               timeout=120)
     assert done.returncode == 0, done.stderr
     assert verify_dump(str(dump)) == 10  # a1's 12 minus forgotten m3 and merged-away m5
-    first = subprocess.run(_cli("import", "--store", dst_url, str(dump)), env=env,
+    first = subprocess.run(cli.args("import", "--store", dst_url, str(dump)), env=cli.env,
                            capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout) == {"inserted": 10, "replaced": 0, "skipped": 0}
-    again = subprocess.run(_cli("import", "--store", dst_url, str(dump)), env=env,
+    again = subprocess.run(cli.args("import", "--store", dst_url, str(dump)), env=cli.env,
                            capture_output=True, text=True, timeout=120)
     assert json.loads(again.stdout) == {"inserted": 0, "replaced": 0, "skipped": 10}
     mem0_target = "mem0://?collection=cli"
-    dry = subprocess.run(_cli("migrate", "--from", src_url, "--to", mem0_target, "--dry-run"),
-                         env=env, capture_output=True, text=True, timeout=120)
+    dry = subprocess.run(cli.args("migrate", "--from", src_url, "--to", mem0_target, "--dry-run"),
+                         env=cli.env, capture_output=True, text=True, timeout=120)
     assert dry.returncode == 1 and "--allow-loss" in dry.stderr and "recall_count" in dry.stderr
     allowed = subprocess.run(
-        _cli("migrate", "--from", src_url, "--to", mem0_target, "--dry-run", "--allow-loss",
-             "recall_count", "last_recalled_at"),
-        env=env, capture_output=True, text=True, timeout=120)
+        cli.args("migrate", "--from", src_url, "--to", mem0_target, "--dry-run", "--allow-loss",
+                 "recall_count", "last_recalled_at"),
+        env=cli.env, capture_output=True, text=True, timeout=120)
     assert allowed.returncode == 0, allowed.stderr
     lost = {f["field"]: f["records"] for f in json.loads(allowed.stdout)["plan"]["fields"]
             if f["fate"] == "lost"}
@@ -347,7 +299,7 @@ async def test_admin_export_streams_the_dump_over_http(clock: FakeClock, tmp_pat
     from memorywire.server.http import create_app
 
     store = SqliteStore(tmp_path / "a.db", embedder=HashingEmbedder(), clock=clock)
-    await _populate(store, clock)
+    await populate(store, clock)
 
     class _Tokens:
         def authenticate(self, secret: str) -> Principal:

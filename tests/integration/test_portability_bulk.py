@@ -6,11 +6,9 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
-import signal
 import subprocess
-import sys
-import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,6 @@ import psycopg
 import pytest
 
 from memorywire.core.clock import FakeClock
-from memorywire.core.records import UpdateRequest
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import BackendUnavailable, InvalidRequest
 from memorywire.governance.store import GovernedStore
@@ -29,23 +26,14 @@ from memorywire.store.postgres import PostgresStore
 from memorywire.store.sqlite import SqliteStore
 from memorywire.testing import postgres as _pg
 from memorywire.wire.models import (
-    ForgetRequest,
     MemoryType,
-    MergeRequest,
     RecallRequest,
     RememberRequest,
 )
+from tests.integration.conftest import Cli, kill_once_checkpointed, populate
 
 pytestmark = pytest.mark.anyio
 pg_server = _pg.pg_server
-SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _has_hnsw(dsn: str) -> bool:
     with psycopg.connect(dsn) as conn:
         got = conn.execute("SELECT count(*) FROM pg_indexes "
@@ -61,22 +49,9 @@ async def _records(store: Any) -> list[dict[str, Any]]:
 
 
 async def _source(path: Path, clock: FakeClock) -> SqliteStore:
-    """Live, updated, forgotten, merged-away and two-agent records, with links and users."""
+    """A SQLite store holding the standard records (see ``conftest.populate``)."""
     store = SqliteStore(path, embedder=HashingEmbedder(), clock=clock)
-    for i in range(12):
-        clock.advance(1000)
-        await store.remember(RememberRequest(
-            agent_id="a1", id=f"m{i}", type=MemoryType.SEMANTIC, user_id="u1",
-            content=f"fact number {i} about topic {i % 3}", metadata={"i": i},
-            confidence=0.5 + i / 100, source="test"))
-    clock.advance(1000)
-    await store.remember(RememberRequest(agent_id="a2", id="e1", type=MemoryType.EPISODIC,
-                                         content="met Bob at the station",
-                                         metadata={"links": ["m1"]}))
-    clock.advance(1000)
-    await store.forget(ForgetRequest(agent_id="a1", ids=["m3"]))
-    await store.merge(MergeRequest(agent_id="a1", canonical="m4", duplicates=["m5"]))
-    await store.update(UpdateRequest(agent_id="a1", id="m6", metadata_patch={"x": 1}))
+    await populate(store, clock)
     return store
 
 
@@ -141,28 +116,21 @@ async def test_another_jobs_bulk_load_is_refused(pg_server: _pg.PgHandle) -> Non
 
 
 async def test_bulk_migration_killed_and_resumed_lands_every_record_once(
-        pg_server: _pg.PgHandle, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        pg_server: _pg.PgHandle, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        cli: Cli) -> None:
     src = SqliteStore(tmp_path / "src.db", embedder=HashingEmbedder())
     await src.remember_many([RememberRequest(agent_id=f"a{i % 3}", id=f"r{i}",
                                              type=MemoryType.SEMANTIC, content=f"memory {i}")
                              for i in range(400)])
     await src.aclose()
     dsn = pg_server.create_database()
-    env = {**os.environ, "PYTHONPATH": SRC}
     checkpoint = tmp_path / "ck.json"
-    args = [sys.executable, "-m", "memorywire.cli", "migrate", "--from",
-            f"sqlite:///{tmp_path}/src.db", "--to", dsn, "--page", "5", "--checkpoint",
-            str(checkpoint), "--quiet", "--embedder", "hashing"]
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    args = cli.args("migrate", "--from", f"sqlite:///{tmp_path}/src.db", "--to", dsn, "--page",
+                    "5", "--checkpoint", str(checkpoint), "--quiet")
+    proc = subprocess.Popen(args, env=cli.env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL,
                             cwd=tmp_path)  # the report of a PostgreSQL target goes to ./
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if checkpoint.exists() and json.loads(checkpoint.read_text() or "{}").get("done", 0) >= 50:
-            break
-        time.sleep(0.005)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    state = json.loads(checkpoint.read_text())
+    state = kill_once_checkpointed(proc, checkpoint)
     assert state.get("bulk") and not state["finished"], "killed too late to test a resume"
     # Mid-load: no vector index, and a store opened now says so and still answers exactly.
     assert not _has_hnsw(dsn)
@@ -176,7 +144,7 @@ async def test_bulk_migration_killed_and_resumed_lands_every_record_once(
         assert near[0][0] == "r1" and near[0][1] == pytest.approx(1.0)
     finally:
         await mid.aclose()
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120,
+    done = subprocess.run(args, env=cli.env, capture_output=True, text=True, timeout=120,
                           cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:]
     report = json.loads(done.stdout)
@@ -193,6 +161,20 @@ async def test_bulk_migration_killed_and_resumed_lands_every_record_once(
     assert hit.results[0].content == "memory 7"
 
 
+@asynccontextmanager
+async def _pair(pg_server: _pg.PgHandle, tmp_path: Path,
+                clock: FakeClock) -> AsyncIterator[tuple[SqliteStore, PostgresStore, str]]:
+    """The standard source and an empty PostgreSQL target (with its DSN), closed after."""
+    source = await _source(tmp_path / "src.db", clock)
+    dsn = pg_server.create_database()
+    target = PostgresStore(dsn, embedder=HashingEmbedder(), clock=clock)
+    try:
+        yield source, target, dsn
+    finally:
+        await source.aclose()
+        await target.aclose()
+
+
 async def _dump_of(store: Any, path: Path) -> str:
     with open(path, "wb") as f:
         await export_dump(store, f, url="sqlite://", include_forgotten=True,
@@ -201,12 +183,8 @@ async def _dump_of(store: Any, path: Path) -> str:
 
 
 async def test_import_into_an_empty_target_is_a_bulk_load_and_idempotent(
-        pg_server: _pg.PgHandle, tmp_path: Path) -> None:
-    clock = FakeClock()
-    source = await _source(tmp_path / "src.db", clock)
-    dsn = pg_server.create_database()
-    target = PostgresStore(dsn, embedder=HashingEmbedder(), clock=clock)
-    try:
+        pg_server: _pg.PgHandle, tmp_path: Path, clock: FakeClock) -> None:
+    async with _pair(pg_server, tmp_path, clock) as (source, target, dsn):
         dump = await _dump_of(source, tmp_path / "d.jsonl")
         _, counts = await import_dump(target, dump, on_conflict=OnConflict.SKIP, page=4)
         assert (counts.load, counts.inserted, counts.skipped) == ("bulk", 13, 0)
@@ -214,17 +192,11 @@ async def test_import_into_an_empty_target_is_a_bulk_load_and_idempotent(
         assert await _records(target) == await _records(source)
         _, again = await import_dump(target, dump, on_conflict=OnConflict.SKIP, page=4)
         assert (again.load, again.inserted, again.skipped) == ("rows", 0, 13)
-    finally:
-        await source.aclose()
-        await target.aclose()
 
 
 async def test_import_interrupted_mid_bulk_resumes_without_writing_twice(
-        pg_server: _pg.PgHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = FakeClock()
-    source = await _source(tmp_path / "src.db", clock)
-    dsn = pg_server.create_database()
-    target = PostgresStore(dsn, embedder=HashingEmbedder(), clock=clock)
+        pg_server: _pg.PgHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        clock: FakeClock) -> None:
     real = PostgresStore.bulk_load
     calls = 0
 
@@ -235,7 +207,7 @@ async def test_import_interrupted_mid_bulk_resumes_without_writing_twice(
             raise BackendUnavailable("connection lost (injected)")
         return await real(self, *args, **kw)
 
-    try:
+    async with _pair(pg_server, tmp_path, clock) as (source, target, dsn):
         dump = await _dump_of(source, tmp_path / "d.jsonl")
         monkeypatch.setattr(PostgresStore, "bulk_load", dies_on_the_third_page)
         with pytest.raises(BackendUnavailable):
@@ -246,9 +218,6 @@ async def test_import_interrupted_mid_bulk_resumes_without_writing_twice(
         _, counts = await import_dump(target, dump, on_conflict=OnConflict.FAIL, page=4)
         assert (counts.load, counts.inserted) == ("bulk", 5)
         assert await _records(target) == await _records(source) and _has_hnsw(dsn)
-    finally:
-        await source.aclose()
-        await target.aclose()
 
 
 async def test_import_into_a_governed_target_goes_row_by_row_and_says_so(
@@ -270,14 +239,10 @@ async def test_import_into_a_governed_target_goes_row_by_row_and_says_so(
 
 
 async def test_a_load_killed_during_its_index_build_is_finished_by_the_rerun(
-        pg_server: _pg.PgHandle, tmp_path: Path) -> None:
+        pg_server: _pg.PgHandle, tmp_path: Path, clock: FakeClock) -> None:
     """Every page committed, the build never committed (a kill during CREATE INDEX rolls it
     back with the job's end): the rerun loads nothing, builds the index and verifies."""
-    clock = FakeClock()
-    source = await _source(tmp_path / "src.db", clock)
-    dsn = pg_server.create_database()
-    target = PostgresStore(dsn, embedder=HashingEmbedder(), clock=clock)
-    try:
+    async with _pair(pg_server, tmp_path, clock) as (source, target, dsn):
         job = "sqlite:// -> pg://"
         assert await target.bulk_begin(job) is not None
         rows = [r async for r in rows_of(source)]
@@ -287,22 +252,18 @@ async def test_a_load_killed_during_its_index_build_is_finished_by_the_rerun(
                                checkpoint=tmp_path / "ck.json", page=4)
         assert result.load == "bulk" and result.resumed and result.counts.inserted == 0
         assert result.verified == 13 and result.mismatches == [] and _has_hnsw(dsn)
-    finally:
-        await source.aclose()
-        await target.aclose()
 
 
-async def test_cli_import_says_it_bulk_loaded(pg_server: _pg.PgHandle, tmp_path: Path) -> None:
+async def test_cli_import_says_it_bulk_loaded(pg_server: _pg.PgHandle, tmp_path: Path,
+                                              cli: Cli) -> None:
     source = await _source(tmp_path / "src.db", FakeClock())
     try:
         dump = await _dump_of(source, tmp_path / "d.jsonl")
     finally:
         await source.aclose()
     dsn = pg_server.create_database()
-    done = subprocess.run([sys.executable, "-m", "memorywire.cli", "import", "--store", dsn,
-                           dump, "--quiet", "--embedder", "hashing"],
-                          env={**os.environ, "PYTHONPATH": SRC}, capture_output=True,
-                          text=True, timeout=120, cwd=tmp_path)
+    done = subprocess.run(cli.args("import", "--store", dsn, dump, "--quiet"), env=cli.env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"inserted": 13, "replaced": 0, "skipped": 0}
     assert "bulk load into an empty store; vector index built over 13 rows" in done.stderr

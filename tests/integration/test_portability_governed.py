@@ -4,9 +4,7 @@ ungoverned targets, and the audit chain exported beside the dump and verified of
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +22,9 @@ from memorywire.store.portable import OnConflict
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire import validate
 from memorywire.wire.models import ForgetRequest, MemoryType, RememberRequest
+from tests.integration.conftest import Cli
 
 pytestmark = pytest.mark.anyio
-SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _governed(tmp: Path, name: str, clock: FakeClock) -> GovernedStore:
     inner = SqliteStore(tmp / f"{name}.db", embedder=HashingEmbedder(), clock=clock)
     return GovernedStore(inner, tmp / f"{name}.gov.db", clock=clock)
@@ -209,35 +200,29 @@ async def test_audit_file_verifies_offline_and_names_a_tampered_line(tmp_path: P
     assert not cut["ok"] and "truncated" in cut["kinds"]
 
 
-def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "memorywire.cli", *args]
-
-
 async def test_cli_exports_history_pending_and_audit_and_verifies_offline(
-        tmp_path: Path) -> None:
+        tmp_path: Path, cli: Cli) -> None:
     clock = FakeClock()
     source = _governed(tmp_path, "src", clock)
     await _populate(source, clock)
     await source.aclose()
-    env = {**os.environ, "PYTHONPATH": SRC}
     url, gov = f"sqlite:///{tmp_path}/src.db", str(tmp_path / "src.gov.db")
     dump, audit = tmp_path / "d.jsonl", tmp_path / "audit.jsonl"
-    no_gov = subprocess.run(_cli("export", "--store", url, "--embedder", "hashing",
-                                 "--include-history"), env=env, capture_output=True,
-                            text=True, timeout=120)
+    no_gov = subprocess.run(cli.args("export", "--store", url, "--include-history"),
+                            env=cli.env, capture_output=True, text=True, timeout=120)
     assert no_gov.returncode == 1 and "--governance-db" in no_gov.stderr
     with open(dump, "wb") as out:
-        done = subprocess.run(_cli("export", "--store", url, "--embedder", "hashing",
-                                   "--governance-db", gov, "--include-history",
-                                   "--include-pending", "--audit", str(audit)),
-                              env=env, stdout=out, stderr=subprocess.PIPE, timeout=120)
+        done = subprocess.run(cli.args("export", "--store", url, "--governance-db", gov,
+                                       "--include-history", "--include-pending", "--audit",
+                                       str(audit)),
+                              env=cli.env, stdout=out, stderr=subprocess.PIPE, timeout=120)
     assert done.returncode == 0, done.stderr
     assert verify_dump(str(dump)) == 2  # m3 is forgotten: not exported by default
-    ok = subprocess.run(_cli("audit", "verify", "--file", str(audit)), env=env,
-                        capture_output=True, text=True, timeout=120)
+    verify = cli.args("audit", "verify", "--file", str(audit), hashing=False)
+    ok = subprocess.run(verify, env=cli.env, capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0 and json.loads(ok.stdout)["ok"], ok.stderr
-    exported = subprocess.run(_cli("audit", "export", "--db", gov), env=env,
-                              capture_output=True, timeout=120)
+    exported = subprocess.run(cli.args("audit", "export", "--db", gov, hashing=False),
+                              env=cli.env, capture_output=True, timeout=120)
     assert exported.returncode == 0
     assert exported.stdout.splitlines()[1:] == audit.read_bytes().splitlines()[1:]
     lines = audit.read_text(encoding="utf-8").splitlines()
@@ -245,16 +230,14 @@ async def test_cli_exports_history_pending_and_audit_and_verifies_offline(
     doc["action"] = "forget"
     audit.write_text("\n".join([lines[0], json.dumps(doc), *lines[2:]]) + "\n",
                      encoding="utf-8")
-    bad = subprocess.run(_cli("audit", "verify", "--file", str(audit)), env=env,
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(verify, env=cli.env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and "line 2" in bad.stderr
     target_gov = tmp_path / "dst.gov.db"
     target = _governed(tmp_path, "dst", clock)  # creates the target's governance database
     await target.aclose()
-    imported = subprocess.run(_cli("import", "--store", f"sqlite:///{tmp_path}/dst.db",
-                                   "--embedder", "hashing", "--governance-db", str(target_gov),
-                                   str(dump)), env=env, capture_output=True, text=True,
-                              timeout=120)
+    imported = subprocess.run(cli.args("import", "--store", f"sqlite:///{tmp_path}/dst.db",
+                                       "--governance-db", str(target_gov), str(dump)),
+                              env=cli.env, capture_output=True, text=True, timeout=120)
     assert imported.returncode == 0, imported.stderr
     counts = json.loads(imported.stdout)
     assert counts["inserted"] == 2 and counts["pending"] == 1 and counts["history"] > 2

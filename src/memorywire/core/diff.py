@@ -4,6 +4,10 @@ Pure functions over plain record dicts (``MemoryRecord.model_dump(mode="json")``
 recall hits). Similarity here is lexical (word-set Jaccard) on purpose: recall scores are
 backend-specific (RRF ranks, cosine, BM25), so a floor on them would mean something different
 per store; the recall score is still reported alongside.
+
+Which rows are a changed value (``supersedes?``) is not decided here: it is the contradiction
+detector's verdict (:func:`memorywire.core.contradiction.find_conflicts`, the rule a remember
+reports as ``conflicts``), so a reviewer is shown every candidate the write would report.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memorywire.core.contradiction import judge
+from memorywire.core.contradiction import find_conflicts
 from memorywire.core.merge import MergeRow, plan_merge
 from memorywire.wire.models import Diff, MergeStrategy
 
@@ -51,14 +55,14 @@ def similarity(a: str, b: str) -> float:
     return len(wa & wb) / len(wa | wb)
 
 
-def _relation(new_text: str, old_text: str, sim: float) -> str:
-    """``supersedes?`` when the new text looks like a changed value of the old one (see
-    :mod:`core.contradiction`): a row the reviewer can accept as superseding."""
+def _relation(new_text: str, old_text: str, sim: float, flagged: bool) -> str:
+    """``supersedes?`` when the detector flagged the row as a changed value (``flagged``): a
+    row the reviewer can accept as superseding."""
     if sim >= DUPLICATE_SIMILARITY and _negated(_words(new_text)) == _negated(_words(old_text)):
         return "duplicate"
     if _negated(_words(new_text)) != _negated(_words(old_text)):
         return "contradiction"
-    if judge(old_text, new_text) is not None:
+    if flagged:
         return "supersedes?"
     return "related"
 
@@ -69,34 +73,56 @@ def remember_diff(
     *,
     floor: float = DEFAULT_SIMILARITY_FLOOR,
     top: int = 3,
+    conflicts: Sequence[Mapping[str, Any]] = (),
+    superseded: Sequence[Mapping[str, Any]] = (),
 ) -> Diff:
     """``added`` is the new memory; ``modified`` the existing ones it may duplicate or
-    contradict: candidates at or above ``floor``, most similar first, at most ``top``."""
+    contradict: candidates at or above ``floor``, most similar first, at most ``top``; then
+    every record of ``conflicts`` and ``superseded`` not among them.
+
+    ``conflicts`` are the records the store's detector reports for a remember of ``new``
+    (each with its ``why``; the meaning rule included where the store holds vectors), shown
+    however little they share with ``new`` in words; ``superseded`` the records ``new``
+    proposes to supersede. The ``candidates`` themselves are judged by the same detector
+    (its word rules, as nothing here knows their vectors).
+    """
     new_text = _text(new.get("content", ""))
+    others = [c for c in candidates if c.get("id") != new.get("id")]
+    why = {c.id: c.why for c in find_conflicts(
+        new_text, [(str(c.get("id")), _text(c.get("content", ""))) for c in others],
+        limit=max(len(others), 1))}
+    why.update({str(c["id"]): str(c.get("why")) for c in conflicts})
     scored: list[tuple[float, Mapping[str, Any]]] = []
-    for cand in candidates:
-        if cand.get("id") == new.get("id"):
-            continue
+    for cand in others:
         sim = similarity(new_text, _text(cand.get("content", "")))
         if sim >= floor:
             scored.append((sim, cand))
     scored.sort(key=lambda t: (-t[0], str(t[1].get("id"))))
-    modified = [
-        {
-            "id": cand.get("id"),
+    rows = [cand for _, cand in scored[:top]]
+    shown = {str(c.get("id")) for c in rows}
+    for rec in [*conflicts, *superseded]:
+        if str(rec.get("id")) not in shown and rec.get("id") != new.get("id"):
+            shown.add(str(rec.get("id")))
+            rows.append(rec)
+    proposed = new.get("supersedes") or []
+
+    def row(cand: Mapping[str, Any]) -> dict[str, Any]:
+        cid, text = cand.get("id"), _text(cand.get("content", ""))
+        sim = similarity(new_text, text)
+        flagged = str(cid) in why
+        return {
+            "id": cid,
             "type": cand.get("type"),
             "content": cand.get("content"),
             "metadata": cand.get("metadata"),
             "similarity": round(sim, 4),
             "recall_score": cand.get("score"),
-            "relation": ("supersedes" if cand.get("id") in (new.get("supersedes") or [])
-                         else _relation(new_text, _text(cand.get("content", "")), sim)),
-            **({"why": verdict[1]} if (verdict := judge(_text(cand.get("content", "")),
-                                                        new_text)) else {}),
+            "relation": ("supersedes" if cid in proposed
+                         else _relation(new_text, text, sim, flagged)),
+            **({"why": why[str(cid)]} if flagged else {}),
         }
-        for sim, cand in scored[:top]
-    ]
-    return Diff(added=[dict(new)], modified=modified)
+
+    return Diff(added=[dict(new)], modified=[row(c) for c in rows])
 
 
 def forget_diff(records: Sequence[Mapping[str, Any]]) -> Diff:

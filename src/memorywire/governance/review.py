@@ -2,7 +2,9 @@
 
 The diff is computed when asked, against the inner store as it is now, rather than stored at
 staging time: the queue then never holds copies of other memories' content, and a reviewer
-never approves against a stale picture of what the change would touch.
+never approves against a stale picture of what the change would touch. Only the review page
+asks for it (approve and reject never build one), so what a remember's diff costs is paid
+when a reviewer looks, not per decision.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from memorywire.core.diff import forget_diff, merge_diff, remember_diff
 from memorywire.core.expiry import ExpiryFacts, policy_matches
 from memorywire.governance.queue import QueueItem
 from memorywire.store.base import ListQuery, MemoryStore
+from memorywire.store.timeline import conflicts_for
 from memorywire.wire.memory_ops import UpdateMemoryRequest
 from memorywire.wire.models import (
     DecisionRequest,
@@ -79,17 +82,7 @@ class ReviewBuilder:
 
     async def diff(self, item: QueueItem) -> Diff:
         if item.operation == "remember":
-            req = RememberRequest.model_validate(item.request)
-            hits = await self._inner.recall(
-                RecallRequest(
-                    agent_id=req.agent_id,
-                    user_id=req.user_id,
-                    query=req.content_text()[:_QUERY_CHARS],
-                    k=_CANDIDATES,
-                )
-            )
-            new = req.model_dump(mode="json", exclude_none=True)
-            return remember_diff(new, [h.model_dump(mode="json") for h in hits.results])
+            return await self._remember_diff(RememberRequest.model_validate(item.request))
         if item.operation == "forget":
             freq = ForgetRequest.model_validate(item.request)
             found: dict[str, MemoryRecord] = {}
@@ -126,6 +119,31 @@ class ReviewBuilder:
                 if row["id"] != canonical[0]["id"]:
                     dups.setdefault(row["id"], row)
         return merge_diff(canonical[0], list(dups.values()), mreq.strategy)
+
+    async def _remember_diff(self, req: RememberRequest) -> Diff:
+        """The recalled neighbours, and every conflict a remember of ``req`` would report.
+
+        The conflicts come from :func:`~memorywire.store.timeline.conflicts_for`, the scan the
+        write itself runs, so the meaning rule sees what the word rules cannot. It runs after
+        the recall: on a store that holds vectors its one embedding of ``req`` is the recall's
+        query text, which the embedder's cache then serves (no second model call).
+        """
+        hits = await self._inner.recall(
+            RecallRequest(
+                agent_id=req.agent_id,
+                user_id=req.user_id,
+                query=req.content_text()[:_QUERY_CHARS],
+                k=_CANDIDATES,
+            )
+        )
+        found = await conflicts_for(self._inner, req)
+        conflicts = [{**_rec(rec), "why": c.why} for c in found
+                     if (rec := await self._inner.get(req.agent_id, c.id, req.user_id))]
+        superseded = [_rec(rec) for old_id in req.supersedes or []
+                      if (rec := await self._inner.get(req.agent_id, old_id, req.user_id))]
+        new = req.model_dump(mode="json", exclude_none=True)
+        return remember_diff(new, [h.model_dump(mode="json") for h in hits.results],
+                             conflicts=conflicts, superseded=superseded)
 
     async def _update_diff(self, req: UpdateMemoryRequest) -> Diff:
         """The memory before and after, metadata patched as the store will patch it."""

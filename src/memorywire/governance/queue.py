@@ -256,6 +256,23 @@ class ApprovalQueue:
             },
         )
 
+    def _audit_decision(self, item: QueueItem, actor: str, action: str, reason: str | None,
+                        memory_ids: list[str]) -> None:
+        """The ``approved`` / ``rejected`` entry of a decision on ``item``."""
+        self._audit.append(
+            actor=actor,
+            action=action,
+            agent_id=item.agent_id,
+            memory_ids=memory_ids,
+            details={
+                "operation": item.operation,
+                "content_hash": item.content_hash,
+                "requested_by": item.requested_by,
+                "user_id": item.user_id,
+                "reason": reason,
+            },
+        )
+
     def begin_commit(
         self, item_id: str, reviewer: str, content_hash: str | None, reason: str | None, now: int
     ) -> QueueItem:
@@ -285,19 +302,7 @@ class ApprovalQueue:
                 " reason = ?, reviewed_hash = ?, updated_at = ? WHERE id = ?",
                 (reviewer, now, reason, item.content_hash, now, item_id),
             )
-            self._audit.append(
-                actor=reviewer,
-                action="approved",
-                agent_id=item.agent_id,
-                memory_ids=[item.id],
-                details={
-                    "operation": item.operation,
-                    "content_hash": item.content_hash,
-                    "requested_by": item.requested_by,
-                    "user_id": item.user_id,
-                    "reason": reason,
-                },
-            )
+            self._audit_decision(item, reviewer, "approved", reason, [item.id])
         got = self._get(item_id)
         assert got is not None
         return got
@@ -399,19 +404,8 @@ class ApprovalQueue:
                         item.id,
                     ),
                 )
-                self._audit.append(
-                    actor=actor,
-                    action="rejected",
-                    agent_id=agent_id,
-                    memory_ids=sorted({item.id, memory_id}),
-                    details={
-                        "operation": item.operation,
-                        "content_hash": item.content_hash,
-                        "requested_by": item.requested_by,
-                        "user_id": item.user_id,
-                        "reason": "forgotten before approval",
-                    },
-                )
+                self._audit_decision(item, actor, "rejected", "forgotten before approval",
+                                     sorted({item.id, memory_id}))
                 closed.append(memory_id)
         return closed
 
@@ -446,19 +440,7 @@ class ApprovalQueue:
                     item_id,
                 ),
             )
-            self._audit.append(
-                actor=reviewer,
-                action="rejected",
-                agent_id=item.agent_id,
-                memory_ids=[item.id],
-                details={
-                    "operation": item.operation,
-                    "content_hash": item.content_hash,
-                    "requested_by": item.requested_by,
-                    "user_id": item.user_id,
-                    "reason": reason,
-                },
-            )
+            self._audit_decision(item, reviewer, "rejected", reason, [item.id])
         got = self._get(item_id)
         assert got is not None
         return got

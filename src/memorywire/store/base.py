@@ -41,7 +41,8 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["Capability", "Health", "ListQuery", "MemoryStore", "UpdateRequest"]
+__all__ = ["STORAGE_CAPABILITIES", "Capability", "Health", "ListQuery", "MemoryStore",
+           "UpdateRequest"]
 
 
 class Capability(StrEnum):
@@ -68,6 +69,17 @@ class Capability(StrEnum):
     #: ``purge_expired`` physically removes expired memories in batches, for the expiry
     #: sweep (``governance.purge``); a store without it is refused by the sweep.
     PURGE = "purge"
+
+
+#: What a store declares when it keeps its own rows, vectors, full-text index and edges (the
+#: in-memory, SQLite and PostgreSQL stores): every v0 capability but governance, which only a
+#: ``GovernedStore`` adds. Listed, not derived from the enum, so a new name is declared by
+#: each store that implements it rather than by all three at once.
+STORAGE_CAPABILITIES = frozenset({
+    Capability.SEMANTIC, Capability.EPISODIC, Capability.PROCEDURAL, Capability.EMOTIONAL,
+    Capability.FTS, Capability.VECTOR, Capability.GRAPH, Capability.RECALL_TRACKING,
+    Capability.ERASE, Capability.TIME, Capability.DERIVATION, Capability.PURGE,
+})
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from memorywire.store._common import (
     resolve_embedder,
     shortest_hops,
 )
-from memorywire.store.base import Capability, Health
+from memorywire.store.base import STORAGE_CAPABILITIES, Capability, Health
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS
 from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope, row_hit
@@ -46,22 +46,6 @@ from memorywire.wire.models import (
 
 __all__ = ["InMemoryStore"]
 
-_ALL_CAPABILITIES = frozenset(
-    {
-        Capability.SEMANTIC,
-        Capability.EPISODIC,
-        Capability.PROCEDURAL,
-        Capability.EMOTIONAL,
-        Capability.FTS,
-        Capability.VECTOR,
-        Capability.GRAPH,
-        Capability.RECALL_TRACKING,
-        Capability.ERASE,
-        Capability.TIME,
-        Capability.DERIVATION,
-        Capability.PURGE,
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -108,7 +92,7 @@ class InMemoryStore(RowDelegate[_Row]):
 
     @property
     def capabilities(self) -> frozenset[Capability]:
-        return _ALL_CAPABILITIES
+        return STORAGE_CAPABILITIES
 
     @property
     def embedder(self) -> Embedder:

@@ -46,7 +46,7 @@ from memorywire.store._common import (
     links_of,
     shortest_hops,
 )
-from memorywire.store.base import Capability, Health
+from memorywire.store.base import STORAGE_CAPABILITIES, Capability, Health
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, BulkState, Cursor, ImportCounts, OnConflict
@@ -83,22 +83,6 @@ from memorywire.wire.models import (
 __all__ = ["PostgresStore"]
 
 
-_CAPABILITIES = frozenset(
-    {
-        Capability.SEMANTIC,
-        Capability.EPISODIC,
-        Capability.PROCEDURAL,
-        Capability.EMOTIONAL,
-        Capability.FTS,
-        Capability.VECTOR,
-        Capability.GRAPH,
-        Capability.RECALL_TRACKING,
-        Capability.ERASE,
-        Capability.TIME,
-        Capability.DERIVATION,
-        Capability.PURGE,
-    }
-)
 
 class PostgresStore:
     """A pooled PostgreSQL + pgvector store; cheap to build, connects on first use.
@@ -164,7 +148,7 @@ class PostgresStore:
 
     @property
     def capabilities(self) -> frozenset[Capability]:
-        return _CAPABILITIES
+        return STORAGE_CAPABILITIES
 
     @property
     def embedder(self) -> Embedder:

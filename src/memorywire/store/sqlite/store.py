@@ -54,7 +54,7 @@ from memorywire.store._common import (
     resolve_embedder,
     shortest_hops,
 )
-from memorywire.store.base import Capability, Health
+from memorywire.store.base import STORAGE_CAPABILITIES, Capability, Health
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
@@ -92,22 +92,6 @@ from memorywire.wire.models import (
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
-_CAPABILITIES = frozenset(
-    {
-        Capability.SEMANTIC,
-        Capability.EPISODIC,
-        Capability.PROCEDURAL,
-        Capability.EMOTIONAL,
-        Capability.FTS,
-        Capability.VECTOR,
-        Capability.GRAPH,
-        Capability.RECALL_TRACKING,
-        Capability.ERASE,
-        Capability.TIME,
-        Capability.DERIVATION,
-        Capability.PURGE,
-    }
-)
 
 
 
@@ -185,7 +169,7 @@ class SqliteStore:
 
     @property
     def capabilities(self) -> frozenset[Capability]:
-        return _CAPABILITIES
+        return STORAGE_CAPABILITIES
 
     @property
     def embedder(self) -> Embedder:

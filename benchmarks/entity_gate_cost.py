@@ -6,7 +6,9 @@ same context keys and cached MiniLM vectors as ``locomo.py``), one with ``entity
 each question is recalled from both with the vector given (``recall_by_vector``), the side
 that goes first alternating, so load swings hit both alike. Reported: recall p50/p95 of each
 side and their ratio, how many recalls embedded the masked question, and how many lists the
-gate emptied (LoCoMo's questions all have an answer, so each of those is a loss).
+gate emptied (LoCoMo's questions all have an answer, so each of those is a loss) and, of
+those, how many held an evidence turn in the ungated top k (a lost answer, not only a lost
+list); the emptied questions are listed.
 
     python benchmarks/entity_gate_cost.py --data ../shared/datasets/locomo/locomo10.json
         [--json] [--out PATH] [--limit-conversations N]
@@ -66,6 +68,7 @@ async def run(data: Path, limit: int | None, k: int) -> dict[str, Any]:
     counting = _Counting(model)
     times: dict[str, list[float]] = {"gate": [], "off": []}
     emptied = calls = n = 0
+    lost: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         stores = {"gate": SqliteStore(Path(tmp) / "g.db", counting),
                   "off": SqliteStore(Path(tmp) / "o.db", counting, entity_gate=False)}
@@ -83,16 +86,20 @@ async def run(data: Path, limit: int | None, k: int) -> dict[str, Any]:
                 for q in conv.questions:
                     req = RecallRequest(agent_id=conv.sample_id, query=q.text, k=k)
                     order = ["gate", "off"] if n % 2 == 0 else ["off", "gate"]
-                    got: dict[str, int] = {}
+                    got: dict[str, list[str]] = {}
                     for side in order:
                         before = counting.calls
                         started = time.perf_counter()
                         resp = await stores[side].recall_by_vector(req, q_vecs[q_at])
                         times[side].append((time.perf_counter() - started) * 1e3)
-                        got[side] = len(resp.results)
+                        got[side] = [h.id for h in resp.results]
                         if side == "gate":
                             calls += counting.calls - before
-                    emptied += got["gate"] == 0 and got["off"] > 0
+                    if not got["gate"] and got["off"]:
+                        emptied += 1
+                        lost.append({"conversation": conv.sample_id, "question": q.text,
+                                     "evidence_in_top_k": bool(set(q.evidence)
+                                                               & set(got["off"]))})
                     q_at += 1
                     n += 1
         finally:
@@ -107,6 +114,8 @@ async def run(data: Path, limit: int | None, k: int) -> dict[str, Any]:
         "p50_ratio": round(_pct(times["gate"], 50) / _pct(times["off"], 50), 3),
         "masked_embeddings": calls,
         "lists_emptied_by_gate": emptied,
+        "emptied_with_evidence": sum(e["evidence_in_top_k"] for e in lost),
+        "emptied": lost,
         "machine": machine_info(),
     }
 

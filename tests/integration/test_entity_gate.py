@@ -100,6 +100,7 @@ async def _ids(store: MemoryStore, query: str, **kw: object) -> list[str]:
 @pytest.mark.parametrize("query", [
     "What is Alice's shoe size?", "What is Bob's favourite movie?",
     "Which political party does Bob vote for?", "What is Alice's blood type?",
+    "How many hours does Bob sleep a night?",
 ])
 async def test_a_named_question_nothing_answers_comes_back_empty(
         store: MemoryStore, query: str) -> None:
@@ -187,3 +188,32 @@ def test_masked_evidence_needs_a_close_or_a_standout_named_hit() -> None:
     assert masked_evidence(q, [at(0.30), at(0.28), at(0.29)])  # close enough
     assert masked_evidence(q, [at(0.20), at(0.05), at(0.0)])  # stands out of the median
     assert not masked_evidence(q, [at(0.20), at(0.15), at(0.12)])  # all alike, all far
+
+
+def test_a_standout_must_stand_clear_of_the_runner_up_too() -> None:
+    """"Which newspaper does Carol read?" (masked: "Which newspaper does read?") against
+    Carol's memories in the microbench: her "favourite author" (0.216) and "pediatric nurse"
+    (0.172) both stand above the median; two alike hits single nothing out."""
+    q = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+
+    def at(cos: float) -> np.ndarray:
+        return np.array([cos, float(np.sqrt(1 - cos * cos)), 0.0], dtype=np.float32)
+
+    sims = [0.172, 0.216, 0.039, 0.096, 0.059, 0.09, 0.074, -0.029, 0.029]
+    assert not masked_evidence(q, [at(c) for c in sims])
+    # "What is Erin preparing for?" (dev): the answer leads its runner-up by 0.07.
+    assert masked_evidence(q, [at(c) for c in (0.04, 0.211, 0.01, 0.1, -0.024, 0.141, 0.073)])
+
+
+def test_a_standout_near_no_memory_is_noise() -> None:
+    """"How many hours does Bob sleep a night?" against the Bob memories of this module: his
+    weekend jazz trio leads at cosine 0.094, 0.086 above the runner-up and 0.12 above the
+    median, but the masked question is near none of them."""
+    q = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+
+    def at(cos: float) -> np.ndarray:
+        return np.array([cos, float(np.sqrt(1 - cos * cos)), 0.0], dtype=np.float32)
+
+    assert not masked_evidence(q, [at(c) for c in (0.094, 0.007, -0.024, -0.038, -0.039, -0.06)])
+    # "What is Heidi's occupation?" (dev): the answer stands out at 0.178 and is kept.
+    assert masked_evidence(q, [at(c) for c in (0.178, 0.064, -0.021, 0.031, 0.014, 0.087, 0.051)])

@@ -263,8 +263,9 @@ def score(questions: list[Question], ranked: list[list[str]], ks: list[int]) -> 
     by_type: dict[str, dict[str, float | None]] = {}
     for qtype in sorted({q.qtype for q in questions}):
         rows = [m for q, m in zip(questions, per_q, strict=True) if q.qtype == qtype]
-        by_type[qtype] = {f"session_recall_all@{k}": mean([m[f"session_recall_all@{k}"]
-                                                           for m in rows]) for k in ks}
+        by_type[qtype] = {f"{level}_recall_all@{k}": mean([m[f"{level}_recall_all@{k}"]
+                                                           for m in rows])
+                          for level in ("session", "turn") for k in ks}
     return {"overall": overall, "overall_ci95": ci95, "by_type": by_type}
 
 

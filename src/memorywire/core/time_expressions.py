@@ -36,9 +36,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from memorywire.core.clock import DAY_MS
+
 __all__ = ["DAY_SLACK_MS", "TimeWindow", "resolve"]
 
-DAY_MS = 86_400_000
 #: How far a day-sized window reaches into the neighbouring days.
 DAY_SLACK_MS = DAY_MS
 _UNIT_DAYS = {"day": 1.0, "week": 7.0, "month": 30.44, "year": 365.25}

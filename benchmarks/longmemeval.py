@@ -40,7 +40,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any, TextIO
@@ -80,6 +80,8 @@ LEXICAL_WEIGHT = 1.0
 FEEDBACK_WEIGHT: float | None = None
 RETRIEVERS = ("store", "store-floor", "store-perrow", "store-plain", "vector", "bm25",
               "bm25-stemmed")
+#: ``--no-time``: False writes no session date as valid_from and sends no asked_at.
+TIME_AWARE = True
 #: How much of the assistant's reply a user turn carries as metadata.context (characters).
 REPLY_CHARS = int(os.environ.get("MW_BENCH_REPLY_CHARS", "2000"))
 TURN_EXTRA_K = 50
@@ -111,6 +113,8 @@ class Question:
     turns: list[Turn]
     gold_sessions: set[str]
     gold_turns: set[str]
+    #: ``question_date``: when the question is asked (the reference of "last Saturday").
+    date: str = ""
 
 
 def _open(path: Path) -> TextIO:
@@ -137,7 +141,17 @@ def parse(entry: dict[str, Any]) -> Question:
                 gold_sessions.add(sid)
                 gold_turns.add(key)
     return Question(entry["question_id"], entry["question_type"], entry["question"], turns,
-                    gold_sessions, gold_turns)
+                    gold_sessions, gold_turns, entry.get("question_date", ""))
+
+
+def date_ms(text: str) -> int | None:
+    """LongMemEval's ``"2023/05/20 (Sat) 00:29"`` as epoch ms (UTC; the data has no zone)."""
+    try:
+        day, _, clock = text.split(" ")
+        when = datetime.strptime(f"{day} {clock}", "%Y/%m/%d %H:%M")
+    except ValueError:
+        return None
+    return int(when.replace(tzinfo=UTC).timestamp() * 1000)
 
 
 def _round_robin(entries: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -188,7 +202,8 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
             # Positional ids: a haystack may hold the same session twice.
             plain = [RememberRequest(agent_id=q.qid, type=MemoryType.EPISODIC, content=t.content,
                                      id=f"t{i}", metadata={"session_id": t.session,
-                                                           "key": t.key, "date": t.date})
+                                                           "key": t.key, "date": t.date},
+                                     valid_from=date_ms(t.date) if TIME_AWARE else None)
                      for i, t in enumerate(q.turns)]
             reqs = [r.model_copy(update={"metadata": {**(r.metadata or {}),
                                                       "context": t.reply[:REPLY_CHARS]}})
@@ -203,7 +218,8 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
             await stores["store-plain"].remember_many(plain, vectors=mine)
             timing["plain_write_s"] += time.perf_counter() - started
             depth = min(len(q.turns), 1000)
-            req = RecallRequest(agent_id=q.qid, query=q.text, k=depth)
+            req = RecallRequest(agent_id=q.qid, query=q.text, k=depth,
+                                asked_at=date_ms(q.date) if TIME_AWARE else None)
             for name, store in stores.items():
                 started = time.perf_counter()
                 resp = await store.recall_by_vector(req, qvec)
@@ -247,8 +263,9 @@ def score(questions: list[Question], ranked: list[list[str]], ks: list[int]) -> 
     by_type: dict[str, dict[str, float | None]] = {}
     for qtype in sorted({q.qtype for q in questions}):
         rows = [m for q, m in zip(questions, per_q, strict=True) if q.qtype == qtype]
-        by_type[qtype] = {f"session_recall_all@{k}": mean([m[f"session_recall_all@{k}"]
-                                                           for m in rows]) for k in ks}
+        by_type[qtype] = {f"{level}_recall_all@{k}": mean([m[f"{level}_recall_all@{k}"]
+                                                           for m in rows])
+                          for level in ("session", "turn") for k in ks}
     return {"overall": overall, "overall_ci95": ci95, "by_type": by_type}
 
 
@@ -276,6 +293,8 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "embedder": embedder.name,
         "lexical_weight": LEXICAL_WEIGHT,
         "feedback_weight": FEEDBACK_WEIGHT,
+        "time": "session dates as valid_from, question_date as asked_at" if TIME_AWARE
+                else "none (--no-time)",
         "context": f"the assistant reply (first {REPLY_CHARS} characters) as metadata.context"
                    if context else "none (--no-context)",
         "store": "SqliteStore (hybrid RRF); 'store' with relevance_floor=lexical_floor=-1 "
@@ -387,8 +406,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--feedback-weight", type=float, default=None,
                         help="SqliteStore feedback_weight for every store row (ablation; "
                              "0 = no pseudo-relevance feedback; default: the store's)")
+    parser.add_argument("--no-time", action="store_true",
+                        help="write no session date as valid_from and send no asked_at "
+                             "(time-aware ranking off; ablation)")
     args = parser.parse_args(argv)
-    global LEXICAL_WEIGHT, FEEDBACK_WEIGHT
+    global LEXICAL_WEIGHT, FEEDBACK_WEIGHT, TIME_AWARE
+    TIME_AWARE = not args.no_time
     LEXICAL_WEIGHT = args.lexical_weight
     FEEDBACK_WEIGHT = args.feedback_weight
     if not args.data.is_file():

@@ -337,6 +337,15 @@ def test_longmemeval_session_score_collapses_turns_to_their_best() -> None:
     assert m["turn_ndcg_any@3"] == 0.0
 
 
+def test_longmemeval_dates_are_read_as_utc_and_questions_keep_theirs() -> None:
+    assert LME.date_ms("2023/03/09 (Thu) 15:47") == 1_678_376_820_000
+    assert LME.date_ms("") is None and LME.date_ms("9 March") is None
+    entry = {"question_id": "q", "question_type": "t", "question": "?",
+             "question_date": "2023/03/09 (Thu) 15:47", "answer_session_ids": [],
+             "haystack_session_ids": [], "haystack_sessions": [], "haystack_dates": []}
+    assert LME.parse(entry).date == "2023/03/09 (Thu) 15:47"
+
+
 @pytest.mark.anyio
 async def test_longmemeval_run_ranks_gold_first_on_the_real_store(tmp_path: Path) -> None:
     result = await LME.run(_lme_file(tmp_path), [1, 5], None, None, HashingEmbedder(256))

@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -129,6 +130,20 @@ def _json_arg(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
 
 
+def _instant(text: str) -> int:
+    """Epoch ms, or an ISO 8601 date or date-time (UTC when it names no offset)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            "not epoch milliseconds or an ISO 8601 date/time") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
+
+
 def _json_object(text: str) -> dict[str, Any]:
     value = _json_arg(text)
     if not isinstance(value, dict):
@@ -181,7 +196,7 @@ def _remember(args: argparse.Namespace) -> int:
 
 def _recall(args: argparse.Namespace) -> int:
     doc = _doc(args, "agent_id", "user_id", "query", "k", "types", "hops", "fusion", "filter",
-               "fresher_than_days", "where")
+               "fresher_than_days", "where", "as_of", "asked_at")
     return _run(args, lambda m: m.recall(doc))
 
 
@@ -249,6 +264,11 @@ def _register_ops(sub: Subparsers) -> None:
     p.add_argument("--fresher-than-days", dest="fresher_than_days", type=int)
     p.add_argument("--where", type=_json_arg,
                    help='JSON conditions on typed fields, e.g. \'{"valence": {"lt": 0}}\'')
+    p.add_argument("--as-of", dest="as_of", type=_instant, metavar="TIME",
+                   help="what held at TIME (epoch ms or ISO 8601, UTC by default)")
+    p.add_argument("--asked-at", dest="asked_at", type=_instant, metavar="TIME",
+                   help="when the question is asked: 'last Saturday' in the query counts from "
+                        "TIME (epoch ms or ISO 8601; default --as-of, else now)")
     p.set_defaults(handler=_recall)
 
     p = sub.add_parser("forget", help="forget memories by id or metadata filter")

@@ -1,4 +1,5 @@
-"""Truth over time, identically on every backend: supersession, chains, ``as_of``, conflicts.
+"""Truth over time, identically on every backend: supersession, chains, ``as_of``, conflicts,
+the time of asking.
 
 A store that does not declare the ``time`` capability is skipped (naming it): it would
 store ``supersedes`` and ``as_of`` without acting on them. A router over such a store
@@ -95,10 +96,32 @@ async def conflicts_skip_history_and_other_users(h: Harness, store: MemoryStore)
     assert [c.id for c in resp.conflicts or []] == ["b"], f"conflicts: {resp.conflicts}"
 
 
+async def time_of_asking_ranks_that_time_higher(h: Harness, store: MemoryStore) -> None:
+    """"yesterday" in the query, counted from ``asked_at``, ranks the memory of that day
+    first, whichever of two memories it is; the text of the query still finds both."""
+    h.require(store, C.TIME)
+    t0 = h.clock.now_ms()
+    day = 86_400_000
+    await store.remember(rem("ag", "I cooked pasta for dinner", id="old",
+                             valid_from=t0 - 40 * day))
+    await store.remember(rem("ag", "I cooked soup for dinner", id="new", valid_from=t0 - day))
+
+    async def first(asked_at: int | None) -> list[str]:
+        resp = await store.recall(RecallRequest(
+            agent_id="ag", query="What did I cook for dinner yesterday?", k=5,
+            min_relevance=0, asked_at=asked_at))
+        return [x.id for x in resp.results]
+
+    assert await first(t0) == ["new", "old"], "yesterday (asked now) is the newer memory"
+    assert await first(t0 - 39 * day) == ["old", "new"], "asked 39 days ago: the older one"
+    assert await first(None) == ["new", "old"], "without asked_at the store's clock counts"
+
+
 SCENARIOS: list[Scenario] = [
     scenario(supersedes_hides_the_old_value, C.SEMANTIC),
     scenario(chains_and_as_of, C.SEMANTIC),
     scenario(forgetting_the_newer_keeps_the_older_closed, C.SEMANTIC),
     scenario(remember_reports_conflicts, C.SEMANTIC),
     scenario(conflicts_skip_history_and_other_users, C.SEMANTIC),
+    scenario(time_of_asking_ranks_that_time_higher, C.SEMANTIC),
 ]

@@ -8,8 +8,9 @@ adds the HTTP surface on top and runs it under uvicorn.
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from starlette.applications import Starlette
 
@@ -27,7 +28,7 @@ from memorywire.server.runtime import Runtime, open_runtime, running
 from memorywire.store.base import MemoryStore
 from memorywire.wire.routes import route_named
 
-__all__ = ["LOG_LEVELS", "Server", "build_server", "endpoints", "http_app", "serve"]
+__all__ = ["LOG_LEVELS", "Server", "build_server", "endpoints", "http_app", "run_server", "serve"]
 
 #: uvicorn's levels; ``info`` and below add its access log (one line per request).
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -156,30 +157,61 @@ def serve(
 ) -> None:
     """Open the runtime, serve it until interrupted, close it. ``on_ready`` sees the resolved
     configuration and :func:`endpoints` once everything is open, before the first request.
-    ``log_level`` is uvicorn's; ``info`` or lower logs every request (its access log)."""
+    ``log_level`` is uvicorn's; ``info`` or lower logs every request (its access log).
+
+    With ``workers`` above 1 (or ``auto`` choosing more) the runtime opens in each of that
+    many processes on one socket (:mod:`memorywire.server.workers`); ``on_ready`` then runs
+    once, when every worker is ready, and its configuration says how many there are."""
+    from memorywire.server.workers import serve_workers, worker_count
+
+    if log_level not in LOG_LEVELS:
+        raise InvalidRequest(f"log level {log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+    resolved = config.resolved()
+    n = worker_count(resolved)
+    if n == 1:
+        run_server(replace(config, workers="1"), on_ready=on_ready, log_level=log_level)
+    else:
+        serve_workers(replace(config, workers=str(n)), n, on_ready=on_ready,
+                      log_level=log_level)
+
+
+def run_server(
+    config: ServerConfig,
+    *,
+    on_ready: Callable[[ServerConfig, list[tuple[str, str]]], None] | None = None,
+    log_level: str = "warning",
+    sockets: list[socket.socket] | None = None,
+    worker: tuple[int, int] = (0, 1),
+) -> None:
+    """One serving process: :func:`serve` with one worker, or worker ``worker[0]`` of
+    ``worker[1]`` on the parent's ``sockets``. Periodic jobs (expiry sweeps, the router
+    outbox) run in worker 0 only, so several workers do not purge and receipt twice."""
     import anyio
     import uvicorn
 
     from memorywire.server.timeouts import uvicorn_config
 
-    if log_level not in LOG_LEVELS:
-        raise InvalidRequest(f"log level {log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+    index, count = worker
 
     async def main() -> None:
         async with running(config, http=True) as runtime:
             cfg = runtime.config
+            if count > 1 and runtime.observability is not None:
+                metrics = runtime.observability.metrics
+                if metrics is not None:
+                    metrics.const_labels = (("worker", str(index)),)
             app = http_app(runtime)
             if on_ready is not None:
                 on_ready(cfg, endpoints(app, cfg))
             server = uvicorn.Server(
                 uvicorn_config(app, cfg.host, cfg.port, cfg.timeouts(), log_level=log_level)
             )
-            loops = [runtime.expiry_sweeper(), runtime.outbox_courier()]
+            loops = [runtime.expiry_sweeper(), runtime.outbox_courier()] if index == 0 else []
             async with anyio.create_task_group() as tg:
                 for loop in loops:
                     if loop is not None:
                         tg.start_soon(loop)
-                await server.serve()
+                await server.serve(sockets=sockets)
                 tg.cancel_scope.cancel()
 
     # uvicorn re-raises the Ctrl-C it caught once it has stopped; that is a normal exit.

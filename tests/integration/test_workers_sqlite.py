@@ -103,7 +103,7 @@ def _pinned(s: Served, token: str, want: str) -> Iterator[httpx.Client]:
     """A one-connection client whose connection the kernel gave to worker ``want``."""
     for _ in range(200):
         http = httpx.Client(base_url=s.base, timeout=60,
-                            headers={"authorization": f"Bearer {token}"},
+                            headers={"authorization": f"Bearer {token}"} if token else {},
                             limits=httpx.Limits(max_connections=1))
         try:
             if _worker_of(http) == want:
@@ -213,6 +213,36 @@ def test_two_workers_share_store_chain_and_queue(served: Served) -> None:
     with httpx.Client(headers={"authorization": f"Bearer {s.admin}"}) as http:
         r = http.post(f"{s.base}/v0/audit/verify")
     assert r.status_code == 200 and r.json()["ok"] is True
+
+
+def _csrf(page: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert found, page
+    return found.group(1)
+
+
+def test_a_reviewer_signed_in_through_one_worker_is_signed_in_through_all(
+    served: Served,
+) -> None:
+    s = served
+    with _pinned(s, "", "0") as ui0:
+        form = ui0.get("/ui/login")
+        r = ui0.post("/ui/login", data={"csrf": _csrf(form.text), "token": s.reviewer,
+                                       "next": "/ui/approvals"})
+        assert r.status_code == 303 and r.headers["location"].endswith("/ui/approvals")
+        cookie = ui0.cookies["memorywire_review"]
+        assert ui0.get("/ui/approvals").status_code == 200
+    with _pinned(s, "", "1") as ui1:
+        ui1.cookies.set("memorywire_review", cookie)
+        page = ui1.get("/ui/approvals")
+        assert page.status_code == 200, page.text  # not a redirect to the login form
+        r = ui1.post("/ui/logout", data={"csrf": _csrf(page.text)})
+        assert r.status_code == 303 and r.headers["location"].endswith("/ui/login")
+    # The copied cookie is worthless after the logout, on the other worker too.
+    with _pinned(s, "", "0") as ui0:
+        ui0.cookies.set("memorywire_review", cookie)
+        r = ui0.get("/ui/approvals")
+        assert r.status_code == 303 and "/ui/login" in r.headers["location"]
 
 
 def test_memory_store_with_workers_is_refused(tmp_path: Path) -> None:

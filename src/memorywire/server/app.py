@@ -34,8 +34,9 @@ __all__ = ["LOG_LEVELS", "Server", "build_server", "endpoints", "http_app", "run
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
-def _ui_auth(tokens: TokenStore | None) -> Callable[[str], str | None]:
-    """The reviewer UI shows every tenant's queue, so only unscoped reviewers/admins log in."""
+def _ui_auth(tokens: TokenStore | None, *, hashed: bool = False) -> Callable[[str], str | None]:
+    """The reviewer UI shows every tenant's queue, so only unscoped reviewers/admins log in.
+    ``hashed``: the argument is the SHA-256 of the token (shared sessions keep only that)."""
 
     def auth(secret: str) -> str | None:
         if tokens is None:
@@ -43,7 +44,7 @@ def _ui_auth(tokens: TokenStore | None) -> Callable[[str], str | None]:
             # so an agent's staged write can be approved here (and not by the agent).
             return LOCAL_OPERATOR
         try:
-            p = tokens.authenticate(secret)
+            p = tokens.authenticate_hashed(secret) if hashed else tokens.authenticate(secret)
         except MemorywireError:
             return None
         if p.role not in (Role.REVIEWER, Role.ADMIN) or p.agent_ids is not None:
@@ -53,14 +54,34 @@ def _ui_auth(tokens: TokenStore | None) -> Callable[[str], str | None]:
     return auth
 
 
+def _review_ui(runtime: Runtime) -> Starlette:
+    """The reviewer UI; with several workers its sessions and cookie key are files beside
+    the token database, so a reviewer signed in through one worker is through all."""
+    from memorywire.server.ui import review_app
+
+    assert runtime.governed is not None
+    cfg = runtime.config
+    if cfg.workers.strip() in ("", "1", "auto"):
+        return review_app(runtime.governed, _ui_auth(runtime.tokens))
+    import secrets
+    from pathlib import Path
+
+    from memorywire.governance.keys import create_once
+    from memorywire.server.ui.shared_sessions import SharedReviewSessions
+
+    key_path = Path(cfg.tokens_db + ".ui-cookie-key")
+    if not key_path.exists():
+        create_once(key_path, secrets.token_hex(32).encode("ascii"))
+    book = SharedReviewSessions(cfg.tokens_db + ".ui-sessions", _ui_auth(runtime.tokens),
+                                _ui_auth(runtime.tokens, hashed=True))
+    return review_app(runtime.governed, _ui_auth(runtime.tokens), sessions=book,
+                      secret_key=key_path.read_text(encoding="ascii").strip())
+
+
 def http_app(runtime: Runtime) -> Starlette:
     """REST, JSON-RPC and OpenAPI over the runtime's dispatcher, with ``/mcp`` and, when
     governance is on, the reviewer UI at ``/ui``. Serve it with lifespan on (``/mcp``)."""
-    ui_app = None
-    if runtime.governed is not None:
-        from memorywire.server.ui import review_app
-
-        ui_app = review_app(runtime.governed, _ui_auth(runtime.tokens))
+    ui_app = _review_ui(runtime) if runtime.governed is not None else None
     if not mcp_available():
         # Without the ``mcp`` extra the server still speaks REST and JSON-RPC; /mcp answers
         # 404 and the start-up line says how to install it.

@@ -201,12 +201,13 @@ def run_server(
     *,
     on_ready: Callable[[ServerConfig, list[tuple[str, str]]], None] | None = None,
     log_level: str = "warning",
-    sockets: list[socket.socket] | None = None,
+    listen: Callable[[], socket.socket] | None = None,
     worker: tuple[int, int] = (0, 1),
 ) -> None:
     """One serving process: :func:`serve` with one worker, or worker ``worker[0]`` of
-    ``worker[1]`` on the parent's ``sockets``. Periodic jobs (expiry sweeps, the router
-    outbox) run in worker 0 only, so several workers do not purge and receipt twice."""
+    ``worker[1]`` on the socket ``listen`` opens after ``on_ready`` (so no connection waits
+    in the queue of a worker still loading its model). Periodic jobs (expiry sweeps,
+    the router outbox) run in worker 0 only, so several workers do not purge twice."""
     import anyio
     import uvicorn
 
@@ -224,6 +225,7 @@ def run_server(
             app = http_app(runtime)
             if on_ready is not None:
                 on_ready(cfg, endpoints(app, cfg))
+            sockets = None if listen is None else [listen()]
             server = uvicorn.Server(
                 uvicorn_config(app, cfg.host, cfg.port, cfg.timeouts(), log_level=log_level)
             )

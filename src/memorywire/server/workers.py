@@ -41,8 +41,6 @@ __all__ = ["auto_workers", "cpus", "per_worker", "serve_workers", "shareable", "
 #: Most workers ``auto`` starts: each loads the model (~250 MB), and more processes contend
 #: for SQLite's one write lock; a larger machine names its count.
 AUTO_MAX = 2
-#: Seconds a worker may take to open its runtime before the start is abandoned.
-START_DEADLINE_S = 300.0
 
 Ready = Callable[[ServerConfig, list[tuple[str, str]]], None]
 
@@ -185,17 +183,22 @@ class _Job:
     log_level: str
 
 
-def _worker_main(job: _Job, report: Any) -> None:
-    """One worker: open the runtime, tell the parent, serve its socket until told to stop."""
+def _worker_main(job: _Job, report: Any, go: Any) -> None:
+    """One worker: open the runtime, tell the parent, and once every worker is ready (the
+    parent has printed where the server is), listen and serve until told to stop."""
     from memorywire.server.app import run_server
 
     def ready(cfg: ServerConfig, where: list[tuple[str, str]]) -> None:
         report.put(("ready", job.index, where, cfg))
 
+    def listen() -> socket.socket:
+        go.wait()
+        return _listen(job.config.host, job.config.port)
+
     try:
-        sock = _listen(job.config.host, job.config.port)
         run_server(per_worker(job.config, job.count), on_ready=ready, log_level=job.log_level,
-                   sockets=[sock], worker=(job.index, job.count))
+                   listen=listen,
+                   worker=(job.index, job.count))
     except MemorywireError as exc:
         report.put(("error", job.index, exc.code, exc.message))
         raise SystemExit(2) from None
@@ -217,9 +220,10 @@ def serve_workers(config: ServerConfig, n: int, *, on_ready: Ready | None,
 
     ctx = multiprocessing.get_context("spawn")
     report = ctx.Queue()
+    go = ctx.Event()
     held, lock = _claim(config.host, config.port)
     procs = [ctx.Process(target=_worker_main, name=f"memorywire-worker-{i}",
-                         args=(_Job(config, i, n, log_level), report))
+                         args=(_Job(config, i, n, log_level), report, go))
              for i in range(n)]
     stop = False
 
@@ -247,8 +251,10 @@ def serve_workers(config: ServerConfig, n: int, *, on_ready: Ready | None,
                     continue
             if msg[0] == "ready":
                 waiting.discard(msg[1])
-                if not waiting and on_ready is not None:
-                    on_ready(msg[3], msg[2])
+                if not waiting:
+                    if on_ready is not None:
+                        on_ready(msg[3], msg[2])
+                    go.set()
             else:
                 failure = _error(msg[2], f"worker {msg[1]}: {msg[3]}")
         if failure is not None:

@@ -14,7 +14,14 @@ from memorywire.server.workers import per_worker, worker_count
 
 def _resolved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **kw: object) -> ServerConfig:
     monkeypatch.setenv("MEMORYWIRE_HOME", str(tmp_path))
+    kw.setdefault("workers", "auto")
     return ServerConfig(**kw).resolved()  # type: ignore[arg-type]
+
+
+def test_one_worker_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(workers, "cpus", lambda: 8)
+    monkeypatch.setenv("MEMORYWIRE_HOME", str(tmp_path))
+    assert worker_count(ServerConfig().resolved()) == 1
 
 
 def test_auto_is_two_on_a_file_store_with_two_cpus(
@@ -71,7 +78,7 @@ def test_workers_from_file_environment_and_flag(tmp_path: Path) -> None:
     assert load_config(toml, env={}).workers == "3"
     assert load_config(toml, env={"MEMORYWIRE_WORKERS": "auto"}).workers == "auto"
     assert load_config(toml, env={}, overrides={"workers": "1"}).workers == "1"
-    assert load_config(None, env={}).workers == "auto"
+    assert load_config(None, env={}).workers == "1"
 
 
 def test_rate_limits_are_divided_between_workers() -> None:

@@ -429,9 +429,9 @@ def _register_serve(sub: Subparsers) -> None:
                         " servers share (one approval queue, one audit chain)")
     p.add_argument("--tokens-db", dest="tokens_db")
     p.add_argument("--workers", metavar="N",
-                   help="server processes on one socket: a number or auto (default: 2 when "
-                        "the machine has 2+ CPUs and the store is a file or PostgreSQL, else "
-                        "1); each loads its own model (~250 MB)")
+                   help="server processes on the port: a number, or auto (2 when the machine "
+                        "has 2+ CPUs and the store is a file or PostgreSQL, else 1); default 1;"
+                        " each loads its own model (~250 MB)")
     p.add_argument("--log-level", dest="log_level", default="warning",
                    choices=["critical", "error", "warning", "info", "debug", "trace"],
                    help="uvicorn's log level; info or lower logs every request (default warning)")

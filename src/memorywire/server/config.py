@@ -60,10 +60,11 @@ class ServerConfig:
     router_outbox: str = ""
     host: str = "127.0.0.1"
     port: int = 8765
-    #: Processes ``serve`` runs on one socket: a whole number, or ``auto`` (2 on a machine
-    #: with 2+ CPUs when the store and governance database live outside the process, else 1;
-    #: see server/workers.py). Each worker loads its own model (~250 MB).
-    workers: str = "auto"
+    #: Processes ``serve`` runs on its port: a whole number, or ``auto`` (2 on a machine with
+    #: 2+ CPUs when the store and governance database live outside the process, else 1; see
+    #: server/workers.py). 1 by default: measured, a second worker did not pay on a shared
+    #: 2-core machine (docs/decisions.md). Each worker loads its own model (~250 MB).
+    workers: str = "1"
     no_auth: bool = False
     tokens_db: str = ""
     governance_db: str = ""

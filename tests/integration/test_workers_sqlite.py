@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -243,6 +244,34 @@ def test_a_reviewer_signed_in_through_one_worker_is_signed_in_through_all(
         ui0.cookies.set("memorywire_review", cookie)
         r = ui0.get("/ui/approvals")
         assert r.status_code == 303 and "/ui/login" in r.headers["location"]
+
+
+def test_a_worker_that_dies_stops_the_server_with_an_error(tmp_path: Path) -> None:
+    env = {**os.environ, "MEMORYWIRE_HOME": str(tmp_path / "home")}
+    log_path = tmp_path / "server.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memorywire.cli", "serve", "--store",
+             f"sqlite:///{tmp_path / 'mem.db'}", "--no-governance", "--no-auth",
+             "--embedder", "hashing", "--port", str(_free_port()), "--workers", "2"],
+            env=env, stdout=log, stderr=log)
+        try:
+            deadline = time.monotonic() + START_DEADLINE_S
+            while b"2 worker processes" not in log_path.read_bytes():
+                assert proc.poll() is None and time.monotonic() < deadline, \
+                    log_path.read_text(errors="replace")
+                time.sleep(0.2)
+            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+            workers = [int(c) for c in children
+                       if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+            assert len(workers) == 2, children
+            os.kill(workers[-1], signal.SIGKILL)
+            assert proc.wait(120) == 2
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+    assert "exited" in log_path.read_text(errors="replace")
 
 
 def test_memory_store_with_workers_is_refused(tmp_path: Path) -> None:

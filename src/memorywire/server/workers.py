@@ -161,7 +161,11 @@ def _claim(host: str, port: int) -> tuple[socket.socket, Any]:
 
     runtime = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     name = f"memorywire-{os.getuid()}-{host.strip('[]').replace(':', '_')}-{port}.lock"
-    lock = open(Path(runtime) / name, "a+b")  # noqa: SIM115  held until the server stops
+    try:
+        lock = open(Path(runtime) / name, "a+b")  # noqa: SIM115  held until the server stops
+    except OSError as exc:
+        raise InvalidRequest(f"cannot claim {host}:{port}: lock file {exc.filename}: "
+                             f"{exc.strerror}") from None
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -264,6 +268,10 @@ def serve_workers(config: ServerConfig, n: int, *, on_ready: Ready | None,
                 p.join(0.5)
                 if stop or p.exitcode is not None:
                     break
+        gone = [(i, p.exitcode) for i, p in enumerate(procs) if p.exitcode is not None]
+        if not stop and gone:
+            raise MemorywireError(f"worker {gone[0][0]} exited (code {gone[0][1]}); "
+                                  "the other workers were stopped")
     finally:
         _stop(procs)
         for s, handler in old.items():

@@ -270,6 +270,10 @@ def serve_workers(config: ServerConfig, n: int, *, on_ready: Ready | None,
                     break
         gone = [(i, p.exitcode) for i, p in enumerate(procs) if p.exitcode is not None]
         if not stop and gone:
+            with contextlib.suppress(queue.Empty):  # its own error, if it could send one
+                msg = report.get(timeout=1)
+                if msg[0] == "error":
+                    raise _error(msg[2], f"worker {msg[1]} stopped the server: {msg[3]}")
             raise MemorywireError(f"worker {gone[0][0]} exited (code {gone[0][1]}); "
                                   "the other workers were stopped")
     finally:

@@ -192,7 +192,7 @@ def serve(
     if n == 1:
         run_server(replace(config, workers="1"), on_ready=on_ready, log_level=log_level)
     else:
-        serve_workers(replace(config, workers=str(n)), n, on_ready=on_ready,
+        serve_workers(replace(config, workers=str(n)), n, run=run_server, on_ready=on_ready,
                       log_level=log_level)
 
 

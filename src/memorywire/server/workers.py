@@ -58,9 +58,10 @@ def _scheme(url: str) -> str:
 
 
 def _sqlite_in_memory(url: str) -> bool:
-    from memorywire.store.sqlite.url import sqlite_path
-
-    return sqlite_path(url) == ":memory:"
+    """``sqlite://``, ``sqlite://:memory:`` (store/sqlite/url.py's reading; the server layer
+    does not import a backend)."""
+    rest = url.partition("://")[2].split("?", 1)[0]
+    return rest in ("", ":memory:", "/:memory:")
 
 
 def shareable(config: ServerConfig) -> str | None:
@@ -185,13 +186,14 @@ class _Job:
     index: int
     count: int
     log_level: str
+    #: ``server.app.run_server``, handed in (pickled by name) so this module need not import
+    #: the app that imports it.
+    run: Callable[..., None]
 
 
 def _worker_main(job: _Job, report: Any, go: Any) -> None:
     """One worker: open the runtime, tell the parent, and once every worker is ready (the
     parent has printed where the server is), listen and serve until told to stop."""
-    from memorywire.server.app import run_server
-
     def ready(cfg: ServerConfig, where: list[tuple[str, str]]) -> None:
         report.put(("ready", job.index, where, cfg))
 
@@ -200,9 +202,8 @@ def _worker_main(job: _Job, report: Any, go: Any) -> None:
         return _listen(job.config.host, job.config.port)
 
     try:
-        run_server(per_worker(job.config, job.count), on_ready=ready, log_level=job.log_level,
-                   listen=listen,
-                   worker=(job.index, job.count))
+        job.run(per_worker(job.config, job.count), on_ready=ready, log_level=job.log_level,
+                listen=listen, worker=(job.index, job.count))
     except MemorywireError as exc:
         report.put(("error", job.index, exc.code, exc.message))
         raise SystemExit(2) from None
@@ -215,11 +216,12 @@ def _error(code: str, message: str) -> MemorywireError:
     return ERROR_CODES.get(code, MemorywireError)(message)
 
 
-def serve_workers(config: ServerConfig, n: int, *, on_ready: Ready | None,
-                  log_level: str) -> None:
-    """Bind, start ``n`` workers, wait for all to be ready (``on_ready`` once), then wait
-    for one to exit or for a signal, and stop the rest. A worker that fails to start makes
-    the whole start fail with its error."""
+def serve_workers(config: ServerConfig, n: int, *, run: Callable[..., None],
+                  on_ready: Ready | None, log_level: str) -> None:
+    """Run ``run`` (``server.app.run_server``) in ``n`` workers: claim the port, start
+    them, wait for all to be ready (``on_ready`` once), then for one to exit or for a
+    signal, and stop the rest. A worker that fails makes the whole server fail with its
+    error."""
     import queue
 
     ctx = multiprocessing.get_context("spawn")
@@ -227,7 +229,7 @@ def serve_workers(config: ServerConfig, n: int, *, on_ready: Ready | None,
     go = ctx.Event()
     held, lock = _claim(config.host, config.port)
     procs = [ctx.Process(target=_worker_main, name=f"memorywire-worker-{i}",
-                         args=(_Job(config, i, n, log_level), report, go))
+                         args=(_Job(config, i, n, log_level, run), report, go))
              for i in range(n)]
     stop = False
 

@@ -151,8 +151,28 @@ def otlp_sink() -> tuple[str, ThreadingHTTPServer]:
     return f"http://127.0.0.1:{httpd.server_address[1]}", httpd
 
 
+def _stat(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+
+
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (Linux ``/proc``), so cost per operation is known."""
-    fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    """User + system CPU time of a process and its live descendants (Linux ``/proc``), so
+    cost per operation is known when ``serve`` runs several worker processes."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                children.setdefault(int(_stat(int(entry.name))[1]), []).append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
     ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = _stat(p)
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks
+        todo += children.get(p, [])
+    return total

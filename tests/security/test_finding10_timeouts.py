@@ -30,14 +30,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def port(tmp_path: Path) -> Iterator[int]:
+@pytest.fixture(params=["httptools", "h11"])
+def port(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[int]:
     port = _free_port()
     config = ServerConfig(store="memory://", embedder="hashing", no_auth=True, port=port,
                           tokens_db=str(tmp_path / "t.db"), body_timeout_s=DEADLINE)
     srv = build_server(config)
     timeouts = Timeouts(header_s=DEADLINE, body_s=DEADLINE, idle_s=1.0)
-    server = uvicorn.Server(uvicorn_config(srv.app, "127.0.0.1", port, timeouts))
+    server = uvicorn.Server(uvicorn_config(srv.app, "127.0.0.1", port, timeouts,
+                                           parser=request.param))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

@@ -390,7 +390,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     def ready(cfg: Any, where: list[tuple[str, str]]) -> None:
         mode = "WITHOUT authentication" if cfg.no_auth else f"tokens from {cfg.tokens_db}"
-        lines = [f"memorywire serving {cfg.store} on http://{cfg.host}:{cfg.port} ({mode})"]
+        n = int(cfg.workers)
+        procs = ("1 worker process" if n == 1 else
+                 f"{n} worker processes, each with its own model (~250 MB each); "
+                 "rate limits and /metrics are per worker")
+        lines = [f"memorywire serving {cfg.store} on http://{cfg.host}:{cfg.port} ({mode})",
+                 f"  {procs} (--workers N or [server] workers to change)"]
         lines += [f"  {what:<10} {url}" for what, url in where]
         if not cfg.no_auth:
             lines.append("  no token yet? memorywire token create --role admin --name me")
@@ -409,6 +414,7 @@ def _serve(args: argparse.Namespace) -> int:
                 "tokens_db": args.tokens_db,
                 "embedder": args.embedder,
                 "min_relevance": args.min_relevance,
+                "workers": args.workers,
             },
         )
         serve(config, on_ready=ready, log_level=args.log_level)
@@ -442,6 +448,10 @@ def _register_serve(sub: Subparsers) -> None:
                    help="enable approvals: a SQLite path, or a postgresql:// URL that several"
                         " servers share (one approval queue, one audit chain)")
     p.add_argument("--tokens-db", dest="tokens_db")
+    p.add_argument("--workers", metavar="N",
+                   help="server processes on the port: a number, or auto (2 when the machine "
+                        "has 2+ CPUs and the store is a file or PostgreSQL, else 1); default 1;"
+                        " each loads its own model (~250 MB)")
     p.add_argument("--log-level", dest="log_level", default="warning",
                    choices=["critical", "error", "warning", "info", "debug", "trace"],
                    help="uvicorn's log level; info or lower logs every request (default warning)")

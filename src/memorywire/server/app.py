@@ -8,8 +8,9 @@ adds the HTTP surface on top and runs it under uvicorn.
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from starlette.applications import Starlette
 
@@ -27,14 +28,15 @@ from memorywire.server.runtime import Runtime, open_runtime, running
 from memorywire.store.base import MemoryStore
 from memorywire.wire.routes import route_named
 
-__all__ = ["LOG_LEVELS", "Server", "build_server", "endpoints", "http_app", "serve"]
+__all__ = ["LOG_LEVELS", "Server", "build_server", "endpoints", "http_app", "run_server", "serve"]
 
 #: uvicorn's levels; ``info`` and below add its access log (one line per request).
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
-def _ui_auth(tokens: TokenStore | None) -> Callable[[str], str | None]:
-    """The reviewer UI shows every tenant's queue, so only unscoped reviewers/admins log in."""
+def _ui_auth(tokens: TokenStore | None, *, hashed: bool = False) -> Callable[[str], str | None]:
+    """The reviewer UI shows every tenant's queue, so only unscoped reviewers/admins log in.
+    ``hashed``: the argument is the SHA-256 of the token (shared sessions keep only that)."""
 
     def auth(secret: str) -> str | None:
         if tokens is None:
@@ -42,7 +44,7 @@ def _ui_auth(tokens: TokenStore | None) -> Callable[[str], str | None]:
             # so an agent's staged write can be approved here (and not by the agent).
             return LOCAL_OPERATOR
         try:
-            p = tokens.authenticate(secret)
+            p = tokens.authenticate_hashed(secret) if hashed else tokens.authenticate(secret)
         except MemorywireError:
             return None
         if p.role not in (Role.REVIEWER, Role.ADMIN) or p.agent_ids is not None:
@@ -52,14 +54,34 @@ def _ui_auth(tokens: TokenStore | None) -> Callable[[str], str | None]:
     return auth
 
 
+def _review_ui(runtime: Runtime) -> Starlette:
+    """The reviewer UI; with several workers its sessions and cookie key are files beside
+    the token database, so a reviewer signed in through one worker is through all."""
+    from memorywire.server.ui import review_app
+
+    assert runtime.governed is not None
+    cfg = runtime.config
+    if cfg.workers.strip() in ("", "1", "auto"):
+        return review_app(runtime.governed, _ui_auth(runtime.tokens))
+    import secrets
+    from pathlib import Path
+
+    from memorywire.governance.keys import create_once
+    from memorywire.server.ui.shared_sessions import SharedReviewSessions
+
+    key_path = Path(cfg.tokens_db + ".ui-cookie-key")
+    if not key_path.exists():
+        create_once(key_path, secrets.token_hex(32).encode("ascii"))
+    book = SharedReviewSessions(cfg.tokens_db + ".ui-sessions", _ui_auth(runtime.tokens),
+                                _ui_auth(runtime.tokens, hashed=True))
+    return review_app(runtime.governed, _ui_auth(runtime.tokens), sessions=book,
+                      secret_key=key_path.read_text(encoding="ascii").strip())
+
+
 def http_app(runtime: Runtime) -> Starlette:
     """REST, JSON-RPC and OpenAPI over the runtime's dispatcher, with ``/mcp`` and, when
     governance is on, the reviewer UI at ``/ui``. Serve it with lifespan on (``/mcp``)."""
-    ui_app = None
-    if runtime.governed is not None:
-        from memorywire.server.ui import review_app
-
-        ui_app = review_app(runtime.governed, _ui_auth(runtime.tokens))
+    ui_app = _review_ui(runtime) if runtime.governed is not None else None
     if not mcp_available():
         # Without the ``mcp`` extra the server still speaks REST and JSON-RPC; /mcp answers
         # 404 and the start-up line says how to install it.
@@ -156,30 +178,63 @@ def serve(
 ) -> None:
     """Open the runtime, serve it until interrupted, close it. ``on_ready`` sees the resolved
     configuration and :func:`endpoints` once everything is open, before the first request.
-    ``log_level`` is uvicorn's; ``info`` or lower logs every request (its access log)."""
+    ``log_level`` is uvicorn's; ``info`` or lower logs every request (its access log).
+
+    With ``workers`` above 1 (or ``auto`` choosing more) the runtime opens in each of that
+    many processes on one socket (:mod:`memorywire.server.workers`); ``on_ready`` then runs
+    once, when every worker is ready, and its configuration says how many there are."""
+    from memorywire.server.workers import serve_workers, worker_count
+
+    if log_level not in LOG_LEVELS:
+        raise InvalidRequest(f"log level {log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+    resolved = config.resolved()
+    n = worker_count(resolved)
+    if n == 1:
+        run_server(replace(config, workers="1"), on_ready=on_ready, log_level=log_level)
+    else:
+        serve_workers(replace(config, workers=str(n)), n, run=run_server, on_ready=on_ready,
+                      log_level=log_level)
+
+
+def run_server(
+    config: ServerConfig,
+    *,
+    on_ready: Callable[[ServerConfig, list[tuple[str, str]]], None] | None = None,
+    log_level: str = "warning",
+    listen: Callable[[], socket.socket] | None = None,
+    worker: tuple[int, int] = (0, 1),
+) -> None:
+    """One serving process: :func:`serve` with one worker, or worker ``worker[0]`` of
+    ``worker[1]`` on the socket ``listen`` opens after ``on_ready`` (so no connection waits
+    in the queue of a worker still loading its model). Periodic jobs (expiry sweeps,
+    the router outbox) run in worker 0 only, so several workers do not purge twice."""
     import anyio
     import uvicorn
 
     from memorywire.server.timeouts import uvicorn_config
 
-    if log_level not in LOG_LEVELS:
-        raise InvalidRequest(f"log level {log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+    index, count = worker
 
     async def main() -> None:
         async with running(config, http=True) as runtime:
             cfg = runtime.config
+            if count > 1 and runtime.observability is not None:
+                metrics = runtime.observability.metrics
+                if metrics is not None:
+                    metrics.const_labels = (("worker", str(index)),)
             app = http_app(runtime)
             if on_ready is not None:
                 on_ready(cfg, endpoints(app, cfg))
+            sockets = None if listen is None else [listen()]
             server = uvicorn.Server(
                 uvicorn_config(app, cfg.host, cfg.port, cfg.timeouts(), log_level=log_level)
             )
-            loops = [runtime.expiry_sweeper(), runtime.outbox_courier()]
+            loops = [runtime.expiry_sweeper(), runtime.outbox_courier()] if index == 0 else []
             async with anyio.create_task_group() as tg:
                 for loop in loops:
                     if loop is not None:
                         tg.start_soon(loop)
-                await server.serve()
+                await server.serve(sockets=sockets)
                 tg.cancel_scope.cancel()
 
     # uvicorn re-raises the Ctrl-C it caught once it has stopped; that is a normal exit.

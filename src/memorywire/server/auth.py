@@ -215,6 +215,18 @@ class TokenStore:
             raise Unauthorized("a valid bearer token is required")
         return _info(row).principal()
 
+    def authenticate_hashed(self, secret_hash: str) -> Principal:
+        """:meth:`authenticate` by the SHA-256 of the secret, for a holder that keeps only
+        that (the reviewer UI's shared sessions)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT * FROM tokens WHERE secret_hash = ? AND revoked_at IS NULL",
+                (secret_hash,),
+            ).fetchone()
+        if row is None:
+            raise Unauthorized("a valid bearer token is required")
+        return _info(row).principal()
+
     def list(self, *, include_revoked: bool = False) -> list[TokenInfo]:
         sql = "SELECT * FROM tokens"
         if not include_revoked:

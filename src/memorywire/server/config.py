@@ -60,6 +60,11 @@ class ServerConfig:
     router_outbox: str = ""
     host: str = "127.0.0.1"
     port: int = 8765
+    #: Processes ``serve`` runs on its port: a whole number, or ``auto`` (2 on a machine with
+    #: 2+ CPUs when the store and governance database live outside the process, else 1; see
+    #: server/workers.py). 1 by default: measured, a second worker did not pay on a shared
+    #: 2-core machine (docs/decisions.md). Each worker loads its own model (~250 MB).
+    workers: str = "1"
     no_auth: bool = False
     tokens_db: str = ""
     governance_db: str = ""
@@ -152,6 +157,12 @@ class ServerConfig:
         if out.purge_interval_s < 0 or out.purge_grace_hours < 0:
             raise InvalidRequest("purge_interval_s and purge_grace_hours must be >= 0 "
                                  "(purge_interval_s = 0 turns the expiry sweeper off)")
+        if out.workers.strip().lower() != "auto" and not (
+            out.workers.strip().isdigit() and int(out.workers) >= 1
+        ):
+            raise InvalidRequest(
+                f"workers must be auto or a whole number >= 1 (got {out.workers!r})"
+            )
         if out.rate_limits not in ("auto", "on", "off"):
             raise InvalidRequest(
                 f"rate_limits must be auto, on or off (got {out.rate_limits!r})"

@@ -48,6 +48,9 @@ class Metrics:
         self._bounds: dict[str, tuple[float, ...]] = {}
         self._help: dict[str, tuple[str, str]] = {}
         self._gauges: dict[str, GaugeReader] = {}
+        #: Labels on every series; ``worker`` when several processes serve (each scrape is
+        #: answered by one of them, so their series must not look like one counter).
+        self.const_labels: Labels = ()
         self.counter("memorywire_operations_total", "Operations answered, by outcome code.")
         self.counter("memorywire_store_errors_total", "Store failures, by store and code.")
         self.histogram("memorywire_operation_duration_seconds",
@@ -103,16 +106,21 @@ class Metrics:
     async def render(self) -> str:
         gauges = {name: await read() for name, read in self._gauges.items()}
         lines: list[str] = []
+        const = self.const_labels
+
+        def own(series: Iterable[tuple[Labels, float]]) -> list[tuple[Labels, float]]:
+            return [(const + labels, v) for labels, v in series]
+
         with self._lock:
             for name, (kind, help_text) in sorted(self._help.items()):
                 lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
                 if kind == "counter":
-                    lines += _samples(name, self._counters[name].items())
+                    lines += _samples(name, own(self._counters[name].items()))
                 elif kind == "gauge":
-                    lines += _samples(name, gauges[name].items())
+                    lines += _samples(name, own(gauges[name].items()))
                 else:
                     for labels, h in sorted(self._histograms[name].items()):
-                        lines += _histogram_lines(name, labels, h)
+                        lines += _histogram_lines(name, const + labels, h)
         return "\n".join(lines) + "\n"
 
 

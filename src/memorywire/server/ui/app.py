@@ -36,6 +36,7 @@ from memorywire.governance.compare import pretty, side_by_side
 from memorywire.governance.sessions import ReviewSessions
 from memorywire.governance.store import GovernedStore
 from memorywire.server.ui.present import install as install_filters
+from memorywire.server.ui.shared_sessions import SessionBook
 
 __all__ = ["review_app"]
 
@@ -85,8 +86,11 @@ def review_app(
     secret_key: str | None = None,
     https_only: bool = False,
     session_max_age: int = 8 * 3600,
+    sessions: SessionBook | None = None,
 ) -> Starlette:
-    """``auth(token)`` returns the reviewer's name, or ``None`` for a bad token."""
+    """``auth(token)`` returns the reviewer's name, or ``None`` for a bad token.
+    ``sessions``: where sessions live (default: this process); several worker processes
+    pass a shared book and one ``secret_key``."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("memorywire.server.ui", "templates"),
         autoescape=jinja2.select_autoescape(["html"]),
@@ -94,7 +98,8 @@ def review_app(
     )
     install_filters(env)
     templates = Jinja2Templates(env=env)
-    sessions = ReviewSessions(auth, max_age_s=session_max_age)
+    if sessions is None:
+        sessions = ReviewSessions(auth, max_age_s=session_max_age)
     # After a decision the store has changed, so the comparison cannot be recomputed; keep
     # the one the reviewer decided on, so the page still shows what was approved.
     decided: OrderedDict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = OrderedDict()

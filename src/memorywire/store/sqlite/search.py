@@ -50,6 +50,7 @@ from memorywire.core.scoring import (
 )
 from memorywire.core.textsearch import query_terms
 from memorywire.store._vector_cache import ScopeIndex
+from memorywire.store.sqlite.contexts import CONTEXT_SQL, metadata_of
 from memorywire.store.sqlite.feedback import FEEDBACK_MAX_ROWS, feedback_query
 from memorywire.store.sqlite.schema import scope_token
 from memorywire.wire.models import RecallRequest
@@ -208,12 +209,12 @@ def _mask(conn: Any, index: ScopeIndex, req: RecallRequest, now: int) -> npt.NDA
     if req.filter or req.where:
         candidates = np.flatnonzero(mask)
         rids = index.rids[candidates].tolist()
-        rows = {rid: (mtype, meta) for rid, mtype, meta in conn.execute(
-            "SELECT rid, type, metadata FROM memories "
+        rows = {rid: (mtype, meta, context) for rid, mtype, meta, context in conn.execute(
+            f"SELECT rid, type, metadata, {CONTEXT_SQL} FROM memories "
             "WHERE rid IN (SELECT value FROM json_each(?))", (json.dumps(rids),))}
         for i, rid in zip(candidates.tolist(), rids, strict=True):
-            mtype, meta = rows[rid]
-            metadata = json.loads(meta)
+            mtype, meta, context = rows[rid]
+            metadata = metadata_of(meta, context)
             if not (matches_filter(metadata, req.filter)
                     and matches_where(mtype, metadata, req.where)):
                 mask[i] = False

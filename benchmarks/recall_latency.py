@@ -20,6 +20,10 @@ the first ``--longmemeval-limit`` questions (question types interleaved) with k 
 haystack (~245 turns), as its benchmark does. Each variant is warmed once per question before
 timing (the first recall of an agent loads its vectors). The ratio is p50 / baseline p50.
 
+``--hits PATH`` also writes what the warm-up recalls returned (ids, scores, relevance,
+metadata, per variant and question): run it on two versions of the store and compare the
+files to show that a change left the rankings and the wire output as they were.
+
     python benchmarks/recall_latency.py --locomo ../shared/datasets/locomo/locomo10.json \
         --longmemeval ../shared/datasets/longmemeval/longmemeval_s_dev120.json.gz \
         [--repeat 3] [--json] [--out PATH]
@@ -55,6 +59,7 @@ from _retrieval import (
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.store.sqlite import SqliteStore
+from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 VARIANTS = ("baseline", "context", "defaults")
@@ -75,18 +80,20 @@ Batch = tuple[list[RememberRequest], list[RememberRequest], npt.NDArray[np.float
 
 
 def _stores(tmp: Path, embedder: Embedder) -> dict[str, SqliteStore]:
-    off = {"relevance_floor": -1.0, "lexical_floor": -1.0}
-    return {"baseline": SqliteStore(tmp / "baseline.db", embedder, feedback_weight=0, **off),
-            "context": SqliteStore(tmp / "context.db", embedder, feedback_weight=0, **off),
-            "defaults": SqliteStore(tmp / "defaults.db", embedder, **off)}
+    def store(name: str, feedback_weight: float = FEEDBACK_WEIGHT) -> SqliteStore:
+        return SqliteStore(tmp / f"{name}.db", embedder, relevance_floor=-1.0,
+                           lexical_floor=-1.0, feedback_weight=feedback_weight)
+
+    return {"baseline": store("baseline", 0.0), "context": store("context", 0.0),
+            "defaults": store("defaults")}
 
 
-def _locomo(path: Path, embedder: Embedder, stride: int) -> tuple[list[Batch], list[Ask]]:
+def _locomo(path: Path, embedder: Embedder, stride: int,
+            cache: Path | None) -> tuple[list[Batch], list[Ask]]:
     convs, _ = locomo.load(path)
-    turn_vecs, _ = embed_cached(embedder, [t.content for c in convs for t in c.turns],
-                                default_cache(path))
+    turn_vecs, _ = embed_cached(embedder, [t.content for c in convs for t in c.turns], cache)
     questions = [(c.sample_id, q.text) for c in convs for q in c.questions]
-    q_vecs, _ = embed_cached(embedder, [text for _, text in questions], default_cache(path))
+    q_vecs, _ = embed_cached(embedder, [text for _, text in questions], cache)
     batches: list[Batch] = []
     at = 0
     for conv in convs:
@@ -107,11 +114,11 @@ def _locomo(path: Path, embedder: Embedder, stride: int) -> tuple[list[Batch], l
     return batches, asks
 
 
-def _longmemeval(path: Path, embedder: Embedder, limit: int) -> tuple[list[Batch], list[Ask]]:
+def _longmemeval(path: Path, embedder: Embedder, limit: int,
+                 cache: Path | None) -> tuple[list[Batch], list[Ask]]:
     questions, _ = longmemeval.load(path, limit)
-    vecs, _ = embed_cached(embedder, [t.content for q in questions for t in q.turns],
-                           default_cache(path))
-    q_vecs, _ = embed_cached(embedder, [q.text for q in questions], default_cache(path))
+    vecs, _ = embed_cached(embedder, [t.content for q in questions for t in q.turns], cache)
+    q_vecs, _ = embed_cached(embedder, [q.text for q in questions], cache)
     batches: list[Batch] = []
     asks: list[Ask] = []
     at = 0
@@ -142,9 +149,12 @@ async def _time(stores: dict[str, SqliteStore], batches: Sequence[Batch], asks: 
                                       vectors=vecs)
             build[name] += time.perf_counter() - started
     names = list(stores)
+    hits: dict[str, list[Any]] = {name: [] for name in names}
     for ask in asks:  # warm: the first recall of an agent loads its vectors
-        for store in stores.values():
-            await store.recall_by_vector(ask.req, ask.vec)
+        for name, store in stores.items():
+            resp = await store.recall_by_vector(ask.req, ask.vec)
+            hits[name].append([[h.id, h.score, h.relevance, h.metadata]
+                               for h in resp.results])
     load_start = machine_info()["load_avg_1m"]
     ms: dict[str, list[float]] = {name: [] for name in names}
     for rep in range(repeat):
@@ -164,6 +174,7 @@ async def _time(stores: dict[str, SqliteStore], batches: Sequence[Batch], asks: 
             "mean_ms": round(float(np.mean(v)), 3),
             "ratio_p50": round(float(np.percentile(v, 50)) / base, 3),
             "write_s": round(build[name], 2)} for name, v in ms.items()},
+        "hits": hits,
     }
 
 
@@ -180,17 +191,25 @@ async def _bench(load: Callable[[], tuple[list[Batch], list[Ask]]], embedder: Em
 
 
 async def run(locomo_path: Path | None, lme_path: Path | None, *, stride: int, limit: int,
-              repeat: int) -> dict[str, Any]:
+              repeat: int, embedder: Embedder | None = None,
+              cache_root: Path | None = None) -> dict[str, Any]:
+    """``cache_root`` holds one vector cache folder per dataset (default: the benchmarks'
+    own, ``_retrieval.default_cache``, so their cached vectors are reused)."""
     started = time.perf_counter()
     machine = machine_info()
-    embedder = default_embedder()
+    embedder = embedder or default_embedder()
+
+    def cache(path: Path) -> Path:
+        return default_cache(path) if cache_root is None else cache_root / path.name
+
     benches: dict[str, Callable[[], Awaitable[dict[str, Any]]]] = {}
     if locomo_path is not None:
-        benches["locomo"] = lambda: _bench(lambda: _locomo(locomo_path, embedder, stride),
-                                           embedder, repeat)
+        benches["locomo"] = lambda: _bench(
+            lambda: _locomo(locomo_path, embedder, stride, cache(locomo_path)), embedder,
+            repeat)
     if lme_path is not None:
         benches["longmemeval_s"] = lambda: _bench(
-            lambda: _longmemeval(lme_path, embedder, limit), embedder, repeat)
+            lambda: _longmemeval(lme_path, embedder, limit, cache(lme_path)), embedder, repeat)
     results: dict[str, Any] = {}
     for name, bench in benches.items():
         stderr(f"{name}: building and timing")
@@ -251,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="result file (default ~/.cache/memorywire/results/"
                              "recall_latency.json)")
+    parser.add_argument("--hits", type=Path, default=None,
+                        help="also write every variant's returned hits here (to compare "
+                             "rankings and metadata before and after a change)")
     args = parser.parse_args(argv)
     if args.locomo is None and args.longmemeval is None:
         parser.error("name at least one of --locomo, --longmemeval")
@@ -263,6 +285,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{flag} must be at least 1, got {n}")
     result = anyio.run(lambda: run(args.locomo, args.longmemeval, stride=args.locomo_stride,
                                    limit=args.longmemeval_limit, repeat=args.repeat))
+    hits = {bench: res.pop("hits") for bench, res in result["results"].items()}
+    if args.hits is not None:
+        args.hits.parent.mkdir(parents=True, exist_ok=True)
+        args.hits.write_text(json.dumps(hits) + "\n", encoding="utf-8")
     out = args.out or DEFAULT_CACHE_ROOT.parent / "results" / "recall_latency.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:

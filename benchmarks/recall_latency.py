@@ -16,9 +16,10 @@ cut the list and, with the entity gate, call the model, which is not the store's
 * ``defaults``: context and the store's default feedback (what the store does now).
 
 LoCoMo asks every ``--locomo-stride``-th question (k=10, its deepest cut); LongMemEval asks
-the first ``--longmemeval-limit`` questions (question types interleaved) with k = the whole
-haystack (~245 turns), as its benchmark does. Each variant is warmed once per question before
-timing (the first recall of an agent loads its vectors). The ratio is p50 / baseline p50.
+every scored question (or the first ``--longmemeval-limit``, question types interleaved) with
+k = the whole haystack (~245 turns), as its benchmark does. Each variant is warmed once per
+question before timing (the first recall of an agent loads its vectors). The ratio is p50 /
+baseline p50.
 
 ``--hits PATH`` also writes what the warm-up recalls returned (ids, scores, relevance,
 metadata, per variant and question): run it on two versions of the store and compare the
@@ -114,7 +115,7 @@ def _locomo(path: Path, embedder: Embedder, stride: int,
     return batches, asks
 
 
-def _longmemeval(path: Path, embedder: Embedder, limit: int,
+def _longmemeval(path: Path, embedder: Embedder, limit: int | None,
                  cache: Path | None) -> tuple[list[Batch], list[Ask]]:
     questions, _ = longmemeval.load(path, limit)
     vecs, _ = embed_cached(embedder, [t.content for q in questions for t in q.turns], cache)
@@ -190,7 +191,8 @@ async def _bench(load: Callable[[], tuple[list[Batch], list[Ask]]], embedder: Em
                 await store.aclose()
 
 
-async def run(locomo_path: Path | None, lme_path: Path | None, *, stride: int, limit: int,
+async def run(locomo_path: Path | None, lme_path: Path | None, *, stride: int,
+              limit: int | None,
               repeat: int, embedder: Embedder | None = None,
               cache_root: Path | None = None) -> dict[str, Any]:
     """``cache_root`` holds one vector cache folder per dataset (default: the benchmarks'
@@ -263,8 +265,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="path to longmemeval_s_dev120.json.gz")
     parser.add_argument("--locomo-stride", type=int, default=5,
                         help="time every N-th LoCoMo question (default 5)")
-    parser.add_argument("--longmemeval-limit", type=int, default=30,
-                        help="time the first N LongMemEval questions (default 30)")
+    parser.add_argument("--longmemeval-limit", type=int, default=None,
+                        help="time the first N LongMemEval questions (default: all)")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes over the questions")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--out", type=Path, default=None,
@@ -280,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
         if path is not None and not path.is_file():
             parser.error(f"{flag} {path}: no such file")
     for flag, n in (("--locomo-stride", args.locomo_stride),
-                    ("--longmemeval-limit", args.longmemeval_limit), ("--repeat", args.repeat)):
+                    ("--longmemeval-limit", args.longmemeval_limit or 1),
+                    ("--repeat", args.repeat)):
         if n < 1:
             parser.error(f"{flag} must be at least 1, got {n}")
     result = anyio.run(lambda: run(args.locomo, args.longmemeval, stride=args.locomo_stride,

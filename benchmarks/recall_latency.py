@@ -27,7 +27,7 @@ files to show that a change left the rankings and the wire output as they were.
 
     python benchmarks/recall_latency.py --locomo ../shared/datasets/locomo/locomo10.json \
         --longmemeval ../shared/datasets/longmemeval/longmemeval_s_dev120.json.gz \
-        [--repeat 3] [--json] [--out PATH]
+        [--repeat 3] [--json] [--out PATH] [--hits PATH]
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ class Ask:
     vec: npt.NDArray[np.float32]
 
 
-#: Writes one batch of turns into every variant's store: (context requests, plain requests,
-#: vectors).
+#: One conversation's (or haystack's) turns as the variants write them: with context, without
+#: (the baseline), and their vectors.
 Batch = tuple[list[RememberRequest], list[RememberRequest], npt.NDArray[np.float32]]
 
 

@@ -367,7 +367,7 @@ async def test_schema_v1_database_is_migrated_with_its_data(tmp_path: Path) -> N
     check = apsw.Connection(str(path))
     try:
         version = check.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        assert version == (str(SCHEMA_VERSION),) == ("2",)
+        assert version == (str(SCHEMA_VERSION),) == ("3",)
         assert check.execute("SELECT agent_id, no FROM agents ORDER BY no").fetchall() == [
             ("a", 1), ("b", 2)]
         assert check.execute("SELECT vid FROM vectors ORDER BY vid").fetchall() == [
@@ -431,6 +431,32 @@ def test_unscoped_lexical_match_ranks_like_the_scoped_one() -> None:
         a_rows = set(range(1, 31)) | {61}
         assert scoped[0] == 61 and len(scoped) == 31 and set(scoped) == a_rows
         assert len(everyone) == 62 and [r for r in everyone if r in a_rows] == scoped
+    finally:
+        conn.close()
+
+
+def test_a_match_bounded_by_the_agents_row_range_ranks_like_the_scoped_one() -> None:
+    from memorywire.store.sqlite import search as sqlite_search
+
+    conn = _fts_db()
+    try:
+        # agent-b's rows 31-60 and 62: a range of 32 row ids for 31 rows (tight, so the
+        # range replaces the scope token).
+        b_rows = set(range(31, 61)) | {62}
+        scoped = sqlite_search.lexical_rids(conn, "agent-b", "quokka coffee", 1000)
+        ranged = sqlite_search.lexical_rids(conn, "agent-b", "quokka coffee", 1000,
+                                            scope_rows=31, rid_range=(31, 62))
+        assert set(scoped) == b_rows and scoped[0] == 62
+        assert [r for r in ranged if r in b_rows] == scoped
+        assert set(ranged) - b_rows == {61}  # another agent's row inside the range
+        # "quokka" matches 2 rows, fewer than agent-a holds: the unscoped match, bounded
+        unscoped = sqlite_search.lexical_rids(conn, "agent-a", "quokka", 1000,
+                                              scope_rows=31, rid_range=(1, 61))
+        assert unscoped == [61]  # agent-b's quokka row (62) lies outside the range
+        # a range spanning more than RANGE_SLACK times the agent's rows: the scope token
+        a_scoped = sqlite_search.lexical_rids(conn, "agent-a", "quokka coffee", 1000)
+        assert sqlite_search.lexical_rids(conn, "agent-a", "quokka coffee", 1000,
+                                          scope_rows=20, rid_range=(1, 61)) == a_scoped
     finally:
         conn.close()
 

@@ -9,7 +9,6 @@ processes visible at once.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -31,6 +30,7 @@ from memorywire.errors import (
     StoreCorrupt,
 )
 from memorywire.store._vector_cache import CachedRow, ScopeCache, ScopeIndex
+from memorywire.store.sqlite.contexts import CONTEXT_SQL, metadata_of
 from memorywire.store.sqlite.schema import agent_number, open_database, vid_range
 from memorywire.wire.models import (
     MemoryRecord,
@@ -49,9 +49,10 @@ __all__ = [
 
 _T = TypeVar("_T")
 
+#: A record's columns; the last is the ``metadata.context`` text kept beside the row.
 COLS = (
     "id, agent_id, user_id, type, content, metadata, confidence, source, created_at, "
-    "updated_at, expires_at, last_recalled_at, recall_count"
+    f"updated_at, expires_at, last_recalled_at, recall_count, {CONTEXT_SQL}"
 )
 VISIBLE = (
     "deleted_at IS NULL AND archived_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
@@ -62,7 +63,7 @@ def record_of(row: Sequence[Any]) -> MemoryRecord:
     mtype = MemoryType(row[3])
     return MemoryRecord.model_validate({
         "id": row[0], "agent_id": row[1], "user_id": row[2], "type": mtype,
-        "content": content_from_storage(mtype, row[4]), "metadata": json.loads(row[5]),
+        "content": content_from_storage(mtype, row[4]), "metadata": metadata_of(row[5], row[13]),
         "confidence": row[6], "source": row[7], "created_at": row[8], "updated_at": row[9],
         "expires_at": row[10], "last_recalled_at": row[11], "recall_count": row[12],
     })

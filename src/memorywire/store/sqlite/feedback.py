@@ -28,6 +28,7 @@ from typing import Any
 
 from memorywire.core.context_key import lexical_text
 from memorywire.core.textsearch import query_terms
+from memorywire.store.sqlite.contexts import CONTEXT_SQL, metadata_of
 from memorywire.wire.models import MemoryType
 
 __all__ = [
@@ -66,10 +67,11 @@ def _key(word: str) -> str:
 
 
 def _hit_texts(conn: Any, rids: Sequence[int]) -> list[str]:
-    rows = {rid: (mtype, stored, meta) for rid, mtype, stored, meta in conn.execute(
-        "SELECT rid, type, content, metadata FROM memories "
-        "WHERE rid IN (SELECT value FROM json_each(?))", (json.dumps(list(rids)),))}
-    return [lexical_text(MemoryType(rows[r][0]), rows[r][1], json.loads(rows[r][2]))
+    rows = {rid: (mtype, stored, meta, context)
+            for rid, mtype, stored, meta, context in conn.execute(
+                f"SELECT rid, type, content, metadata, {CONTEXT_SQL} FROM memories "
+                "WHERE rid IN (SELECT value FROM json_each(?))", (json.dumps(list(rids)),))}
+    return [lexical_text(MemoryType(rows[r][0]), rows[r][1], metadata_of(rows[r][2], rows[r][3]))
             for r in rids if r in rows]
 
 

@@ -18,6 +18,7 @@ from memorywire.core.filters import matches_filter
 from memorywire.core.merge import plan_row_merge
 from memorywire.core.records import Row, UpdateRequest, expire_marks, plan_update
 from memorywire.errors import NotFound
+from memorywire.store.sqlite.contexts import CONTEXT_SQL, metadata_of, put_context, stored_metadata
 from memorywire.store.sqlite.db import COLS, IN_JSON, VISIBLE, SqliteDb, record_of, scope_sql
 from memorywire.store.sqlite.schema import agent_number, scope_token, vid
 from memorywire.wire.models import (
@@ -38,13 +39,13 @@ __all__ = ["ROW_COLS", "expire", "forget", "merge", "merged_into", "row_of", "up
 #: The columns :func:`row_of` reads: ``rid`` then every field of a core ``Row``.
 ROW_COLS = ("rid, id, agent_id, user_id, type, content, metadata, confidence, source, "
             "created_at, updated_at, expires_at, deleted_at, archived_at, demoted, "
-            "last_recalled_at, recall_count")
+            f"last_recalled_at, recall_count, {CONTEXT_SQL}")
 
 
 def row_of(r: Any) -> tuple[int, Row]:
     return int(r[0]), Row(
         id=r[1], agent_id=r[2], user_id=r[3], type=MemoryType(r[4]), stored=r[5],
-        metadata=json.loads(r[6]), confidence=r[7], source=r[8], created_at=r[9],
+        metadata=metadata_of(r[6], r[17]), confidence=r[7], source=r[8], created_at=r[9],
         updated_at=r[10], expires_at=r[11], deleted_at=r[12], archived_at=r[13],
         demoted=bool(r[14]), last_recalled_at=r[15], recall_count=r[16])
 
@@ -69,14 +70,16 @@ def write_row(db: SqliteDb, conn: Any, rid: int, old: Row, new: Row, text_change
     """Store ``new`` over row ``rid``: columns, vector and full-text when the text changed,
     graph edges from ``metadata.links`` when they changed, the merge edge for
     ``merged_into``."""
+    meta, context = stored_metadata(new.metadata)
     conn.execute(
         "UPDATE memories SET user_id = ?, type = ?, content = ?, metadata = ?, confidence = ?, "
         "source = ?, created_at = ?, updated_at = ?, expires_at = ?, deleted_at = ?, "
         "archived_at = ?, demoted = ?, last_recalled_at = ?, recall_count = ? WHERE rid = ?",
-        (new.user_id, new.type.value, new.stored, json.dumps(new.metadata, ensure_ascii=False),
+        (new.user_id, new.type.value, new.stored, meta,
          new.confidence, new.source, new.created_at, new.updated_at, new.expires_at,
          new.deleted_at, new.archived_at, int(new.demoted), new.last_recalled_at,
          new.recall_count, rid))
+    put_context(conn, rid, context)
     if text_changed:
         _reembed(db, conn, rid, new)
     elif old.metadata.get(CONTEXT_FIELD) != new.metadata.get(CONTEXT_FIELD):
@@ -118,10 +121,10 @@ def forget(db: SqliteDb, req: ForgetRequest) -> ForgetResponse:
     with db.tx() as conn:
         now = db.clock.now_ms()
         rows = [
-            (rid, mid) for rid, mid, meta in conn.execute(
-                f"SELECT rid, id, metadata FROM memories WHERE {where} "
+            (rid, mid) for rid, mid, meta, context in conn.execute(
+                f"SELECT rid, id, metadata, {CONTEXT_SQL} FROM memories WHERE {where} "
                 "ORDER BY created_at, id", args)
-            if req.filter is None or matches_filter(json.loads(meta), req.filter)
+            if req.filter is None or matches_filter(metadata_of(meta, context), req.filter)
         ]
         no = agent_number(conn, req.agent_id, create=False) or 0
         for rid, mid in rows:

@@ -8,7 +8,6 @@ indexes are rebuilt.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ from memorywire.core.content import embed_text, links_of
 from memorywire.core.context_key import check_context, lexical_text
 from memorywire.core.records import Row
 from memorywire.store.portable import Cursor, ImportCounts, OnConflict, decide, export_page_sql
+from memorywire.store.sqlite.contexts import put_context, stored_metadata
 from memorywire.store.sqlite.db import SqliteDb, checked_vectors
 from memorywire.store.sqlite.maintenance import ROW_COLS, row_of, write_row
 from memorywire.store.sqlite.schema import agent_number, scope_token, vid
@@ -66,15 +66,17 @@ def _set_vector(conn: Any, row: Row, rid: int, vector: Any) -> None:
 
 
 def _insert(conn: Any, row: Row, vector: Any) -> None:
+    meta, context = stored_metadata(row.metadata)
     rid = conn.execute(
         "INSERT INTO memories(agent_id, id, user_id, type, content, metadata, confidence, "
         "source, created_at, updated_at, expires_at, deleted_at, archived_at, demoted, "
         "last_recalled_at, recall_count) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING rid",
         (row.agent_id, row.id, row.user_id, row.type.value, row.stored,
-         json.dumps(row.metadata, ensure_ascii=False), row.confidence, row.source,
+         meta, row.confidence, row.source,
          row.created_at, row.updated_at, row.expires_at, row.deleted_at, row.archived_at,
          int(row.demoted), row.last_recalled_at, row.recall_count),
     ).fetchone()[0]
+    put_context(conn, rid, context)
     _set_vector(conn, row, rid, vector)
     conn.executemany("INSERT OR IGNORE INTO links VALUES(?, ?, ?, 'link')",
                      [(row.agent_id, row.id, d) for d in links_of(row.metadata)])

@@ -9,6 +9,10 @@ Version 2 clusters what a cold scope load reads by agent. A vector's key is
 one contiguous range of the table's B-tree, stored in-page (a WITHOUT ROWID table would push
 a 1.5 KB vector to an overflow page); a covering index holds the cached row columns. With a
 thousand agents interleaved in one file, version 1 paid two random page reads per memory.
+
+Version 3 keeps a memory's ``metadata.context`` text in ``contexts`` beside its row (see
+:mod:`memorywire.store.sqlite.contexts`); a trigger drops it with the row, so every delete
+path (hard forget, expiry purge) scrubs it too.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ __all__ = [
     "vid_range",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _HEADER = b"SQLite format 3\x00"
 
 DDL = """
@@ -71,6 +75,10 @@ CREATE TABLE IF NOT EXISTS links(
 CREATE INDEX IF NOT EXISTS links_by_dst ON links(agent_id, dst);
 CREATE TABLE IF NOT EXISTS scopes(agent_id TEXT PRIMARY KEY, version INTEGER NOT NULL)
     WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS contexts(rid INTEGER PRIMARY KEY, text TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS contexts_follow_rows AFTER DELETE ON memories BEGIN
+    DELETE FROM contexts WHERE rid = old.rid;
+END;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     body, scope, content='', contentless_delete=1,
     tokenize='porter unicode61 remove_diacritics 2'
@@ -143,7 +151,21 @@ def _migrate_1_to_2(conn: apsw.Connection) -> None:
     """)
 
 
-_MIGRATIONS = {1: _migrate_1_to_2}
+def _migrate_2_to_3(conn: apsw.Connection) -> None:
+    # json_set replaces the value where it stands, so the metadata keeps its key order. The
+    # full-text index is left as it is: it was built from the same context text.
+    conn.execute("""
+        CREATE TABLE contexts(rid INTEGER PRIMARY KEY, text TEXT NOT NULL);
+        INSERT INTO contexts(rid, text)
+            SELECT rid, json_extract(metadata, '$.context') FROM memories
+            WHERE json_type(metadata, '$.context') = 'text';
+        UPDATE memories SET metadata = json_set(metadata, '$.context', json('true'))
+            WHERE rid IN (SELECT rid FROM contexts);
+        UPDATE meta SET value = '3' WHERE key = 'schema_version';
+    """)
+
+
+_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
 
 
 def _create(conn: apsw.Connection, embedder: Embedder, existing: bool) -> dict[str, str]:

@@ -59,6 +59,7 @@ from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
 from memorywire.store.sqlite import maintenance, portable, purge, writes
+from memorywire.store.sqlite.contexts import metadata_of
 from memorywire.store.sqlite.db import (
     COLS,
     IN_JSON,
@@ -321,7 +322,7 @@ class SqliteStore:
             hits.append(RecallHit(
                 id=r[0], type=mtype, content=content_from_storage(mtype, r[4]), score=s.score,
                 relevance=round(s.relevance, 4),
-                metadata=json.loads(r[5]), created_at=r[8], supporting=[],
+                metadata=metadata_of(r[5], r[13]), created_at=r[8], supporting=[],
                 source_store=self._name, user_id=r[2], source=r[7], confidence=r[6],
             ))
         return hits
@@ -334,7 +335,7 @@ class SqliteStore:
                 and bool(named_words(req.query)))
 
     def _answers(self, query: str, rows: Sequence[Any], index: Any) -> bool:
-        texts = [lexical_text(MemoryType(r[3]), r[4], json.loads(r[5]))
+        texts = [lexical_text(MemoryType(r[3]), r[4], metadata_of(r[5], r[13]))
                  for r in rows[:EVIDENCE_DEPTH]]
         return has_evidence(query, texts,
                             lambda i: index.matrix[index.pos[rows[i][-1]]],
@@ -389,7 +390,8 @@ class SqliteStore:
             sql = f"SELECT {COLS} FROM memories WHERE {' AND '.join(clauses)} " \
                   "ORDER BY created_at, id"
             for row in conn.execute(sql, args):
-                if query.filter and not matches_filter(json.loads(row[5]), query.filter):
+                if query.filter and not matches_filter(metadata_of(row[5], row[13]),
+                                                       query.filter):
                     continue
                 out.append(record_of(row))
                 if len(out) >= query.limit:

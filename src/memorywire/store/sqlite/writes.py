@@ -6,7 +6,6 @@ revived in place (see :func:`memorywire.core.records.remember_action`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,6 +22,7 @@ from memorywire.core.records import RememberAction, new_row, remember_action
 from memorywire.core.timeline import TIME_KEY
 from memorywire.embed.base import Vectors
 from memorywire.store._vector_cache import CachedRow
+from memorywire.store.sqlite.contexts import put_context, stored_metadata
 from memorywire.store.sqlite.db import VISIBLE, SqliteDb
 from memorywire.store.sqlite.maintenance import ROW_COLS, row_of, write_row
 from memorywire.store.sqlite.schema import agent_number, scope_token, vid
@@ -41,7 +41,7 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
     # Everything that needs no database happens before the write lock is taken.
     texts = [embed_text(r.type, s) for r, s in prepared]
     keys = [lexical_text(r.type, s, r.metadata) for r, s in prepared]
-    metas = [json.dumps(r.metadata or {}, ensure_ascii=False) for r in reqs]
+    metas = [stored_metadata(r.metadata) for r in reqs]
     tokens = {a: scope_token(a) for a in {r.agent_id for r in reqs}}
     vectors = given if given is not None else db.embedder.embed(texts)
     blobs = [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors]
@@ -78,9 +78,11 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
                 "INSERT INTO memories(agent_id, id, user_id, type, content, metadata, "
                 "confidence, source, created_at, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?) "
                 "RETURNING rid",
-                (r.agent_id, mid, r.user_id, r.type.value, stored, metas[i], r.confidence,
+                (r.agent_id, mid, r.user_id, r.type.value, stored, metas[i][0], r.confidence,
                  r.source, now, r.expires_at),
             ).fetchone()[0]
+            if metas[i][1] is not None:
+                put_context(conn, rid, metas[i][1])
             conn.execute("INSERT INTO vectors VALUES(?, ?)",
                          (vid(numbers[r.agent_id], rid), blobs[i]))
             conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",

@@ -173,3 +173,20 @@ def test_load_report_rejects_malformed_cells(tmp_path: Path) -> None:
                                           "result": "MAYBE"}]}), encoding="utf-8")
     with pytest.raises(ValueError, match="malformed cell"):
         load_report(bad)
+
+
+def test_a_skip_names_missing_capabilities_in_one_order() -> None:
+    """A scenario's needs are a frozenset, whose order follows the process's hash seed; the
+    committed reports must not change from run to run because of it."""
+    import types
+
+    from memorywire.store.base import Capability
+    from memorywire.testing.harness import Harness, ScenarioSkip
+
+    store: Any = types.SimpleNamespace(capabilities=frozenset())
+    reasons = set()
+    for caps in ((Capability.PURGE, Capability.ERASE), (Capability.ERASE, Capability.PURGE)):
+        with pytest.raises(ScenarioSkip) as info:
+            Harness.require(store, *caps)
+        reasons.add(str(info.value))
+    assert reasons == {"store does not declare capability erase, purge"}

@@ -114,7 +114,8 @@ class Harness:
 
     @staticmethod
     def require(store: MemoryStore, *caps: Capability) -> None:
-        missing = [c.value for c in caps if c not in store.capabilities]
+        # sorted: a scenario's needs are a set, and a report must not change run to run
+        missing = sorted(c.value for c in caps if c not in store.capabilities)
         if missing:
             raise ScenarioSkip(f"store does not declare capability {', '.join(missing)}")
 

@@ -26,6 +26,7 @@ import apsw
 import httpx
 import pytest
 
+from tests.integration.review_ui import csrf_of
 from tests.integration.servers import (
     Server,
     chain_tally,
@@ -179,19 +180,13 @@ def test_two_workers_share_store_chain_and_queue(served: Served) -> None:
     assert r.status_code == 200 and r.json()["ok"] is True
 
 
-def _csrf(page: str) -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', page)
-    assert found, page
-    return found.group(1)
-
-
 def test_a_reviewer_signed_in_through_one_worker_is_signed_in_through_all(
     served: Served,
 ) -> None:
     s = served
     with _pinned(s, "", "0") as ui0:
         form = ui0.get("/ui/login")
-        r = ui0.post("/ui/login", data={"csrf": _csrf(form.text), "token": s.reviewer,
+        r = ui0.post("/ui/login", data={"csrf": csrf_of(form.text), "token": s.reviewer,
                                        "next": "/ui/approvals"})
         assert r.status_code == 303 and r.headers["location"].endswith("/ui/approvals")
         cookie = ui0.cookies["memorywire_review"]
@@ -200,7 +195,7 @@ def test_a_reviewer_signed_in_through_one_worker_is_signed_in_through_all(
         ui1.cookies.set("memorywire_review", cookie)
         page = ui1.get("/ui/approvals")
         assert page.status_code == 200, page.text  # not a redirect to the login form
-        r = ui1.post("/ui/logout", data={"csrf": _csrf(page.text)})
+        r = ui1.post("/ui/logout", data={"csrf": csrf_of(page.text)})
         assert r.status_code == 303 and r.headers["location"].endswith("/ui/login")
     # The copied cookie is worthless after the logout, on the other worker too.
     with _pinned(s, "", "0") as ui0:

@@ -45,6 +45,7 @@ __all__ = [
     "machine_info",
     "mean",
     "ndcg_any_at_k",
+    "percentile",
     "recall_all_at_k",
     "recall_any_at_k",
     "recall_at_k",
@@ -170,6 +171,11 @@ def ndcg_any_at_k(ranked: Sequence[str], gold: Collection[str], k: int) -> float
 def mean(values: Sequence[float]) -> float | None:
     """``None`` for an empty group, so a table shows a gap instead of a fake zero."""
     return round(sum(values) / len(values), 4) if values else None
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile in milliseconds to 3 places; ``None`` when nothing was timed."""
+    return round(float(np.percentile(values, q)), 3) if values else None
 
 
 def bootstrap_ci(values: Sequence[float], *, rounds: int = 1000,

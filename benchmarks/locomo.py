@@ -52,18 +52,18 @@ from _retrieval import (
     format_table,
     machine_info,
     mean,
+    percentile,
     recall_at_k,
     stderr,
     stemmed_tokenize,
     top_indices,
 )
+from _store_variants import DESCRIPTION as STORE_DESCRIPTION
+from _store_variants import StoreVariants, store_timing
 
 from memorywire.core.context_key import MAX_CONTEXT_CHARS
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
-from memorywire.store._common import RECOMMENDED_TAIL_GAP
-from memorywire.store.sqlite import SqliteStore
-from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT as STORE_FEEDBACK_WEIGHT
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 HERE = Path(__file__).resolve().parent
@@ -156,10 +156,6 @@ def load(path: Path, limit: int | None = None) -> tuple[list[Conversation], dict
     return convs, {"skipped": skipped, "normalised": normalised}
 
 
-def _percentile(values: list[float], q: float) -> float | None:
-    return round(float(np.percentile(values, q)), 3) if values else None
-
-
 def _metadata(turns: list[Turn], i: int, context: bool) -> dict[str, Any]:
     """A turn's metadata; with ``context``, the previous and next turn of its session as
     ``metadata.context`` (the store's context key, ``memorywire.core.context_key``)."""
@@ -178,20 +174,11 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
                     q_vecs: npt.NDArray[np.float32], embedder: Embedder, depth: int,
                     tmp: Path, context: bool = True,
                     ) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
-    lw = LEXICAL_WEIGHT
-    fw = STORE_FEEDBACK_WEIGHT if FEEDBACK_WEIGHT is None else FEEDBACK_WEIGHT
-    stores = {"store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
-                                   lexical_floor=-1.0, lexical_weight=lw, feedback_weight=fw),
-              "store-floor": SqliteStore(tmp / "floor-default.db", embedder, lexical_weight=lw,
-                                         feedback_weight=fw),
-              "store-perrow": SqliteStore(tmp / "floor-perrow.db", embedder, tail_gap=None,
-                                          lexical_weight=lw, feedback_weight=fw),
-              "store-plain": SqliteStore(tmp / "plain.db", embedder, relevance_floor=-1.0,
-                                         lexical_floor=-1.0, lexical_weight=lw, feedback_weight=fw)}
+    variants = StoreVariants(tmp, embedder, lexical_weight=LEXICAL_WEIGHT,
+                             feedback_weight=FEEDBACK_WEIGHT)
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
-    timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "plain_recall_ms": [],
-                              "floor_recall_ms": [],
-                              "plain_write_s": 0.0, "bm25_ms": []}
+    timing = variants.timing
+    timing["bm25_ms"] = []
     try:
         t_at = q_at = 0
         for conv in convs:
@@ -204,14 +191,7 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
             plain = [RememberRequest(agent_id=r.agent_id, type=r.type, content=r.content,
                                      id=r.id, metadata=_metadata(conv.turns, i, False))
                      for i, r in enumerate(reqs)]
-            started = time.perf_counter()
-            await stores["store"].remember_many(reqs, vectors=vecs)
-            timing["write_s"] += time.perf_counter() - started
-            await stores["store-floor"].remember_many(reqs, vectors=vecs)
-            await stores["store-perrow"].remember_many(reqs, vectors=vecs)
-            started = time.perf_counter()
-            await stores["store-plain"].remember_many(plain, vectors=vecs)
-            timing["plain_write_s"] += time.perf_counter() - started
+            await variants.remember(reqs, plain, vecs)
             bm25 = BM25([t.content for t in conv.turns])
             bm25s = BM25([t.content for t in conv.turns], analyzer=stemmed_tokenize)
             ids = [t.dia_id for t in conv.turns]
@@ -219,21 +199,15 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
                 qvec = q_vecs[q_at]
                 q_at += 1
                 req = RecallRequest(agent_id=conv.sample_id, query=q.text, k=depth)
-                for name, store in stores.items():
-                    started = time.perf_counter()
-                    resp = await store.recall_by_vector(req, qvec)
-                    if name in ("store", "store-plain", "store-floor"):
-                        timing[f"{name[6:] or 'store'}_recall_ms"].append(
-                            (time.perf_counter() - started) * 1e3)
-                    ranks[name].append([h.id for h in resp.results])
+                for name, hit_ids in (await variants.recall(req, qvec)).items():
+                    ranks[name].append(hit_ids)
                 ranks["vector"].append([ids[i] for i in top_indices(vecs @ qvec, depth)])
                 started = time.perf_counter()
                 ranks["bm25"].append([ids[i] for i in bm25.top(q.text, depth)])
                 timing["bm25_ms"].append((time.perf_counter() - started) * 1e3)
                 ranks["bm25-stemmed"].append([ids[i] for i in bm25s.top(q.text, depth)])
     finally:
-        for store in stores.values():
-            await store.aclose()
+        await variants.aclose()
     return ranks, timing
 
 
@@ -273,10 +247,7 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "date": date.today().isoformat(),
         "data": data.name,
         "embedder": embedder.name,
-        "store": "SqliteStore (hybrid RRF); 'store' with relevance_floor=lexical_floor=-1 "
-                 "(off), 'store-floor' with the defaults (list gate, tail_gap="
-                 f"{RECOMMENDED_TAIL_GAP}), 'store-perrow' the per-row floors of earlier "
-                 "releases (tail_gap=None), 'store-plain' floors off and no metadata.context",
+        "store": STORE_DESCRIPTION,
         "lexical_weight": LEXICAL_WEIGHT,
         "feedback_weight": FEEDBACK_WEIGHT,
         "context": "previous and next turn of the session as metadata.context" if context
@@ -298,21 +269,8 @@ async def run(data: Path, ks: list[int], limit: int | None,
             "turns_embedded": tstats.embedded,
             "embed_per_s": round(tstats.per_s, 1),
             "embed_queries_s": round(qstats.seconds, 1),
-            "store_write_s": round(timing["write_s"], 2),
-            "store_write_per_s": round(n_turns / timing["write_s"], 1)
-            if timing["write_s"] else None,
-            "ingest_per_s_with_embedding": round(
-                n_turns / (tstats.seconds + timing["write_s"]), 1)
-            if tstats.embedded and timing["write_s"] else None,
-            "store_recall_p50_ms": _percentile(timing["store_recall_ms"], 50),
-            "store_recall_p95_ms": _percentile(timing["store_recall_ms"], 95),
-            # the defaults (store-floor): the list gate and the entity gate's extra work
-            "floor_recall_p50_ms": _percentile(timing["floor_recall_ms"], 50),
-            # the same store without metadata.context, measured in the same run
-            "plain_write_per_s": round(n_turns / timing["plain_write_s"], 1)
-            if timing["plain_write_s"] else None,
-            "plain_recall_p50_ms": _percentile(timing["plain_recall_ms"], 50),
-            "bm25_query_p50_ms": _percentile(timing["bm25_ms"], 50),
+            **store_timing(timing, n_turns, tstats.seconds, tstats.embedded, recall_p95=True),
+            "bm25_query_p50_ms": percentile(timing["bm25_ms"], 50),
         },
         "machine": {**machine, "load_avg_1m_end": machine_info()["load_avg_1m"]},
     }

@@ -65,12 +65,11 @@ from _retrieval import (
     stemmed_tokenize,
     top_indices,
 )
+from _store_variants import DESCRIPTION as STORE_DESCRIPTION
+from _store_variants import StoreVariants, store_timing
 
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
-from memorywire.store._common import RECOMMENDED_TAIL_GAP
-from memorywire.store.sqlite import SqliteStore
-from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT as STORE_FEEDBACK_WEIGHT
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 HERE = Path(__file__).resolve().parent
@@ -180,20 +179,9 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
                     tmp: Path, context: bool = True,
                     ) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
     """Turn rankings (official keys, best first) per retriever, one list per question."""
-    lw = LEXICAL_WEIGHT
-    fw = STORE_FEEDBACK_WEIGHT if FEEDBACK_WEIGHT is None else FEEDBACK_WEIGHT
-    stores = {"store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
-                                   lexical_floor=-1.0, lexical_weight=lw, feedback_weight=fw),
-              "store-floor": SqliteStore(tmp / "floor-default.db", embedder, lexical_weight=lw,
-                                         feedback_weight=fw),
-              "store-perrow": SqliteStore(tmp / "floor-perrow.db", embedder, tail_gap=None,
-                                          lexical_weight=lw, feedback_weight=fw),
-              "store-plain": SqliteStore(tmp / "plain.db", embedder, relevance_floor=-1.0,
-                                         lexical_floor=-1.0, lexical_weight=lw, feedback_weight=fw)}
+    variants = StoreVariants(tmp, embedder, lexical_weight=LEXICAL_WEIGHT,
+                             feedback_weight=FEEDBACK_WEIGHT)
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
-    timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "plain_recall_ms": [],
-                              "floor_recall_ms": [],
-                              "plain_write_s": 0.0}
     try:
         at = 0
         for q, qvec in zip(questions, q_vecs, strict=True):
@@ -209,33 +197,20 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
                                                       "context": t.reply[:REPLY_CHARS]}})
                     if context and t.reply.strip() else r
                     for r, t in zip(plain, q.turns, strict=True)]
-            started = time.perf_counter()
-            await stores["store"].remember_many(reqs, vectors=mine)
-            timing["write_s"] += time.perf_counter() - started
-            await stores["store-floor"].remember_many(reqs, vectors=mine)
-            await stores["store-perrow"].remember_many(reqs, vectors=mine)
-            started = time.perf_counter()
-            await stores["store-plain"].remember_many(plain, vectors=mine)
-            timing["plain_write_s"] += time.perf_counter() - started
+            await variants.remember(reqs, plain, mine)
             depth = min(len(q.turns), 1000)
             req = RecallRequest(agent_id=q.qid, query=q.text, k=depth,
                                 asked_at=date_ms(q.date) if TIME_AWARE else None)
-            for name, store in stores.items():
-                started = time.perf_counter()
-                resp = await store.recall_by_vector(req, qvec)
-                if name in ("store", "store-plain", "store-floor"):
-                    timing[f"{name[6:] or 'store'}_recall_ms"].append(
-                        (time.perf_counter() - started) * 1e3)
-                ranks[name].append([q.turns[int(h.id[1:])].key for h in resp.results])
+            for name, hit_ids in (await variants.recall(req, qvec)).items():
+                ranks[name].append([q.turns[int(i[1:])].key for i in hit_ids])
             ranks["vector"].append([q.turns[i].key for i in top_indices(mine @ qvec, depth)])
             ranks["bm25"].append([q.turns[i].key
                                   for i in BM25([t.content for t in q.turns]).top(q.text, depth)])
             stemmed = BM25([t.content for t in q.turns], analyzer=stemmed_tokenize)
             ranks["bm25-stemmed"].append([q.turns[i].key for i in stemmed.top(q.text, depth)])
     finally:
-        for store in stores.values():
-            await store.aclose()
-    return ranks, timing
+        await variants.aclose()
+    return ranks, variants.timing
 
 
 def _session_of(q: Question) -> dict[str, str]:
@@ -284,7 +259,6 @@ async def run(data: Path, ks: list[int], limit: int | None,
     with tempfile.TemporaryDirectory() as tmp:
         ranks, timing = await _rank_all(questions, vecs, q_vecs, embedder, Path(tmp), context)
     results = {name: score(questions, ranks[name], ks) for name in RETRIEVERS}
-    write_s = timing["write_s"]
     return {
         "benchmark": "longmemeval",
         "date": date.today().isoformat(),
@@ -297,10 +271,7 @@ async def run(data: Path, ks: list[int], limit: int | None,
                 else "none (--no-time)",
         "context": f"the assistant reply (first {REPLY_CHARS} characters) as metadata.context"
                    if context else "none (--no-context)",
-        "store": "SqliteStore (hybrid RRF); 'store' with relevance_floor=lexical_floor=-1 "
-                 "(off), 'store-floor' with the defaults (list gate, tail_gap="
-                 f"{RECOMMENDED_TAIL_GAP}), 'store-perrow' the per-row floors of earlier "
-                 "releases (tail_gap=None), 'store-plain' floors off and no metadata.context",
+        "store": STORE_DESCRIPTION,
         "questions_in_file": notes["total"],
         "abstention_in_file": notes["abstention"],
         "questions_scored": len(questions),
@@ -321,20 +292,7 @@ async def run(data: Path, ks: list[int], limit: int | None,
             "embed_turns_s": round(tstats.seconds, 1),
             "embed_per_s": round(tstats.per_s, 1),
             "embed_queries_s": round(qstats.seconds, 1),
-            "store_write_s": round(write_s, 2),
-            "store_write_per_s": round(len(texts) / write_s, 1) if write_s else None,
-            "ingest_per_s_with_embedding": round(len(texts) / (tstats.seconds + write_s), 1)
-            if tstats.embedded and write_s else None,
-            "store_recall_p50_ms": round(float(np.percentile(timing["store_recall_ms"], 50)), 3)
-            if timing["store_recall_ms"] else None,
-            # the defaults (store-floor): the list gate and the entity gate's extra work
-            "floor_recall_p50_ms": round(float(np.percentile(timing["floor_recall_ms"], 50)), 3)
-            if timing["floor_recall_ms"] else None,
-            # the same store without metadata.context, measured in the same run
-            "plain_write_per_s": round(len(texts) / timing["plain_write_s"], 1)
-            if timing["plain_write_s"] else None,
-            "plain_recall_p50_ms": round(float(np.percentile(timing["plain_recall_ms"], 50)), 3)
-            if timing["plain_recall_ms"] else None,
+            **store_timing(timing, len(texts), tstats.seconds, tstats.embedded),
         },
         "machine": {**machine, "load_avg_1m_end": machine_info()["load_avg_1m"]},
     }

@@ -43,7 +43,7 @@ from anyio.abc import TaskGroup
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.errors import MemorywireError, NotFound
-from memorywire.store.base import ListQuery, MemoryStore, UpdateRequest
+from memorywire.store.base import ListQuery, MemoryStore, UpdateRequest, list_all
 from memorywire.wire.models import PENDING_APPROVAL_DELETED_AT, ForgetRequest, MemoryRecord
 
 __all__ = [
@@ -212,16 +212,8 @@ class Consolidator:
 
     async def _candidates(self) -> list[MemoryRecord]:
         # Listed whole before acting: evicting while paging could pull the anchor away.
-        out: list[MemoryRecord] = []
-        after: str | None = None
-        while True:
-            page = await self.store.list(
-                ListQuery(agent_id=self.agent_id, limit=self.page_size, after_id=after)
-            )
-            out.extend(page)
-            if len(page) < self.page_size:
-                return out
-            after = page[-1].id
+        return await list_all(self.store, ListQuery(agent_id=self.agent_id,
+                                                    limit=self.page_size))
 
     async def _audit(self, action: str, record: MemoryRecord, score: float, **details: Any) -> None:
         if self.audit is None:

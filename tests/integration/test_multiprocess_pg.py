@@ -8,12 +8,6 @@ committed exactly once, and one audit chain that verifies.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +18,8 @@ import httpx
 import psycopg
 import pytest
 
-from memorywire.governance.audit import AuditLog
-from memorywire.server.auth import TokenStore
 from memorywire.testing import postgres as _pg
+from tests.integration.servers import chain_tally, make_tokens, serving
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(120)]
 pg_server = _pg.pg_server
@@ -39,12 +32,6 @@ GATE_EVERY = 5  # every fifth write asks for approval
 AGENTS = ("agent-0", "agent-1")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class Cluster:
     bases: list[str]
@@ -55,51 +42,11 @@ class Cluster:
 
 @pytest.fixture
 def cluster(pg_dsn: str, tmp_path: Path) -> Iterator[Cluster]:
-    tokens = TokenStore(tmp_path / "tokens.db")
-    writer, _ = tokens.create(role="agent", agent_ids=AGENTS, name="writer")
-    reviewer, _ = tokens.create(role="reviewer", name="reviewer")
-    admin, _ = tokens.create(role="admin", name="auditor")
-    tokens.close()
-    env = {**os.environ, "MEMORYWIRE_HOME": str(tmp_path / "home")}
-    procs: list[tuple[subprocess.Popen[bytes], Any]] = []
-    bases: list[str] = []
-    try:
-        for i in range(SERVERS):
-            port = _free_port()
-            log = open(tmp_path / f"server{i}.log", "wb")  # noqa: SIM115  closed below
-            cmd = [
-                sys.executable, "-m", "memorywire.cli", "serve", "--store", pg_dsn,
-                "--governance-db", pg_dsn, "--tokens-db", str(tmp_path / "tokens.db"),
-                "--host", "127.0.0.1", "--port", str(port), "--embedder", "hashing",
-            ]
-            procs.append((subprocess.Popen(cmd, env=env, stdout=log, stderr=log), log))
-            bases.append(f"http://127.0.0.1:{port}")
-        deadline = time.monotonic() + 45
-        for (proc, _), base in zip(procs, bases, strict=True):
-            while True:
-                try:
-                    if httpx.get(base + "/v0/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    logs = "\n".join(
-                        (tmp_path / f"server{i}.log").read_text(encoding="utf-8", errors="replace")
-                        for i in range(SERVERS)
-                    )
-                    pytest.fail(f"server at {base} did not start:\n{logs}")
-                time.sleep(0.2)
-        yield Cluster(bases, writer, reviewer, admin)
-    finally:
-        for proc, _ in procs:
-            proc.terminate()
-        for proc, log in procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-            log.close()
+    tokens = make_tokens(tmp_path / "tokens.db", AGENTS)
+    args = ["--store", pg_dsn, "--governance-db", pg_dsn,
+            "--tokens-db", str(tmp_path / "tokens.db"), "--embedder", "hashing"]
+    with serving(tmp_path, *[args] * SERVERS, deadline_s=45, grace_s=15) as servers:
+        yield Cluster([s.base for s in servers], tokens.writer, tokens.reviewer, tokens.admin)
 
 
 async def _post(http: httpx.AsyncClient, url: str, doc: dict[str, Any]) -> tuple[Any, int]:
@@ -189,20 +136,7 @@ def test_four_servers_one_database(cluster: Cluster, pg_dsn: str) -> None:
     assert queue == {"approved": len(gated)}
 
     # One chain, gap-free, that verifies; each approval decided and committed exactly once.
-    log = AuditLog.open(pg_dsn)
-    try:
-        report = log.verify()
-        entries = log.entries()
-    finally:
-        log.close()
-    assert report.ok, report.problems
-    assert [e.seq for e in entries] == list(range(1, len(entries) + 1))
-    per: Counter[tuple[str, str]] = Counter()
-    for e in entries:
-        phase = e.details.get("phase")
-        key = e.action if phase is None else f"{e.action}:{phase}"
-        for mid in e.memory_ids:
-            per[(mid, key)] += 1
+    per = chain_tally(pg_dsn)
     for mid in acked:
         if mid in gated:
             assert per[(mid, "staged")] == 1 and per[(mid, "approved")] == 1, mid

@@ -7,63 +7,30 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from starlette.applications import Starlette
-from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from memorywire.core.clock import FakeClock
-from memorywire.embed.hashing import HashingEmbedder
-from memorywire.governance import GovernedStore, acting_as
-from memorywire.server.ui import review_app
-from memorywire.store.memory import InMemoryStore
-from memorywire.wire.models import RememberRequest, RememberResponse
+from memorywire.governance import GovernedStore
+from tests.integration.review_ui import A, csrf_of, governed, stage, ui_client
 
-A = "agent-1"
 TOKENS = {"tok-reviewer": "reviewer", "tok-writer": "writer"}
 
 
 @pytest.fixture
 def gov(tmp_path: Path) -> GovernedStore:
-    clock = FakeClock()
-    return GovernedStore(
-        InMemoryStore(embedder=HashingEmbedder(), clock=clock),
-        tmp_path / "gov.db",
-        clock=clock,
-        approval_base_url="http://testserver",
-    )
+    return governed(tmp_path)
 
 
 @pytest.fixture
 def client(gov: GovernedStore) -> Iterator[TestClient]:
-    app = Starlette(routes=[Mount("/ui", app=review_app(gov, TOKENS.get, secret_key="k" * 32))])
-    with TestClient(app, follow_redirects=False) as c:
+    with ui_client(gov, TOKENS) as c:
         yield c
-        c.portal.call(gov.aclose)
-
-
-def _stage(c: TestClient, gov: GovernedStore, content: str, gated: bool = True) -> RememberResponse:
-    async def run() -> RememberResponse:
-        with acting_as("writer"):
-            return await gov.remember(
-                RememberRequest(
-                    agent_id=A, type="semantic", content=content, approval_required=gated
-                )
-            )
-
-    return c.portal.call(run)
-
-
-def _csrf(html: str) -> str:
-    m = re.search(r'name="csrf" value="([^"]+)"', html)
-    assert m, html
-    return m.group(1)
 
 
 def _login(c: TestClient, token: str = "tok-reviewer") -> str:
-    csrf = _csrf(c.get("/ui/login").text)
+    csrf = csrf_of(c.get("/ui/login").text)
     r = c.post("/ui/login", data={"token": token, "csrf": csrf})
     assert r.status_code == 303 and r.headers["location"] == "/ui/approvals"
-    return _csrf(c.get("/ui/approvals").text)
+    return csrf_of(c.get("/ui/approvals").text)
 
 
 def test_login_required_and_bad_tokens_refused(client: TestClient) -> None:
@@ -71,7 +38,7 @@ def test_login_required_and_bad_tokens_refused(client: TestClient) -> None:
     assert r.status_code == 303 and r.headers["location"] == "/ui/login"
     page = client.get("/ui/login")
     assert "default-src 'none'" in page.headers["content-security-policy"]
-    csrf = _csrf(page.text)
+    csrf = csrf_of(page.text)
     assert client.post("/ui/login", data={"token": "nope", "csrf": csrf}).status_code == 401
     assert client.post("/ui/login", data={"token": "tok-reviewer"}).status_code == 403
     assert client.get("/ui/approvals").status_code == 303
@@ -82,8 +49,8 @@ def test_login_required_and_bad_tokens_refused(client: TestClient) -> None:
 
 
 def test_pending_list_filters_and_side_by_side_diff(client: TestClient, gov: GovernedStore) -> None:
-    old = _stage(client, gov, "Alice drinks green tea every day", gated=False)
-    staged = _stage(client, gov, "Alice drinks green tea every day", gated=True)
+    old = stage(client, gov, "Alice drinks green tea every day", gated=False)
+    staged = stage(client, gov, "Alice drinks green tea every day", gated=True)
     _login(client)
     listing = client.get("/ui/approvals").text
     assert staged.id in listing and old.id not in listing
@@ -99,7 +66,7 @@ def test_pending_list_filters_and_side_by_side_diff(client: TestClient, gov: Gov
 
 
 def test_approve_needs_csrf_then_commits(client: TestClient, gov: GovernedStore) -> None:
-    staged = _stage(client, gov, "Bob likes chess")
+    staged = stage(client, gov, "Bob likes chess")
     csrf = _login(client)
     detail = client.get(f"/ui/approvals/{staged.id}").text
     h = re.search(r'name="content_hash" value="([0-9a-f]{64})"', detail)
@@ -123,7 +90,7 @@ def test_approve_needs_csrf_then_commits(client: TestClient, gov: GovernedStore)
 
 
 def test_reject(client: TestClient, gov: GovernedStore) -> None:
-    staged = _stage(client, gov, "Carol is 120 years old")
+    staged = stage(client, gov, "Carol is 120 years old")
     csrf = _login(client)
     h = gov.list_pending()[0]["content_hash"]
     r = client.post(
@@ -137,7 +104,7 @@ def test_reject(client: TestClient, gov: GovernedStore) -> None:
 
 
 def test_self_approval_refused(client: TestClient, gov: GovernedStore) -> None:
-    staged = _stage(client, gov, "Dan wrote this himself")
+    staged = stage(client, gov, "Dan wrote this himself")
     csrf = _login(client, "tok-writer")
     detail = client.get(f"/ui/approvals/{staged.id}").text
     assert "another reviewer must decide" in detail and 'value="approve"' not in detail

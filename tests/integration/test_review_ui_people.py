@@ -8,62 +8,35 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from starlette.applications import Starlette
-from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from memorywire.core.clock import FakeClock
-from memorywire.embed.hashing import HashingEmbedder
-from memorywire.governance import GovernedStore, acting_as
-from memorywire.server.ui import review_app
+from memorywire.governance import GovernedStore
 from memorywire.server.ui.present import age, details, iso, short
-from memorywire.store.memory import InMemoryStore
-from memorywire.wire.models import RememberRequest, RememberResponse
+from tests.integration.review_ui import A, csrf_of, governed, stage, ui_client
 
-A = "agent-1"
 TOKENS = {"tok-reviewer": "reviewer"}
 
 
 @pytest.fixture
 def gov(tmp_path: Path) -> GovernedStore:
-    clock = FakeClock()
-    return GovernedStore(InMemoryStore(embedder=HashingEmbedder(), clock=clock),
-                         tmp_path / "gov.db", clock=clock,
-                         approval_base_url="http://testserver")
+    return governed(tmp_path)
 
 
 @pytest.fixture
 def client(gov: GovernedStore) -> Iterator[TestClient]:
-    app = Starlette(routes=[Mount("/ui", app=review_app(gov, TOKENS.get, secret_key="k" * 32))])
-    with TestClient(app, follow_redirects=False) as c:
+    with ui_client(gov, TOKENS) as c:
         yield c
-        c.portal.call(gov.aclose)
-
-
-def _stage(c: TestClient, gov: GovernedStore, content: str, gated: bool = True) -> RememberResponse:
-    async def run() -> RememberResponse:
-        with acting_as("writer"):
-            return await gov.remember(RememberRequest(agent_id=A, type="semantic",
-                                                      content=content, approval_required=gated))
-
-    return c.portal.call(run)
-
-
-def _csrf(html: str) -> str:
-    m = re.search(r'name="csrf" value="([^"]+)"', html)
-    assert m, html
-    return m.group(1)
 
 
 def test_an_approval_link_survives_sign_in(client: TestClient, gov: GovernedStore) -> None:
     """Regression: following an approval_url while signed out landed on the queue."""
-    staged = _stage(client, gov, "Bob likes chess")
+    staged = stage(client, gov, "Bob likes chess")
     r = client.get(f"/ui/approvals/{staged.id}")
     assert r.status_code == 303
     assert r.headers["location"] == f"/ui/login?next=/ui/approvals/{staged.id}"
     form = client.get(r.headers["location"]).text
     assert f'name="next" value="/ui/approvals/{staged.id}"' in form
-    signed = client.post("/ui/login", data={"token": "tok-reviewer", "csrf": _csrf(form),
+    signed = client.post("/ui/login", data={"token": "tok-reviewer", "csrf": csrf_of(form),
                                             "next": f"/ui/approvals/{staged.id}"})
     assert signed.headers["location"] == f"/ui/approvals/{staged.id}"
 
@@ -71,15 +44,15 @@ def test_an_approval_link_survives_sign_in(client: TestClient, gov: GovernedStor
 @pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/x", "/elsewhere"])
 def test_sign_in_never_redirects_outside_the_ui(client: TestClient, target: str) -> None:
     form = client.get("/ui/login").text
-    r = client.post("/ui/login", data={"token": "tok-reviewer", "csrf": _csrf(form),
+    r = client.post("/ui/login", data={"token": "tok-reviewer", "csrf": csrf_of(form),
                                        "next": target})
     assert r.headers["location"] == "/ui/approvals"
 
 
 def test_queue_rows_show_agent_type_excerpt_and_age(client: TestClient, gov: GovernedStore) -> None:
-    _stage(client, gov, "The user is allergic to peanuts and carries an epinephrine pen")
+    stage(client, gov, "The user is allergic to peanuts and carries an epinephrine pen")
     form = client.get("/ui/login").text
-    client.post("/ui/login", data={"token": "tok-reviewer", "csrf": _csrf(form)})
+    client.post("/ui/login", data={"token": "tok-reviewer", "csrf": csrf_of(form)})
     queue = client.get("/ui/approvals").text
     row = queue[queue.index("<tbody>"):]
     assert "allergic to peanuts" in row and A in row and "semantic" in row
@@ -89,17 +62,17 @@ def test_queue_rows_show_agent_type_excerpt_and_age(client: TestClient, gov: Gov
 def test_contradiction_is_highlighted_and_the_decided_comparison_is_kept(
     client: TestClient, gov: GovernedStore
 ) -> None:
-    _stage(client, gov, "Alice likes green tea", gated=False)
-    staged = _stage(client, gov, "Alice does not like green tea")
+    stage(client, gov, "Alice likes green tea", gated=False)
+    staged = stage(client, gov, "Alice does not like green tea")
     form = client.get("/ui/login").text
-    client.post("/ui/login", data={"token": "tok-reviewer", "csrf": _csrf(form)})
+    client.post("/ui/login", data={"token": "tok-reviewer", "csrf": csrf_of(form)})
     page = client.get(f"/ui/approvals/{staged.id}").text
     assert 'class="contradiction-banner"' in page and "card  contradiction" in page
     h = re.search(r'name="content_hash" value="([0-9a-f]{64})"', page)
     assert h
     ok = client.post(f"/ui/approvals/{staged.id}/decide",
                      data={"action": "approve", "content_hash": h.group(1),
-                           "csrf": _csrf(page)})
+                           "csrf": csrf_of(page)})
     assert ok.status_code == 303
     after = client.get(f"/ui/approvals/{staged.id}").text
     assert "as it stood when this was decided" in after
@@ -109,9 +82,9 @@ def test_contradiction_is_highlighted_and_the_decided_comparison_is_kept(
 def test_audit_page_shows_iso_dates_and_short_hashes(
     client: TestClient, gov: GovernedStore
 ) -> None:
-    _stage(client, gov, "Dana moved to Porto", gated=False)
+    stage(client, gov, "Dana moved to Porto", gated=False)
     form = client.get("/ui/login").text
-    client.post("/ui/login", data={"token": "tok-reviewer", "csrf": _csrf(form)})
+    client.post("/ui/login", data={"token": "tok-reviewer", "csrf": csrf_of(form)})
     audit = client.get("/ui/audit").text
     body = audit[audit.index("<tbody>"):]
     assert re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", body)

@@ -12,10 +12,8 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,8 +26,15 @@ import apsw
 import httpx
 import pytest
 
-from memorywire.governance.audit import AuditLog
-from memorywire.server.auth import TokenStore
+from tests.integration.review_ui import csrf_of
+from tests.integration.servers import (
+    Server,
+    chain_tally,
+    free_port,
+    make_tokens,
+    serving,
+    wait_ready,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -38,12 +43,7 @@ WRITES = 30
 GATE_EVERY = 5
 AGENTS = ("agent-0", "agent-1")
 START_DEADLINE_S = 120
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+WORKERS_BANNER = b"2 worker processes"
 
 
 @dataclass
@@ -57,39 +57,16 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    tokens = TokenStore(tmp_path / "tokens.db")
-    writer, _ = tokens.create(role="agent", agent_ids=AGENTS, name="writer")
-    reviewer, _ = tokens.create(role="reviewer", name="reviewer")
-    admin, _ = tokens.create(role="admin", name="auditor")
-    tokens.close()
-    env = {**os.environ, "MEMORYWIRE_HOME": str(tmp_path / "home")}
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    cmd = [
-        sys.executable, "-m", "memorywire.cli", "serve",
+    tokens = make_tokens(tmp_path / "tokens.db", AGENTS)
+    args = [
         "--store", f"sqlite:///{tmp_path / 'mem.db'}",
         "--governance-db", str(tmp_path / "gov.db"), "--tokens-db", str(tmp_path / "tokens.db"),
-        "--host", "127.0.0.1", "--port", str(port), "--embedder", "hashing", "--workers", "2",
+        "--embedder", "hashing", "--workers", "2",
     ]
-    log_path = tmp_path / "server.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
-        try:
-            deadline = time.monotonic() + START_DEADLINE_S
-            # Ready once the banner is out: the parent prints it when both workers are.
-            while b"2 worker processes" not in log_path.read_bytes():
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("server did not start:\n" + log_path.read_text(errors="replace"))
-                time.sleep(0.2)
-            yield Served(base, tmp_path, writer, reviewer, admin)
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-    assert proc.returncode == 0, log_path.read_text(errors="replace")
+    # Ready once the banner is out: the parent prints it when both workers are.
+    with serving(tmp_path, args, banner=WORKERS_BANNER, deadline_s=START_DEADLINE_S) as (srv,):
+        yield Served(srv.base, tmp_path, tokens.writer, tokens.reviewer, tokens.admin)
+    assert srv.proc.returncode == 0, srv.log()
 
 
 def _worker_of(http: httpx.Client) -> str:
@@ -190,20 +167,7 @@ def test_two_workers_share_store_chain_and_queue(served: Served) -> None:
         assert by_id[mid][0] == doc["agent_id"] and doc["content"] in by_id[mid][1]
 
     # One chain, gap-free, that verifies; each staged write approved and committed once.
-    log = AuditLog.open(s.home / "gov.db")
-    try:
-        report = log.verify()
-        entries = log.entries()
-    finally:
-        log.close()
-    assert report.ok, report.problems
-    assert [e.seq for e in entries] == list(range(1, len(entries) + 1))
-    per: Counter[tuple[str, str]] = Counter()
-    for e in entries:
-        phase = e.details.get("phase")
-        key = e.action if phase is None else f"{e.action}:{phase}"
-        for mid in e.memory_ids:
-            per[(mid, key)] += 1
+    per = chain_tally(s.home / "gov.db")
     for mid in staged:
         assert per[(mid, "staged")] == 1 and per[(mid, "approved")] == 1, mid
         assert per[(mid, "remember:done")] == 1, mid
@@ -216,19 +180,13 @@ def test_two_workers_share_store_chain_and_queue(served: Served) -> None:
     assert r.status_code == 200 and r.json()["ok"] is True
 
 
-def _csrf(page: str) -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', page)
-    assert found, page
-    return found.group(1)
-
-
 def test_a_reviewer_signed_in_through_one_worker_is_signed_in_through_all(
     served: Served,
 ) -> None:
     s = served
     with _pinned(s, "", "0") as ui0:
         form = ui0.get("/ui/login")
-        r = ui0.post("/ui/login", data={"csrf": _csrf(form.text), "token": s.reviewer,
+        r = ui0.post("/ui/login", data={"csrf": csrf_of(form.text), "token": s.reviewer,
                                        "next": "/ui/approvals"})
         assert r.status_code == 303 and r.headers["location"].endswith("/ui/approvals")
         cookie = ui0.cookies["memorywire_review"]
@@ -237,7 +195,7 @@ def test_a_reviewer_signed_in_through_one_worker_is_signed_in_through_all(
         ui1.cookies.set("memorywire_review", cookie)
         page = ui1.get("/ui/approvals")
         assert page.status_code == 200, page.text  # not a redirect to the login form
-        r = ui1.post("/ui/logout", data={"csrf": _csrf(page.text)})
+        r = ui1.post("/ui/logout", data={"csrf": csrf_of(page.text)})
         assert r.status_code == 303 and r.headers["location"].endswith("/ui/login")
     # The copied cookie is worthless after the logout, on the other worker too.
     with _pinned(s, "", "0") as ui0:
@@ -247,38 +205,30 @@ def test_a_reviewer_signed_in_through_one_worker_is_signed_in_through_all(
 
 
 def test_a_worker_that_dies_stops_the_server_with_an_error(tmp_path: Path) -> None:
-    env = {**os.environ, "MEMORYWIRE_HOME": str(tmp_path / "home")}
-    log_path = tmp_path / "server.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "memorywire.cli", "serve", "--store",
-             f"sqlite:///{tmp_path / 'mem.db'}", "--no-governance", "--no-auth",
-             "--embedder", "hashing", "--port", str(_free_port()), "--workers", "2"],
-            env=env, stdout=log, stderr=log)
-        try:
-            deadline = time.monotonic() + START_DEADLINE_S
-            while b"2 worker processes" not in log_path.read_bytes():
-                assert proc.poll() is None and time.monotonic() < deadline, \
-                    log_path.read_text(errors="replace")
-                time.sleep(0.2)
-            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
-            workers = [int(c) for c in children
-                       if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
-            assert len(workers) == 2, children
-            os.kill(workers[-1], signal.SIGKILL)
-            assert proc.wait(120) == 2
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
-    assert "exited" in log_path.read_text(errors="replace")
+    srv = Server.start(tmp_path, "server", "--store", f"sqlite:///{tmp_path / 'mem.db'}",
+                       "--no-governance", "--no-auth", "--embedder", "hashing",
+                       "--workers", "2")
+    try:
+        wait_ready([srv], banner=WORKERS_BANNER, deadline_s=START_DEADLINE_S)
+        pid = srv.proc.pid
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        workers = [int(c) for c in children
+                   if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+        assert len(workers) == 2, children
+        os.kill(workers[-1], signal.SIGKILL)
+        assert srv.proc.wait(120) == 2
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+        srv.stop(10)
+    assert "exited" in srv.log()
 
 
 def test_memory_store_with_workers_is_refused(tmp_path: Path) -> None:
     env = {**os.environ, "MEMORYWIRE_HOME": str(tmp_path / "home")}
     out = subprocess.run(
         [sys.executable, "-m", "memorywire.cli", "serve", "--store", "memory://",
-         "--port", str(_free_port()), "--no-auth", "--workers", "2"],
+         "--port", str(free_port()), "--no-auth", "--workers", "2"],
         env=env, capture_output=True, text=True, timeout=120,
     )
     assert out.returncode == 2

@@ -27,6 +27,14 @@ async def _remember(t: Any, token: str, agent: str, content: str, **extra: Any) 
     return str(out.body["id"])
 
 
+def _review(world: World, operation: str) -> None:
+    """Policy: every ``operation`` waits for a reviewer."""
+    gov = world.runtime.governed
+    assert gov is not None
+    gov.set_policies({"rules": [{"name": f"{operation}-review",
+                                 "match": {"operation": operation}, "decision": "review"}]})
+
+
 async def test_history_lists_every_revision_with_who_and_why(
     transport: Any, world: World
 ) -> None:
@@ -65,12 +73,7 @@ async def test_history_of_another_agents_memory_looks_missing(
 async def test_gated_erase_is_staged_then_applied_on_approval(
     transport: Any, world: World
 ) -> None:
-    gov = world.runtime.governed
-    assert gov is not None
-    gov.set_policies(
-        {"rules": [{"name": "forget-review", "match": {"operation": "forget"},
-                    "decision": "review"}]}
-    )
+    _review(world, "forget")
     carol = await _remember(transport, world.agent_a, "A", "carol fact", user_id="carol")
     keep = await _remember(transport, world.agent_a, "A", "dave fact", user_id="dave")
     out = await transport.call(
@@ -97,12 +100,7 @@ async def test_gated_erase_is_staged_then_applied_on_approval(
 async def test_gated_update_is_staged_then_applied_on_approval(
     transport: Any, world: World
 ) -> None:
-    gov = world.runtime.governed
-    assert gov is not None
-    gov.set_policies(
-        {"rules": [{"name": "update-review", "match": {"operation": "update"},
-                    "decision": "review"}]}
-    )
+    _review(world, "update")
     mid = await _remember(transport, world.agent_a, "A", "Carol is vegetarian")
     out = await transport.call(
         "update", {"agent_id": "A", "id": mid, "content": "Carol is vegan", "reason": "fix"},
@@ -137,12 +135,7 @@ async def test_gated_update_is_staged_then_applied_on_approval(
 async def test_gated_update_with_supersedes_shows_and_applies_it(
     transport: Any, world: World
 ) -> None:
-    gov = world.runtime.governed
-    assert gov is not None
-    gov.set_policies(
-        {"rules": [{"name": "update-review", "match": {"operation": "update"},
-                    "decision": "review"}]}
-    )
+    _review(world, "update")
     old = await _remember(transport, world.agent_a, "A", "Carol lives in Lisbon")
     new = await _remember(transport, world.agent_a, "A", "Carol lives in Porto")
     out = await transport.call(

@@ -19,6 +19,7 @@ import anyio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+from memorywire.cli.guard import guarded
 from memorywire.errors import MemorywireError
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.db import is_postgres_url
@@ -148,17 +149,6 @@ def _checkpoint(args: argparse.Namespace) -> int:
     return 0
 
 
-def _guard(handler: Any) -> Any:
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return int(handler(args))
-        except (MemorywireError, OSError, ValueError) as exc:
-            print(f"memorywire audit: {getattr(exc, 'message', exc)}", file=sys.stderr)
-            return 2
-
-    return run
-
-
 def register_audit(subparsers: Any) -> None:
     audit = subparsers.add_parser("audit", help="verify or read a governance audit log")
     sub = audit.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
@@ -180,24 +170,24 @@ def register_audit(subparsers: Any) -> None:
     )
     v.add_argument("--file", metavar="FILE",
                    help="verify an exported audit file (audit export) offline instead")
-    v.set_defaults(handler=_guard(_verify))
+    v.set_defaults(handler=guarded("audit", _verify))
 
     ex = sub.add_parser("export", help="write the chain as JSON lines to stdout, for offline "
                                        "verification (audit verify --file)")
     ex.add_argument("--db")
-    ex.set_defaults(handler=_guard(_export))
+    ex.set_defaults(handler=guarded("audit", _export))
 
     ls = sub.add_parser("list", help="print entries as JSON lines")
     ls.add_argument("--db")
     ls.add_argument("--agent-id")
     ls.add_argument("--memory-id")
     ls.add_argument("--limit", type=int, default=None)
-    ls.set_defaults(handler=_guard(_list))
+    ls.set_defaults(handler=guarded("audit", _list))
 
     cp = sub.add_parser("checkpoint", help="sign the current head and print it as JSON")
     cp.add_argument("--db")
     cp.add_argument("--key", required=True, help="Ed25519 private key, PEM, unencrypted")
-    cp.set_defaults(handler=_guard(_checkpoint))
+    cp.set_defaults(handler=guarded("audit", _checkpoint))
     v.add_argument("--embedder", help=argparse.SUPPRESS)
     for q in (v, ls, cp, ex):
         q.add_argument("--config", metavar="FILE", help="configuration file (default: "

@@ -23,6 +23,7 @@ import anyio
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+from memorywire.cli.guard import guarded
 from memorywire.core.clock import SystemClock
 from memorywire.errors import MemorywireError
 from memorywire.governance.audit import AuditLog
@@ -130,17 +131,6 @@ def _purge(args: argparse.Namespace) -> int:
     return 0
 
 
-def _guard(name: str, handler: Any) -> Any:
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return int(handler(args))
-        except (MemorywireError, OSError, ValueError) as exc:
-            print(f"memorywire {name}: {getattr(exc, 'message', exc)}", file=sys.stderr)
-            return 2
-
-    return run
-
-
 def register_forgetting(sub: Any) -> None:
     r = sub.add_parser("receipt", help="check a deletion receipt offline")
     rs = r.add_subparsers(dest="receipt_command", metavar="ACTION", required=True)
@@ -148,7 +138,7 @@ def register_forgetting(sub: Any) -> None:
     v.add_argument("file", metavar="FILE")
     v.add_argument("--trusted-key", action="append", metavar="B64",
                    help="accept only receipts signed by this public key; repeatable")
-    v.set_defaults(handler=_guard("receipt", _verify))
+    v.set_defaults(handler=guarded("receipt", _verify))
 
     p = sub.add_parser("recover", help="remove poisoned memory by provenance, with a plan")
     p.add_argument("--store", help="store URL (default: sqlite under the data directory)")
@@ -164,7 +154,7 @@ def register_forgetting(sub: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     p.add_argument("--key", help="Ed25519 signing key, PEM (or MEMORYWIRE_SIGNING_KEY)")
     p.add_argument("--receipt", metavar="FILE", help="write the signed receipt here")
-    p.set_defaults(handler=_guard("recover", _recover))
+    p.set_defaults(handler=guarded("recover", _recover))
 
     p = sub.add_parser("purge", help="physically remove memories expired past a grace period")
     p.add_argument("--store", help="store URL (default: sqlite under the data directory)")
@@ -179,4 +169,4 @@ def register_forgetting(sub: Any) -> None:
                    help="without --once: seconds between sweeps (default 300)")
     p.add_argument("--key", help="Ed25519 signing key, PEM (or MEMORYWIRE_SIGNING_KEY)")
     p.add_argument("--receipts-dir", metavar="DIR", help="write each receipt here as JSON")
-    p.set_defaults(handler=_guard("purge", _purge))
+    p.set_defaults(handler=guarded("purge", _purge))

@@ -34,7 +34,7 @@ from memorywire.core.records import ListQuery
 from memorywire.errors import InvalidRequest
 from memorywire.governance.erasure import AuditSink, erase_with_receipt
 from memorywire.governance.receipts import sign_receipt, unsigned_receipt
-from memorywire.store.base import MemoryStore
+from memorywire.store.base import MemoryStore, list_all
 from memorywire.wire.models import ForgetRequest, MemoryRecord
 
 __all__ = [
@@ -111,15 +111,7 @@ class RecoveryPlan:
 
 async def scan_all(store: MemoryStore) -> builtins.list[MemoryRecord]:
     """Every live and archived memory of every agent, page by page."""
-    out: list[MemoryRecord] = []
-    after: str | None = None
-    while True:
-        page = await store.list(ListQuery(agent_id=None, include_archived=True, limit=_PAGE,
-                                          after_id=after))
-        out.extend(page)
-        if len(page) < _PAGE:
-            return out
-        after = page[-1].id
+    return await list_all(store, ListQuery(agent_id=None, include_archived=True, limit=_PAGE))
 
 
 def plan_recovery(records: Sequence[MemoryRecord], selector: RecoverySelector) -> RecoveryPlan:

@@ -22,7 +22,7 @@ Contract, for implementers and callers alike:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
@@ -42,7 +42,7 @@ from memorywire.wire.models import (
 )
 
 __all__ = ["STORAGE_CAPABILITIES", "Capability", "Health", "ListQuery", "MemoryStore",
-           "UpdateRequest"]
+           "UpdateRequest", "list_all"]
 
 
 class Capability(StrEnum):
@@ -128,3 +128,16 @@ class MemoryStore(Protocol):
     async def health(self) -> Health: ...
 
     async def aclose(self) -> None: ...
+
+
+async def list_all(store: MemoryStore, query: ListQuery) -> list[MemoryRecord]:
+    """Every memory ``query`` matches, oldest first, fetched ``query.limit`` at a time:
+    ``list`` answers one page, and callers that act on a whole scope need all of it."""
+    out: list[MemoryRecord] = []
+    after = query.after_id
+    while True:
+        page = await store.list(replace(query, after_id=after))
+        out.extend(page)
+        if len(page) < query.limit:
+            return out
+        after = page[-1].id

@@ -19,7 +19,7 @@ from memorywire.core.filters import matches_filter
 from memorywire.core.provenance import descendants
 from memorywire.core.records import ListQuery
 from memorywire.errors import CapabilityMissing
-from memorywire.store.base import Capability, MemoryStore
+from memorywire.store.base import Capability, MemoryStore, list_all
 from memorywire.wire.models import ForgetRequest, MemoryRecord
 
 __all__ = ["expand_cascade", "require_derivation"]
@@ -36,15 +36,8 @@ def require_derivation(store: MemoryStore) -> None:
 
 
 async def _scope(store: MemoryStore, req: ForgetRequest) -> list[MemoryRecord]:
-    out: list[MemoryRecord] = []
-    after: str | None = None
-    while True:
-        page = await store.list(ListQuery(agent_id=req.agent_id, user_id=req.user_id,
-                                          include_archived=True, limit=_PAGE, after_id=after))
-        out.extend(page)
-        if len(page) < _PAGE:
-            return out
-        after = page[-1].id
+    return await list_all(store, ListQuery(agent_id=req.agent_id, user_id=req.user_id,
+                                           include_archived=True, limit=_PAGE))
 
 
 async def expand_cascade(store: MemoryStore, req: ForgetRequest) -> ForgetRequest:

@@ -22,7 +22,7 @@ from memorywire.core.content import EDGE_TYPES
 from memorywire.core.fusion import FusedItem, graph_boost
 from memorywire.core.records import ListQuery
 from memorywire.errors import CapabilityMissing, NotFound
-from memorywire.store.base import MemoryStore
+from memorywire.store.base import MemoryStore, list_all
 from memorywire.wire.models import Link, MemoryRecord, RecallRequest, RecallResponse
 
 __all__ = ["EDGE_TYPES", "graph_recall", "linked", "links_from", "refuse_hops"]
@@ -67,15 +67,7 @@ async def graph_recall(
 
 
 async def _live(store: MemoryStore, agent_id: str, user_id: str | None) -> list[MemoryRecord]:
-    out: list[MemoryRecord] = []
-    after: str | None = None
-    while True:
-        page = await store.list(ListQuery(agent_id=agent_id, user_id=user_id, limit=_PAGE,
-                                          after_id=after))
-        out.extend(page)
-        if len(page) < _PAGE:
-            return out
-        after = page[-1].id
+    return await list_all(store, ListQuery(agent_id=agent_id, user_id=user_id, limit=_PAGE))
 
 
 async def linked(

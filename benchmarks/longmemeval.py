@@ -15,7 +15,8 @@ Scoring follows the official ``run_retrieval.py`` / ``eval_utils.py``:
 * Recall = ``recall_all@k`` (every gold item in the top k), NDCG = ``ndcg_any@k``.
 
 One agent per question holds that question's haystack (its user turns as episodic memories,
-metadata ``session`` (the session id: the store's session evidence groups by it), turn number and date). Recall ranks every turn (k = number of turns), and
+metadata ``session`` (the session id, which the store's session evidence groups by), turn
+number and date). Recall ranks every turn (k = number of turns), and
 the session ranking is the turn ranking collapsed to each session's best turn (first
 occurrence). The official turn-to-session conversion yields the same session recall; its
 NDCG differs slightly because it scores repeated turns of a session, not distinct sessions.

@@ -89,7 +89,9 @@ class PostgresStore:
     """A pooled PostgreSQL + pgvector store; cheap to build, connects on first use.
 
     ``entity_gate`` (default on, as on SqliteStore) lets a question that names someone known
-    come back empty when nothing answers it beyond the name (``core.entity_gate``)."""
+    come back empty when nothing answers it beyond the name (``core.entity_gate``).
+    ``session_weight`` (as on SqliteStore) ranks a memory higher when other good hits share
+    its ``metadata.session`` (``core.session_evidence``); 0 turns it off."""
 
     #: Parallel workers for the HNSW build at the end of a bulk load (``None``: the server's
     #: ``max_parallel_maintenance_workers``, 2 by default).

@@ -37,23 +37,25 @@ _TIMED = {"store": "store_recall_ms", "store-plain": "plain_recall_ms",
 class StoreVariants:
     """``store``, ``store-floor``, ``store-perrow`` and ``store-plain`` under ``tmp``.
 
-    ``feedback_weight`` None keeps the store's default. ``timing`` accumulates write seconds
-    and per-query recall milliseconds; a script may add keys of its own to it.
+    ``feedback_weight`` None keeps the store's default; ``settings`` (e.g.
+    ``session_weight``) go to every row's store alike, so the rows differ only in what their
+    names say. ``timing`` accumulates write seconds and per-query recall milliseconds; a
+    script may add keys of its own to it.
     """
 
     def __init__(self, tmp: Path, embedder: Embedder, *, lexical_weight: float,
-                 feedback_weight: float | None) -> None:
+                 feedback_weight: float | None, **settings: Any) -> None:
         lw = lexical_weight
         fw = STORE_FEEDBACK_WEIGHT if feedback_weight is None else feedback_weight
+        common: dict[str, Any] = {"lexical_weight": lw, "feedback_weight": fw, **settings}
         self.stores = {
             "store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
-                                 lexical_floor=-1.0, lexical_weight=lw, feedback_weight=fw),
-            "store-floor": SqliteStore(tmp / "floor-default.db", embedder, lexical_weight=lw,
-                                       feedback_weight=fw),
+                                 lexical_floor=-1.0, **common),
+            "store-floor": SqliteStore(tmp / "floor-default.db", embedder, **common),
             "store-perrow": SqliteStore(tmp / "floor-perrow.db", embedder, tail_gap=None,
-                                        lexical_weight=lw, feedback_weight=fw),
+                                        **common),
             "store-plain": SqliteStore(tmp / "plain.db", embedder, relevance_floor=-1.0,
-                                       lexical_floor=-1.0, lexical_weight=lw, feedback_weight=fw),
+                                       lexical_floor=-1.0, **common),
         }
         self.timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [],
                                        "plain_recall_ms": [], "floor_recall_ms": [],

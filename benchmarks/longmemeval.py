@@ -15,7 +15,8 @@ Scoring follows the official ``run_retrieval.py`` / ``eval_utils.py``:
 * Recall = ``recall_all@k`` (every gold item in the top k), NDCG = ``ndcg_any@k``.
 
 One agent per question holds that question's haystack (its user turns as episodic memories,
-metadata session id, turn number and date). Recall ranks every turn (k = number of turns), and
+metadata ``session`` (the session id, which the store's session evidence groups by), turn
+number and date). Recall ranks every turn (k = number of turns), and
 the session ranking is the turn ranking collapsed to each session's best turn (first
 occurrence). The official turn-to-session conversion yields the same session recall; its
 NDCG differs slightly because it scores repeated turns of a session, not distinct sessions.
@@ -68,6 +69,7 @@ from _retrieval import (
 from _store_variants import DESCRIPTION as STORE_DESCRIPTION
 from _store_variants import StoreVariants, store_timing
 
+from memorywire.core.session_evidence import SESSION_WEIGHT as STORE_SESSION_WEIGHT
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
@@ -77,6 +79,8 @@ HERE = Path(__file__).resolve().parent
 LEXICAL_WEIGHT = 1.0
 #: ``--feedback-weight``: SqliteStore's pseudo-relevance feedback weight (None: its default).
 FEEDBACK_WEIGHT: float | None = None
+#: ``--session-weight``: the stores' session evidence weight (None: their default).
+SESSION_WEIGHT: float | None = None
 RETRIEVERS = ("store", "store-floor", "store-perrow", "store-plain", "vector", "bm25",
               "bm25-stemmed")
 #: ``--no-time``: False writes no session date as valid_from and sends no asked_at.
@@ -179,8 +183,9 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
                     tmp: Path, context: bool = True,
                     ) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
     """Turn rankings (official keys, best first) per retriever, one list per question."""
+    sw = STORE_SESSION_WEIGHT if SESSION_WEIGHT is None else SESSION_WEIGHT
     variants = StoreVariants(tmp, embedder, lexical_weight=LEXICAL_WEIGHT,
-                             feedback_weight=FEEDBACK_WEIGHT)
+                             feedback_weight=FEEDBACK_WEIGHT, session_weight=sw)
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     try:
         at = 0
@@ -189,7 +194,7 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
             at += len(q.turns)
             # Positional ids: a haystack may hold the same session twice.
             plain = [RememberRequest(agent_id=q.qid, type=MemoryType.EPISODIC, content=t.content,
-                                     id=f"t{i}", metadata={"session_id": t.session,
+                                     id=f"t{i}", metadata={"session": t.session,
                                                            "key": t.key, "date": t.date},
                                      valid_from=date_ms(t.date) if TIME_AWARE else None)
                      for i, t in enumerate(q.turns)]
@@ -267,6 +272,7 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "embedder": embedder.name,
         "lexical_weight": LEXICAL_WEIGHT,
         "feedback_weight": FEEDBACK_WEIGHT,
+        "session_weight": SESSION_WEIGHT,
         "time": "session dates as valid_from, question_date as asked_at" if TIME_AWARE
                 else "none (--no-time)",
         "context": f"the assistant reply (first {REPLY_CHARS} characters) as metadata.context"
@@ -364,14 +370,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--feedback-weight", type=float, default=None,
                         help="SqliteStore feedback_weight for every store row (ablation; "
                              "0 = no pseudo-relevance feedback; default: the store's)")
+    parser.add_argument("--session-weight", type=float, default=None,
+                        help="the stores' session_weight for every store row (ablation; "
+                             "0 = no session evidence; default: the store's)")
     parser.add_argument("--no-time", action="store_true",
                         help="write no session date as valid_from and send no asked_at "
                              "(time-aware ranking off; ablation)")
     args = parser.parse_args(argv)
-    global LEXICAL_WEIGHT, FEEDBACK_WEIGHT, TIME_AWARE
+    global LEXICAL_WEIGHT, FEEDBACK_WEIGHT, SESSION_WEIGHT, TIME_AWARE
     TIME_AWARE = not args.no_time
     LEXICAL_WEIGHT = args.lexical_weight
     FEEDBACK_WEIGHT = args.feedback_weight
+    SESSION_WEIGHT = args.session_weight
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     result = anyio.run(run, args.data, sorted(set(args.k)), args.limit,

@@ -11,9 +11,11 @@ variant sees the same machine load.
 Variants, all with the relevance floors off as the benchmarks' ``store`` row (a floor can
 cut the list and, with the entity gate, call the model, which is not the store's cost):
 
-* ``baseline``: turns without ``metadata.context``, ``feedback_weight=0`` (the issue's "today");
-* ``context``: turns with ``metadata.context`` as the benchmarks write it, no feedback;
-* ``defaults``: context and the store's default feedback (what the store does now).
+* ``baseline``: turns without ``metadata.context``, ``feedback_weight=0`` and
+  ``session_weight=0`` (the issue's "today");
+* ``context``: turns with ``metadata.context`` as the benchmarks write it, no feedback, no
+  session evidence;
+* ``defaults``: context, the store's default feedback and session evidence (the store now).
 
 LoCoMo asks every ``--locomo-stride``-th question (k=10, its deepest cut); LongMemEval asks
 every scored question (or the first ``--longmemeval-limit``, question types interleaved) with
@@ -57,6 +59,7 @@ from _retrieval import (
     stderr,
 )
 
+from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.store.sqlite import SqliteStore
@@ -81,11 +84,13 @@ Batch = tuple[list[RememberRequest], list[RememberRequest], npt.NDArray[np.float
 
 
 def _stores(tmp: Path, embedder: Embedder) -> dict[str, SqliteStore]:
-    def store(name: str, feedback_weight: float = FEEDBACK_WEIGHT) -> SqliteStore:
+    def store(name: str, feedback_weight: float = FEEDBACK_WEIGHT,
+              session_weight: float = SESSION_WEIGHT) -> SqliteStore:
         return SqliteStore(tmp / f"{name}.db", embedder, relevance_floor=-1.0,
-                           lexical_floor=-1.0, feedback_weight=feedback_weight)
+                           lexical_floor=-1.0, feedback_weight=feedback_weight,
+                           session_weight=session_weight)
 
-    return {"baseline": store("baseline", 0.0), "context": store("context", 0.0),
+    return {"baseline": store("baseline", 0.0, 0.0), "context": store("context", 0.0, 0.0),
             "defaults": store("defaults")}
 
 
@@ -127,7 +132,7 @@ def _longmemeval(path: Path, embedder: Embedder, limit: int | None,
         mine = vecs[at:at + len(q.turns)]
         at += len(q.turns)
         plain = [RememberRequest(agent_id=q.qid, type=MemoryType.EPISODIC, content=t.content,
-                                 id=f"t{i}", metadata={"session_id": t.session, "key": t.key,
+                                 id=f"t{i}", metadata={"session": t.session, "key": t.key,
                                                        "date": t.date})
                  for i, t in enumerate(q.turns)]
         with_context = [
@@ -223,9 +228,11 @@ async def run(locomo_path: Path | None, lme_path: Path | None, *, stride: int,
         "data": {"locomo": locomo_path.name if locomo_path else None,
                  "longmemeval": lme_path.name if lme_path else None},
         "locomo_stride": stride, "longmemeval_limit": limit,
-        "variants": {"baseline": "no metadata.context, feedback_weight=0 (issue 19's today)",
-                     "context": "metadata.context, feedback_weight=0",
-                     "defaults": "metadata.context, default feedback (the store now)",
+        "variants": {"baseline": "no metadata.context, feedback_weight=0, session_weight=0 "
+                                 "(issue 19's today)",
+                     "context": "metadata.context, feedback_weight=0, session_weight=0",
+                     "defaults": "metadata.context, default feedback and session evidence "
+                                 "(the store now)",
                      "all": "relevance_floor=lexical_floor=-1 (the benchmarks' 'store' row), "
                             "recall_by_vector (model not timed)"},
         "goal_ratio_p50": GOAL_RATIO,

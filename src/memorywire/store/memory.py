@@ -23,6 +23,7 @@ from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
+from memorywire.core.session_evidence import SESSION_WEIGHT, check_weight
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
 from memorywire.store._common import (
@@ -68,9 +69,11 @@ class InMemoryStore(RowDelegate[_Row]):
         lexical_floor: float = DEFAULT_LEXICAL_FLOOR,
         tail_gap: float | None = None,
         entity_gate: bool = True,
+        session_weight: float = SESSION_WEIGHT,
     ) -> None:
         self._embedder = embedder
         self._entity_gate = entity_gate
+        self._session_weight = check_weight(session_weight)
         self._clock: Clock = clock or SystemClock()
         self._name = name
         self._floor = relevance_floor
@@ -127,7 +130,8 @@ class InMemoryStore(RowDelegate[_Row]):
     async def recall(self, req: RecallRequest) -> RecallResponse:
         if req.hops:
             return await graph_recall(self, req, self.recall)
-        return await recall_in_time(req, self._search, self._clock.now_ms())
+        return await recall_in_time(req, self._search, self._clock.now_ms(),
+                                    self._session_weight)
 
     async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()

@@ -18,6 +18,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 from memorywire.core.content import Edge, edges_of, edges_to_storage
 from memorywire.core.contradiction import find_conflicts
 from memorywire.core.records import ListQuery, UpdateRequest
+from memorywire.core.session_evidence import SESSION_POOL, session_ranked, sessions_in
 from memorywire.core.time_boost import TIME_POOL, reference_time, time_ranked
 from memorywire.core.time_expressions import resolve
 from memorywire.core.timeline import (
@@ -344,13 +345,17 @@ async def apply_update(store: MemoryStore, w: UpdateMemoryRequest) -> MemoryReco
     return await update_in_time(store, plain, w.agent_id, w.id, w.supersedes, w.user_id)
 
 
-async def recall_in_time(req: RecallRequest, search: Search, now: int) -> RecallResponse:
+async def recall_in_time(req: RecallRequest, search: Search, now: int,
+                         session_weight: float = 0.0) -> RecallResponse:
     """``search`` (the store's own recall) showing only what is true now or at ``as_of``,
-    with memories of a time the question names ranked higher (``core.time_boost``).
+    with memories of a time the question names ranked higher (``core.time_boost``) and,
+    with ``session_weight`` > 0, memories whose session holds other good hits
+    (``core.session_evidence``).
 
     The store is first asked for ``k`` (at least ``TIME_POOL`` when the question names a
     time); only when that answer lost hits to the filter is it asked again for more, so a
-    scope with nothing superseded costs what it did before.
+    scope with nothing superseded costs what it did before. Likewise only an answer whose
+    hits carry sessions is asked again for ``SESSION_POOL``.
     """
     windows = resolve(req.query, reference_time(req, now))
     k = min(1000, max(req.k, TIME_POOL)) if windows else req.k
@@ -361,7 +366,13 @@ async def recall_in_time(req: RecallRequest, search: Search, now: int) -> Recall
     if len(kept) < len(resp.results) and len(resp.results) >= k and k < 1000:
         resp = await search(plain.model_copy(update={"k": min(1000, k * 4 + 10)}))
         kept = [h for h in resp.results if is_visible(h, req, now)]
+    if session_weight > 0 and len(resp.results) >= k and k < SESSION_POOL \
+            and sessions_in(kept):
+        k = SESSION_POOL
+        resp = await search(plain.model_copy(update={"k": k}))
+        kept = [h for h in resp.results if is_visible(h, req, now)]
     hits = time_ranked([annotate(h) for h in kept], windows)
+    hits = session_ranked(hits, session_weight)
     if req.include_superseded or req.as_of is not None:
         hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,
                                   as_of=req.as_of is not None)

@@ -1,0 +1,92 @@
+"""Session evidence: a memory rises with the other hits of its session.
+
+A conversation is written one turn per memory, but a question is usually answered by a
+*session*: the turn that holds the answer shares few words with the question, while its
+neighbours ("we talked about my trip to Japan...") match it well. So a turn whose session
+holds several good hits is more likely to be the answer than an equally ranked turn alone
+in its session.
+
+What groups memories into a session is the record's ``metadata.session`` (:data:`SESSION_KEY`,
+any string or integer the writer chooses: a conversation's session id, an episode number).
+A hit without one is a session of its own and gets no help from other hits.
+
+The boost is by rank fusion, as :mod:`memorywire.core.time_boost`: the store's order is one
+list (RRF, k = 60); the sessions, ranked by their evidence, are a second list of weight
+:data:`SESSION_WEIGHT` whose entry every hit of the session shares. A session's evidence is
+the sum of the RRF terms of its :data:`SESSION_TOP` best hits among the first
+:data:`SESSION_POOL` (so one very good turn and two good ones weigh alike, and a long session
+cannot win on its length). Scores are untouched; only the order changes, and only among the
+pool. Being score-free, it works the same over any store's list (SQLite, PostgreSQL, the
+in-memory store, the router's fused list).
+
+Measured on LongMemEval S dev120 and LoCoMo (docs/benchmarks.md, "Round 7"): the weights
+were fitted there; diversity by session (a penalty for a session already in the top k) was
+measured and cost turn recall, so it is not offered.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from memorywire.errors import InvalidRequest
+from memorywire.wire.models import RecallHit
+
+__all__ = ["SESSION_KEY", "SESSION_POOL", "SESSION_TOP", "SESSION_WEIGHT", "check_weight",
+           "session_of", "session_ranked", "sessions_in"]
+
+#: The metadata field that names a memory's session.
+SESSION_KEY = "session"
+#: RRF weight of the session list against the store's own order (weight 1).
+SESSION_WEIGHT = 0.5
+#: How many of a session's best hits count toward its evidence.
+SESSION_TOP = 2
+#: How many hits (best first) are re-ranked, and how many a store is asked for at least.
+SESSION_POOL = 50
+_RRF_K = 60
+
+
+def check_weight(weight: float) -> float:
+    """``weight`` when it is a finite number >= 0 (0 turns the boost off), else
+    ``invalid_request`` naming the setting: one that cannot work is refused when the store
+    is made, not ignored."""
+    if not (isinstance(weight, int | float) and not isinstance(weight, bool)
+            and math.isfinite(weight) and weight >= 0):
+        raise InvalidRequest(f"session_weight must be a finite number >= 0, got {weight!r}")
+    return float(weight)
+
+
+def session_of(hit: RecallHit) -> str | None:
+    """The hit's session as a string (``7`` and ``"7"`` are one session), or ``None``."""
+    value = (hit.metadata or {}).get(SESSION_KEY)
+    if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+        return None
+    return str(value)
+
+
+def sessions_in(hits: Sequence[RecallHit]) -> bool:
+    """Whether at least two hits carry a session: only then can one help another, and only
+    then is a store asked for the deeper pool."""
+    return sum(session_of(h) is not None for h in hits) >= 2
+
+
+def session_ranked(hits: Sequence[RecallHit], weight: float = SESSION_WEIGHT,
+                   pool: int = SESSION_POOL, top: int = SESSION_TOP) -> list[RecallHit]:
+    """``hits`` (best first) with the first ``pool`` re-ranked by their session's evidence;
+    the rest keep their place after them. Scores untouched."""
+    head = list(hits[:pool])
+    if weight <= 0 or not sessions_in(head):
+        return list(hits)
+    keys = [session_of(h) for h in head]
+    groups = [k if k is not None else f"\0{i}" for i, k in enumerate(keys)]
+    evidence: dict[str, list[float]] = {}
+    for rank, group in enumerate(groups):
+        terms = evidence.setdefault(group, [])
+        if len(terms) < top:
+            terms.append(1.0 / (_RRF_K + rank))
+    # ties (equal evidence) keep the order of the sessions' best hits
+    order = sorted(evidence, key=lambda g: -sum(evidence[g]))
+    session_rank = {g: i for i, g in enumerate(order)}
+    fused = sorted(range(len(head)), key=lambda r: (
+        -(1.0 / (_RRF_K + r) + weight / (_RRF_K + session_rank[groups[r]])), r))
+    return [head[r] for r in fused] + list(hits[pool:])

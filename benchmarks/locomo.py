@@ -59,6 +59,7 @@ from _retrieval import (
 )
 
 from memorywire.core.context_key import MAX_CONTEXT_CHARS
+from memorywire.core.subject_boost import SUBJECT_WEIGHT as STORE_SUBJECT_WEIGHT
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.store._common import RECOMMENDED_TAIL_GAP
@@ -71,6 +72,8 @@ HERE = Path(__file__).resolve().parent
 LEXICAL_WEIGHT = 1.0
 #: ``--feedback-weight``: SqliteStore's pseudo-relevance feedback weight (None: its default).
 FEEDBACK_WEIGHT: float | None = None
+#: ``--subject-weight``: SqliteStore's speaker/subject boost weight (None: its default).
+SUBJECT_WEIGHT: float | None = None
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 RETRIEVERS = ("store", "store-floor", "store-perrow", "store-plain", "vector", "bm25",
               "bm25-stemmed")
@@ -180,14 +183,15 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
                     ) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
     lw = LEXICAL_WEIGHT
     fw = STORE_FEEDBACK_WEIGHT if FEEDBACK_WEIGHT is None else FEEDBACK_WEIGHT
+    sw = STORE_SUBJECT_WEIGHT if SUBJECT_WEIGHT is None else SUBJECT_WEIGHT
+    common = {"lexical_weight": lw, "feedback_weight": fw, "subject_weight": sw}
     stores = {"store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
-                                   lexical_floor=-1.0, lexical_weight=lw, feedback_weight=fw),
-              "store-floor": SqliteStore(tmp / "floor-default.db", embedder, lexical_weight=lw,
-                                         feedback_weight=fw),
+                                   lexical_floor=-1.0, **common),
+              "store-floor": SqliteStore(tmp / "floor-default.db", embedder, **common),
               "store-perrow": SqliteStore(tmp / "floor-perrow.db", embedder, tail_gap=None,
-                                          lexical_weight=lw, feedback_weight=fw),
+                                          **common),
               "store-plain": SqliteStore(tmp / "plain.db", embedder, relevance_floor=-1.0,
-                                         lexical_floor=-1.0, lexical_weight=lw, feedback_weight=fw)}
+                                         lexical_floor=-1.0, **common)}
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [], "plain_recall_ms": [],
                               "floor_recall_ms": [],
@@ -279,6 +283,7 @@ async def run(data: Path, ks: list[int], limit: int | None,
                  "releases (tail_gap=None), 'store-plain' floors off and no metadata.context",
         "lexical_weight": LEXICAL_WEIGHT,
         "feedback_weight": FEEDBACK_WEIGHT,
+        "subject_weight": SUBJECT_WEIGHT,
         "context": "previous and next turn of the session as metadata.context" if context
                    else "none (--no-context)",
         "conversations": len(convs),
@@ -372,10 +377,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--feedback-weight", type=float, default=None,
                         help="SqliteStore feedback_weight for every store row (ablation; "
                              "0 = no pseudo-relevance feedback; default: the store's)")
+    parser.add_argument("--subject-weight", type=float, default=None,
+                        help="SqliteStore subject_weight for every store row (ablation; 0 = no "
+                             "speaker/subject boost; default: the store's)")
     args = parser.parse_args(argv)
-    global LEXICAL_WEIGHT, FEEDBACK_WEIGHT
+    global LEXICAL_WEIGHT, FEEDBACK_WEIGHT, SUBJECT_WEIGHT
     LEXICAL_WEIGHT = args.lexical_weight
     FEEDBACK_WEIGHT = args.feedback_weight
+    SUBJECT_WEIGHT = args.subject_weight
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     result = anyio.run(run, args.data, sorted(set(args.k)), args.limit_conversations,

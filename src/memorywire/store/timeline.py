@@ -18,6 +18,13 @@ from typing import Any, Protocol, cast, runtime_checkable
 from memorywire.core.content import Edge, edges_of, edges_to_storage
 from memorywire.core.contradiction import find_conflicts
 from memorywire.core.records import ListQuery, UpdateRequest
+from memorywire.core.subject_boost import (
+    SUBJECT_POOL,
+    SUBJECT_WEIGHT,
+    names_in,
+    needs_pool,
+    subject_ranked,
+)
 from memorywire.core.time_boost import TIME_POOL, reference_time, time_ranked
 from memorywire.core.time_expressions import resolve
 from memorywire.core.timeline import (
@@ -344,24 +351,33 @@ async def apply_update(store: MemoryStore, w: UpdateMemoryRequest) -> MemoryReco
     return await update_in_time(store, plain, w.agent_id, w.id, w.supersedes, w.user_id)
 
 
-async def recall_in_time(req: RecallRequest, search: Search, now: int) -> RecallResponse:
+async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
+                         subject_weight: float = SUBJECT_WEIGHT) -> RecallResponse:
     """``search`` (the store's own recall) showing only what is true now or at ``as_of``,
-    with memories of a time the question names ranked higher (``core.time_boost``).
+    with memories of a time the question names ranked higher (``core.time_boost``), and
+    memories whose subject it names too (``core.subject_boost``, ``subject_weight``).
 
     The store is first asked for ``k`` (at least ``TIME_POOL`` when the question names a
     time); only when that answer lost hits to the filter is it asked again for more, so a
-    scope with nothing superseded costs what it did before.
+    scope with nothing superseded costs what it did before. When the question writes a name
+    and the answer's memories carry subjects, it is asked again for ``SUBJECT_POOL``.
     """
     windows = resolve(req.query, reference_time(req, now))
+    names = names_in(req.query, subject_weight)
     k = min(1000, max(req.k, TIME_POOL)) if windows else req.k
     plain = req.model_copy(update={"as_of": None, "include_superseded": False,
                                    "asked_at": None, "k": k})
     resp = await search(plain)
+    if needs_pool(names, resp.results, k):
+        k = SUBJECT_POOL
+        plain = plain.model_copy(update={"k": k})
+        resp = await search(plain)
     kept = [h for h in resp.results if is_visible(h, req, now)]
     if len(kept) < len(resp.results) and len(resp.results) >= k and k < 1000:
         resp = await search(plain.model_copy(update={"k": min(1000, k * 4 + 10)}))
         kept = [h for h in resp.results if is_visible(h, req, now)]
-    hits = time_ranked([annotate(h) for h in kept], windows)
+    hits = subject_ranked(time_ranked([annotate(h) for h in kept], windows), names,
+                          subject_weight)
     if req.include_superseded or req.as_of is not None:
         hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,
                                   as_of=req.as_of is not None)

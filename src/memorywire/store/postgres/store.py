@@ -37,6 +37,7 @@ from memorywire.core.content import (
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, named_words
 from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.scoring import candidate_pool, hybrid_rank
+from memorywire.core.subject_boost import SUBJECT_WEIGHT, check_weight
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import InvalidRequest, MemorywireError
@@ -88,7 +89,8 @@ class PostgresStore:
     """A pooled PostgreSQL + pgvector store; cheap to build, connects on first use.
 
     ``entity_gate`` (default on, as on SqliteStore) lets a question that names someone known
-    come back empty when nothing answers it beyond the name (``core.entity_gate``)."""
+    come back empty when nothing answers it beyond the name (``core.entity_gate``).
+    ``subject_weight``: as on SqliteStore (``core.subject_boost``; 0 turns it off)."""
 
     #: Parallel workers for the HNSW build at the end of a bulk load (``None``: the server's
     #: ``max_parallel_maintenance_workers``, 2 by default).
@@ -109,9 +111,11 @@ class PostgresStore:
         lexical_floor: float = DEFAULT_LEXICAL_FLOOR,
         tail_gap: float | None = None,
         entity_gate: bool = True,
+        subject_weight: float = SUBJECT_WEIGHT,
     ) -> None:
         self._name = name
         self._entity_gate = entity_gate
+        self._subject_weight = check_weight(subject_weight)
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
         self._tail_gap = tail_gap
@@ -249,7 +253,8 @@ class PostgresStore:
     async def recall(self, req: RecallRequest) -> RecallResponse:
         if req.hops:
             return await graph_recall(self, req, self.recall)
-        return await recall_in_time(req, self._search, self._db.clock.now_ms())
+        return await recall_in_time(req, self._search, self._db.clock.now_ms(),
+                                    subject_weight=self._subject_weight)
 
     async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()

@@ -46,6 +46,7 @@ from memorywire.core.context_key import lexical_text
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import ListQuery, Row, UpdateRequest
+from memorywire.core.subject_boost import SUBJECT_WEIGHT, check_weight
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import MemorywireError, NotFound
 from memorywire.store._common import (
@@ -109,7 +110,9 @@ class SqliteStore:
     ``feedback_weight`` is the RRF weight of the pseudo-relevance feedback round
     (``store.sqlite.feedback``); 0 turns it off.
     ``entity_gate`` (default on) lets a question that names someone known come back empty
-    when nothing answers it beyond the name (``core.entity_gate``)."""
+    when nothing answers it beyond the name (``core.entity_gate``).
+    ``subject_weight`` is the RRF weight of the memories whose ``metadata.speaker`` or
+    ``metadata.entity_name`` the question names (``core.subject_boost``); 0 turns it off."""
 
     def __init__(
         self,
@@ -124,6 +127,7 @@ class SqliteStore:
         lexical_weight: float = 1.0,
         feedback_weight: float = FEEDBACK_WEIGHT,
         entity_gate: bool = True,
+        subject_weight: float = SUBJECT_WEIGHT,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -142,6 +146,7 @@ class SqliteStore:
             raise ValueError(f"feedback_weight must be >= 0, got {feedback_weight}")
         self._feedback_weight = feedback_weight
         self._entity_gate = entity_gate
+        self._subject_weight = check_weight(subject_weight)
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)
@@ -255,7 +260,8 @@ class SqliteStore:
     async def recall(self, req: RecallRequest) -> RecallResponse:
         if req.hops:
             return await graph_recall(self, req, self.recall)
-        return await recall_in_time(req, self._search, self._clock.now_ms())
+        return await recall_in_time(req, self._search, self._clock.now_ms(),
+                                    subject_weight=self._subject_weight)
 
     async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
@@ -285,7 +291,8 @@ class SqliteStore:
                                   stores_queried=[self._name],
                                   latency_ms=int((time.perf_counter() - started) * 1000))
 
-        return await recall_in_time(req, search, self._clock.now_ms())
+        return await recall_in_time(req, search, self._clock.now_ms(),
+                                    subject_weight=self._subject_weight)
 
     def _recall(self, req: RecallRequest, qvec: npt.NDArray[np.float32]) -> list[RecallHit]:
         if self._db.missing():

@@ -11,9 +11,12 @@ variant sees the same machine load.
 Variants, all with the relevance floors off as the benchmarks' ``store`` row (a floor can
 cut the list and, with the entity gate, call the model, which is not the store's cost):
 
-* ``baseline``: turns without ``metadata.context``, ``feedback_weight=0`` (the issue's "today");
-* ``context``: turns with ``metadata.context`` as the benchmarks write it, no feedback;
-* ``defaults``: context and the store's default feedback (what the store does now).
+* ``baseline``: turns without ``metadata.context``, ``feedback_weight=0``,
+  ``subject_weight=0`` (the issue's "today");
+* ``context``: turns with ``metadata.context`` as the benchmarks write it, no feedback, no
+  subject boost;
+* ``defaults``: context, the store's default feedback and subject boost (what the store
+  does now).
 
 LoCoMo asks every ``--locomo-stride``-th question (k=10, its deepest cut); LongMemEval asks
 every scored question (or the first ``--longmemeval-limit``, question types interleaved) with
@@ -57,6 +60,7 @@ from _retrieval import (
     stderr,
 )
 
+from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.store.sqlite import SqliteStore
@@ -81,11 +85,13 @@ Batch = tuple[list[RememberRequest], list[RememberRequest], npt.NDArray[np.float
 
 
 def _stores(tmp: Path, embedder: Embedder) -> dict[str, SqliteStore]:
-    def store(name: str, feedback_weight: float = FEEDBACK_WEIGHT) -> SqliteStore:
+    def store(name: str, feedback_weight: float = FEEDBACK_WEIGHT,
+              subject_weight: float = SUBJECT_WEIGHT) -> SqliteStore:
         return SqliteStore(tmp / f"{name}.db", embedder, relevance_floor=-1.0,
-                           lexical_floor=-1.0, feedback_weight=feedback_weight)
+                           lexical_floor=-1.0, feedback_weight=feedback_weight,
+                           subject_weight=subject_weight)
 
-    return {"baseline": store("baseline", 0.0), "context": store("context", 0.0),
+    return {"baseline": store("baseline", 0.0, 0.0), "context": store("context", 0.0, 0.0),
             "defaults": store("defaults")}
 
 
@@ -223,8 +229,9 @@ async def run(locomo_path: Path | None, lme_path: Path | None, *, stride: int,
         "data": {"locomo": locomo_path.name if locomo_path else None,
                  "longmemeval": lme_path.name if lme_path else None},
         "locomo_stride": stride, "longmemeval_limit": limit,
-        "variants": {"baseline": "no metadata.context, feedback_weight=0 (issue 19's today)",
-                     "context": "metadata.context, feedback_weight=0",
+        "variants": {"baseline": "no metadata.context, feedback_weight=0, subject_weight=0 "
+                                 "(issue 19's today)",
+                     "context": "metadata.context, feedback_weight=0, subject_weight=0",
                      "defaults": "metadata.context, default feedback (the store now)",
                      "all": "relevance_floor=lexical_floor=-1 (the benchmarks' 'store' row), "
                             "recall_by_vector (model not timed)"},

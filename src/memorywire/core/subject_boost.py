@@ -67,8 +67,8 @@ def names_in(query: str, weight: float = SUBJECT_WEIGHT) -> frozenset[str]:
 
 def needs_pool(names: frozenset[str], hits: Sequence[RecallHit], k: int) -> bool:
     """Whether the store should be asked again for :data:`SUBJECT_POOL` hits: the query
-    names someone, the first ``k`` were fewer, and some hit has a subject at all (a store
-    that records none would only pay for a longer list it cannot re-rank)."""
+    names someone, the first answer was asked for fewer (``k``), and some hit has a subject
+    at all (a store that records none would only pay for a longer list it cannot re-rank)."""
     return bool(names) and k < SUBJECT_POOL and any(subject_words(h) for h in hits)
 
 

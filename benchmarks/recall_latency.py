@@ -11,11 +11,12 @@ variant sees the same machine load.
 Variants, all with the relevance floors off as the benchmarks' ``store`` row (a floor can
 cut the list and, with the entity gate, call the model, which is not the store's cost):
 
-* ``baseline``: turns without ``metadata.context``, ``feedback_weight=0`` and
-  ``session_weight=0`` (the issue's "today");
+* ``baseline``: turns without ``metadata.context``, ``feedback_weight=0``,
+  ``session_weight=0`` and ``subject_weight=0`` (the issue's "today");
 * ``context``: turns with ``metadata.context`` as the benchmarks write it, no feedback, no
-  session evidence;
-* ``defaults``: context, the store's default feedback and session evidence (the store now).
+  session evidence, no subject boost;
+* ``defaults``: context, the store's default feedback, session evidence and subject boost
+  (the store now).
 
 LoCoMo asks every ``--locomo-stride``-th question (k=10, its deepest cut); LongMemEval asks
 every scored question (or the first ``--longmemeval-limit``, question types interleaved) with
@@ -60,6 +61,7 @@ from _retrieval import (
 )
 
 from memorywire.core.session_evidence import SESSION_WEIGHT
+from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.store.sqlite import SqliteStore
@@ -85,12 +87,14 @@ Batch = tuple[list[RememberRequest], list[RememberRequest], npt.NDArray[np.float
 
 def _stores(tmp: Path, embedder: Embedder) -> dict[str, SqliteStore]:
     def store(name: str, feedback_weight: float = FEEDBACK_WEIGHT,
-              session_weight: float = SESSION_WEIGHT) -> SqliteStore:
+              session_weight: float = SESSION_WEIGHT,
+              subject_weight: float = SUBJECT_WEIGHT) -> SqliteStore:
         return SqliteStore(tmp / f"{name}.db", embedder, relevance_floor=-1.0,
                            lexical_floor=-1.0, feedback_weight=feedback_weight,
-                           session_weight=session_weight)
+                           session_weight=session_weight, subject_weight=subject_weight)
 
-    return {"baseline": store("baseline", 0.0, 0.0), "context": store("context", 0.0, 0.0),
+    return {"baseline": store("baseline", 0.0, 0.0, 0.0),
+            "context": store("context", 0.0, 0.0, 0.0),
             "defaults": store("defaults")}
 
 
@@ -228,11 +232,12 @@ async def run(locomo_path: Path | None, lme_path: Path | None, *, stride: int,
         "data": {"locomo": locomo_path.name if locomo_path else None,
                  "longmemeval": lme_path.name if lme_path else None},
         "locomo_stride": stride, "longmemeval_limit": limit,
-        "variants": {"baseline": "no metadata.context, feedback_weight=0, session_weight=0 "
-                                 "(issue 19's today)",
-                     "context": "metadata.context, feedback_weight=0, session_weight=0",
-                     "defaults": "metadata.context, default feedback and session evidence "
-                                 "(the store now)",
+        "variants": {"baseline": "no metadata.context, feedback_weight=0, session_weight=0, "
+                                 "subject_weight=0 (issue 19's today)",
+                     "context": "metadata.context, feedback_weight=0, session_weight=0, "
+                                "subject_weight=0",
+                     "defaults": "metadata.context, default feedback, session evidence and "
+                                 "subject boost (the store now)",
                      "all": "relevance_floor=lexical_floor=-1 (the benchmarks' 'store' row), "
                             "recall_by_vector (model not timed)"},
         "goal_ratio_p50": GOAL_RATIO,

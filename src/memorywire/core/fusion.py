@@ -30,11 +30,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from memorywire.errors import InvalidRequest
+
 __all__ = [
     "DEFAULT_RRF_K",
     "GRAPH_BOOST",
     "FusedItem",
     "Ranked",
+    "checked_weight",
     "fuse",
     "graph_boost",
     "hop_distances",
@@ -42,6 +45,16 @@ __all__ = [
     "rrf",
     "weighted",
 ]
+
+def checked_weight(weight: float, name: str) -> float:
+    """``weight`` when it is a finite number >= 0 (0 turns a boost off), else
+    ``invalid_request`` naming the setting ``name``: a re-ranking weight that cannot work is
+    refused when the store is made, never ignored at recall time."""
+    if not (isinstance(weight, int | float) and not isinstance(weight, bool)
+            and math.isfinite(weight) and weight >= 0):
+        raise InvalidRequest(f"{name} must be a finite number >= 0, got {weight!r}")
+    return float(weight)
+
 
 #: One store's answer: ``(id, score)`` pairs, best first.
 Ranked = Sequence[tuple[str, float]]

@@ -26,10 +26,9 @@ measured and cost turn recall, so it is not offered.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-from memorywire.errors import InvalidRequest
+from memorywire.core.fusion import checked_weight
 from memorywire.wire.models import RecallHit
 
 __all__ = ["SESSION_KEY", "SESSION_POOL", "SESSION_TOP", "SESSION_WEIGHT", "check_weight",
@@ -47,13 +46,9 @@ _RRF_K = 60
 
 
 def check_weight(weight: float) -> float:
-    """``weight`` when it is a finite number >= 0 (0 turns the boost off), else
-    ``invalid_request`` naming the setting: one that cannot work is refused when the store
-    is made, not ignored."""
-    if not (isinstance(weight, int | float) and not isinstance(weight, bool)
-            and math.isfinite(weight) and weight >= 0):
-        raise InvalidRequest(f"session_weight must be a finite number >= 0, got {weight!r}")
-    return float(weight)
+    """``weight`` when usable (:func:`~memorywire.core.fusion.checked_weight`), else
+    ``invalid_request`` naming ``session_weight``."""
+    return checked_weight(weight, "session_weight")
 
 
 def session_of(hit: RecallHit) -> str | None:

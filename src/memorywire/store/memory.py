@@ -21,9 +21,11 @@ from memorywire.core.context_key import CONTEXT_FIELD, check_context, lexical_te
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
+from memorywire.core.fusion import checked_weight
 from memorywire.core.records import Row
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
-from memorywire.core.session_evidence import SESSION_WEIGHT, check_weight
+from memorywire.core.session_evidence import SESSION_WEIGHT
+from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
 from memorywire.store._common import (
@@ -70,10 +72,12 @@ class InMemoryStore(RowDelegate[_Row]):
         tail_gap: float | None = None,
         entity_gate: bool = True,
         session_weight: float = SESSION_WEIGHT,
+        subject_weight: float = SUBJECT_WEIGHT,
     ) -> None:
         self._embedder = embedder
         self._entity_gate = entity_gate
-        self._session_weight = check_weight(session_weight)
+        self._session_weight = checked_weight(session_weight, "session_weight")
+        self._subject_weight = checked_weight(subject_weight, "subject_weight")
         self._clock: Clock = clock or SystemClock()
         self._name = name
         self._floor = relevance_floor
@@ -131,7 +135,8 @@ class InMemoryStore(RowDelegate[_Row]):
         if req.hops:
             return await graph_recall(self, req, self.recall)
         return await recall_in_time(req, self._search, self._clock.now_ms(),
-                                    self._session_weight)
+                                    session_weight=self._session_weight,
+                                    subject_weight=self._subject_weight)
 
     async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()

@@ -19,6 +19,12 @@ from memorywire.core.content import Edge, edges_of, edges_to_storage
 from memorywire.core.contradiction import find_conflicts
 from memorywire.core.records import ListQuery, UpdateRequest
 from memorywire.core.session_evidence import SESSION_POOL, session_ranked, sessions_in
+from memorywire.core.subject_boost import (
+    SUBJECT_POOL,
+    names_in,
+    needs_pool,
+    subject_ranked,
+)
 from memorywire.core.time_boost import TIME_POOL, reference_time, time_ranked
 from memorywire.core.time_expressions import resolve
 from memorywire.core.timeline import (
@@ -345,33 +351,42 @@ async def apply_update(store: MemoryStore, w: UpdateMemoryRequest) -> MemoryReco
     return await update_in_time(store, plain, w.agent_id, w.id, w.supersedes, w.user_id)
 
 
-async def recall_in_time(req: RecallRequest, search: Search, now: int,
-                         session_weight: float = 0.0) -> RecallResponse:
+async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
+                         session_weight: float = 0.0,
+                         subject_weight: float = 0.0) -> RecallResponse:
     """``search`` (the store's own recall) showing only what is true now or at ``as_of``,
-    with memories of a time the question names ranked higher (``core.time_boost``) and,
-    with ``session_weight`` > 0, memories whose session holds other good hits
-    (``core.session_evidence``).
+    with memories of a time the question names ranked higher (``core.time_boost``), then
+    memories whose subject the question names (``core.subject_boost``, ``subject_weight``),
+    then memories whose session holds other good hits (``core.session_evidence``,
+    ``session_weight``). Both weights are the store's settings; 0 (the default here, for a
+    store that does not pass them) turns a boost off.
 
     The store is first asked for ``k`` (at least ``TIME_POOL`` when the question names a
-    time); only when that answer lost hits to the filter is it asked again for more, so a
-    scope with nothing superseded costs what it did before. Likewise only an answer whose
-    hits carry sessions is asked again for ``SESSION_POOL``.
+    time). It is asked again, once, for the deepest pool a boost needs (``SUBJECT_POOL``
+    when the question writes a name and the answer's memories carry subjects,
+    ``SESSION_POOL`` when at least two of its hits carry sessions), and for more when the
+    answer lost hits to the validity filter; so a scope with none of these costs what it
+    did before.
     """
     windows = resolve(req.query, reference_time(req, now))
+    names = names_in(req.query, subject_weight)
     k = min(1000, max(req.k, TIME_POOL)) if windows else req.k
     plain = req.model_copy(update={"as_of": None, "include_superseded": False,
                                    "asked_at": None, "k": k})
     resp = await search(plain)
+    pool = SUBJECT_POOL if needs_pool(names, resp.results, k) else k
+    if session_weight > 0 and len(resp.results) >= k and sessions_in(resp.results):
+        pool = max(pool, SESSION_POOL)
+    if pool > k:
+        k = pool
+        plain = plain.model_copy(update={"k": k})
+        resp = await search(plain)
     kept = [h for h in resp.results if is_visible(h, req, now)]
     if len(kept) < len(resp.results) and len(resp.results) >= k and k < 1000:
         resp = await search(plain.model_copy(update={"k": min(1000, k * 4 + 10)}))
         kept = [h for h in resp.results if is_visible(h, req, now)]
-    if session_weight > 0 and len(resp.results) >= k and k < SESSION_POOL \
-            and sessions_in(kept):
-        k = SESSION_POOL
-        resp = await search(plain.model_copy(update={"k": k}))
-        kept = [h for h in resp.results if is_visible(h, req, now)]
     hits = time_ranked([annotate(h) for h in kept], windows)
+    hits = subject_ranked(hits, names, subject_weight)
     hits = session_ranked(hits, session_weight)
     if req.include_superseded or req.as_of is not None:
         hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,

@@ -45,8 +45,10 @@ from memorywire.core.content import content_from_storage
 from memorywire.core.context_key import lexical_text
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.filters import matches_filter
+from memorywire.core.fusion import checked_weight
 from memorywire.core.records import ListQuery, Row, UpdateRequest
-from memorywire.core.session_evidence import SESSION_WEIGHT, check_weight
+from memorywire.core.session_evidence import SESSION_WEIGHT
+from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import MemorywireError, NotFound
 from memorywire.store._common import (
@@ -112,7 +114,9 @@ class SqliteStore:
     ``entity_gate`` (default on) lets a question that names someone known come back empty
     when nothing answers it beyond the name (``core.entity_gate``).
     ``session_weight`` ranks a memory higher when other good hits share its
-    ``metadata.session`` (``core.session_evidence``); 0 turns it off."""
+    ``metadata.session`` (``core.session_evidence``); 0 turns it off.
+    ``subject_weight`` is the RRF weight of the memories whose ``metadata.speaker`` or
+    ``metadata.entity_name`` the question names (``core.subject_boost``); 0 turns it off."""
 
     def __init__(
         self,
@@ -128,6 +132,7 @@ class SqliteStore:
         feedback_weight: float = FEEDBACK_WEIGHT,
         entity_gate: bool = True,
         session_weight: float = SESSION_WEIGHT,
+        subject_weight: float = SUBJECT_WEIGHT,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -146,7 +151,8 @@ class SqliteStore:
             raise ValueError(f"feedback_weight must be >= 0, got {feedback_weight}")
         self._feedback_weight = feedback_weight
         self._entity_gate = entity_gate
-        self._session_weight = check_weight(session_weight)
+        self._session_weight = checked_weight(session_weight, "session_weight")
+        self._subject_weight = checked_weight(subject_weight, "subject_weight")
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)
@@ -261,7 +267,8 @@ class SqliteStore:
         if req.hops:
             return await graph_recall(self, req, self.recall)
         return await recall_in_time(req, self._search, self._clock.now_ms(),
-                                    self._session_weight)
+                                    session_weight=self._session_weight,
+                                    subject_weight=self._subject_weight)
 
     async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
@@ -291,7 +298,9 @@ class SqliteStore:
                                   stores_queried=[self._name],
                                   latency_ms=int((time.perf_counter() - started) * 1000))
 
-        return await recall_in_time(req, search, self._clock.now_ms(), self._session_weight)
+        return await recall_in_time(req, search, self._clock.now_ms(),
+                                    session_weight=self._session_weight,
+                                    subject_weight=self._subject_weight)
 
     def _recall(self, req: RecallRequest, qvec: npt.NDArray[np.float32]) -> list[RecallHit]:
         if self._db.missing():

@@ -62,12 +62,12 @@ __all__ = [
     "PREFIX_MIN_WORD",
     "RANGE_SLACK",
     "SQLITE_LEXICAL_FLOOR",
+    "in_range",
     "lexical_query",
     "lexical_rids",
-    "in_range",
     "lexical_units",
-    "rank_scope",
     "ranged_scores",
+    "rank_scope",
     "shared_words",
 ]
 

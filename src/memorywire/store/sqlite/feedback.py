@@ -8,12 +8,15 @@ full-text keys of its first round's ``FEEDBACK_DEPTH`` best hits, picks up to
 ``FEEDBACK_TERMS`` of their words that the query lacks and at least ``FEEDBACK_MIN_SEEDS``
 of them hold, rarest first among those matching
 between 2 and ``FEEDBACK_MAX_ROWS`` rows (a word only the hit itself holds finds nothing new;
-a common word finds everything), and runs the full-text search again with the query plus
-those words. That list joins the RRF with weight ``FEEDBACK_WEIGHT``.
+a common word finds everything), and ranks the full text again by the query plus those
+words. That list joins the RRF with weight ``FEEDBACK_WEIGHT``. Where the first round kept
+every match's score (its MATCH bounded by the agent's row-id range), the second MATCH holds
+only the new words and the scores are added (:func:`fused_scores`): the same list, without
+scoring the query's rows twice.
 
 Why lexical only: a second vector round needs another embedding (the model dominates recall
 time) and was measured as a loss on LoCoMo in round 2 (the expanded vector drifts to the
-hits' topic); a second full-text round costs a few FTS5 counts and one MATCH.
+hits' topic); a second full-text round costs a few FTS5 counts and one MATCH of a few words.
 
 Rows found only by the feedback round are not lexical matches of the *question*, so the
 relevance floors judge them by their cosine alone, and they never decide whether anything

@@ -28,6 +28,8 @@ async def test_run_times_every_variant_on_both_benchmarks(tmp_path: Path) -> Non
     for res in (locomo, lme):
         assert set(res["variants"]) == set(LAT.VARIANTS)
         assert res["variants"]["baseline"]["ratio_p50"] == 1.0
+        assert res["variants"]["baseline"]["write_ratio"] == 1.0
+        assert all(v["write_turns_per_s"] > 0 for v in res["variants"].values())
         # the same turns in every variant: only the context keys and feedback differ
         ids = {name: [sorted(h[0] for h in q) for q in hits]
                for name, hits in res["hits"].items()}

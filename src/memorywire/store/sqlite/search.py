@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,7 +51,7 @@ from memorywire.core.scoring import (
 from memorywire.core.textsearch import query_terms
 from memorywire.store._vector_cache import ScopeIndex
 from memorywire.store.sqlite.contexts import CONTEXT_SQL, metadata_of
-from memorywire.store.sqlite.feedback import FEEDBACK_MAX_ROWS, feedback_query
+from memorywire.store.sqlite.feedback import FEEDBACK_MAX_ROWS, feedback_query, fused_scores
 from memorywire.store.sqlite.schema import scope_token
 from memorywire.wire.models import RecallRequest
 
@@ -62,9 +62,11 @@ __all__ = [
     "PREFIX_MIN_WORD",
     "RANGE_SLACK",
     "SQLITE_LEXICAL_FLOOR",
+    "in_range",
     "lexical_query",
     "lexical_rids",
     "lexical_units",
+    "ranged_scores",
     "rank_scope",
     "shared_words",
 ]
@@ -179,20 +181,36 @@ def lexical_rids(
     kept, matched = lexical_units(conn, text) if units is None else units
     if not kept:
         return []
+    if rid_range is not None and in_range(scope_rows, matched, rid_range):
+        return [rid for rid, _ in ranged_scores(conn, kept, matched, rid_range)]
     match = " OR ".join(kept)
     order = "ORDER BY bm25(memories_fts, 1.0, 0.0) LIMIT ?"
     unscoped = scope_rows is not None and scope_rows > matched
-    if rid_range is not None and scope_rows is not None and (
-            unscoped or rid_range[1] - rid_range[0] < RANGE_SLACK * scope_rows):
-        return [r[0] for r in conn.execute(
-            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
-            f"AND rowid BETWEEN ? AND ? {order}", (f"body : ({match})", *rid_range, matched))]
     if unscoped:
         expr, limit = f"body : ({match})", matched
     else:
         expr = f'scope : "{scope_token(agent_id)}" AND body : ({match})'
     return [r[0] for r in conn.execute(
         f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? {order}", (expr, limit))]
+
+
+def in_range(scope_rows: int | None, matched: int, rid_range: tuple[int, int]) -> bool:
+    """Whether :func:`lexical_rids` bounds a MATCH of units matching ``matched`` rows by the
+    agent's row-id range (``rid_range``) rather than by its scope token."""
+    return scope_rows is not None and (
+        scope_rows > matched or rid_range[1] - rid_range[0] < RANGE_SLACK * scope_rows)
+
+
+def ranged_scores(conn: Any, kept: Sequence[str], matched: int,
+                  rid_range: tuple[int, int]) -> list[tuple[int, float]]:
+    """Every row in ``rid_range`` matching any of ``kept`` (units matching at most
+    ``matched`` rows), with its BM25 score (FTS5's sign: lower is better), best first."""
+    if not kept:
+        return []
+    return [(int(r[0]), float(r[1])) for r in conn.execute(
+        "SELECT rowid, bm25(memories_fts, 1.0, 0.0) AS s FROM memories_fts "
+        "WHERE memories_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY s LIMIT ?",
+        (f"body : ({' OR '.join(kept)})", *rid_range, matched))]
 
 
 def shared_words(conn: Any, rid: int, text: str, enough: int) -> int:
@@ -268,9 +286,15 @@ def rank_scope(
     top = positions[exact_top(sims.astype(np.float32, copy=False), pool)].tolist()
     units = lexical_units(conn, req.query)
     rid_range = (int(index.rids.min()), int(index.rids.max()))
-    lexical = _in_scope(lexical_rids(conn, req.agent_id, req.query, max(20 * pool, 1000),
-                                     scope_rows=index.n, units=units, rid_range=rid_range),
-                        index, mask, pool)
+    # In range, the first round keeps every match's score: the feedback round then ranks
+    # only its new words' rows (see feedback.fused_scores).
+    scored = (ranged_scores(conn, units[0], units[1], rid_range)
+              if in_range(index.n, units[1], rid_range) else None)
+    lexical = _in_scope(
+        [rid for rid, _ in scored] if scored is not None else
+        lexical_rids(conn, req.agent_id, req.query, max(20 * pool, 1000),
+                     scope_rows=index.n, units=units, rid_range=rid_range),
+        index, mask, pool)
     feedback: list[int] = []
     # Feedback expands the query's own words: a query of stop words has none, and its
     # ranking stays the vector ranking.
@@ -279,10 +303,12 @@ def rank_scope(
             int(index.rids[p]) for p in _seeds(top, lexical, lexical_weight)])
         if words:
             more = [_quote(w) for w in words]
-            feedback = _in_scope(lexical_rids(
-                conn, req.agent_id, "", max(20 * pool, 1000), scope_rows=index.n,
-                units=([*units[0], *more], units[1] + FEEDBACK_MAX_ROWS * len(more)),
-                rid_range=rid_range),
+            both = ([*units[0], *more], units[1] + FEEDBACK_MAX_ROWS * len(more))
+            feedback = _in_scope(
+                fused_scores(scored, ranged_scores(conn, more, both[1] - units[1], rid_range))
+                if scored is not None and in_range(index.n, both[1], rid_range) else
+                lexical_rids(conn, req.agent_id, "", max(20 * pool, 1000), scope_rows=index.n,
+                             units=both, rid_range=rid_range),
                 index, mask, pool)
     candidates = list(dict.fromkeys([*top, *lexical, *feedback]))
     at = np.searchsorted(positions, np.asarray(candidates, dtype=np.int64))
@@ -302,7 +328,7 @@ def rank_scope(
                        feedback_weight=feedback_weight)
 
 
-def _in_scope(rids: Sequence[int], index: ScopeIndex, mask: npt.NDArray[np.bool_],
+def _in_scope(rids: Iterable[int], index: ScopeIndex, mask: npt.NDArray[np.bool_],
               pool: int) -> list[int]:
     """Index positions of the first ``pool`` of ``rids`` inside the recall's scope."""
     out: list[int] = []

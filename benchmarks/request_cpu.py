@@ -8,8 +8,10 @@ auth, the browser rules ``serve`` installs, and the ``hashing`` embedder so the 
 call per text does not hide the rest. Layers:
 
 * ``validate``: the JSON Schema check of a remember body (the pre-check when installed);
-* ``validate_reference``: the same by ``jsonschema`` alone;
+* ``validate_reference``: the same by ``jsonschema`` alone (``validate_recall*``: a recall);
 * ``authenticate``: one token lookup;
+* ``http_layers_noop``: the Starlette app in front of a dispatcher that answers at once (every
+  HTTP layer: routing, middleware, body, token lookup, JSON in and out), remember and recall;
 * ``dispatch_remember`` / ``dispatch_recall``: the dispatcher (validation, governance, store);
 * ``asgi_remember`` / ``asgi_recall``: the whole Starlette app, called as uvicorn calls it;
 * ``governed_*`` / ``ungoverned_*``: the dispatcher with and without governance (a second
@@ -41,6 +43,7 @@ import anyio
 from memorywire.server.app import build_server
 from memorywire.server.auth import TokenStore
 from memorywire.server.config import ServerConfig
+from memorywire.server.dispatch import DispatchResult
 from memorywire.wire.validate import reference_issues, validate
 
 #: Writes spread over this many agents, so the conflict scan of issue 17 (which reads the
@@ -95,13 +98,15 @@ async def _paired_cost(
     a: Callable[[int], Awaitable[Any]], b: Callable[[int], Awaitable[Any]], n: int
 ) -> tuple[float, float]:
     """Alternate the two, so both see the same store (a remember's cost grows with the
-    memories already in its scope: the conflict scan reads them)."""
+    memories already in its scope: the conflict scan reads them), and swap which goes first
+    every call: work a call leaves to other threads is counted in the next one's window."""
     for i in range(min(n, 20)):
         await a(-1 - i)
         await b(-1 - i)
     spent = [0.0, 0.0]
     for i in range(n):
-        for k, fn in enumerate((a, b)):
+        order = ((0, a), (1, b)) if i % 2 == 0 else ((1, b), (0, a))
+        for k, fn in order:
             t = time.process_time()
             await fn(i)
             spent[k] += time.process_time() - t
@@ -110,6 +115,10 @@ async def _paired_cost(
 
 def _agent(i: int) -> str:
     return f"bench-{i % _AGENTS}"
+
+
+def _avg(pair: tuple[float, float]) -> float:
+    return (pair[0] + pair[1]) / 2
 
 
 def _remember_doc(tag: str, i: int) -> dict[str, Any]:
@@ -135,6 +144,10 @@ async def _measure(home: Path, n: int) -> dict[str, float]:
         doc = _remember_doc("v", 0)
         out["validate"] = _sync_cost(lambda: validate("remember", doc), n * 4)
         out["validate_reference"] = _sync_cost(lambda: reference_issues("remember", doc), n)
+        query = _recall_doc(0)
+        out["validate_recall"] = _sync_cost(lambda: validate("recall", query), n * 4)
+        out["validate_recall_reference"] = _sync_cost(
+            lambda: reference_issues("recall", query), n)
         out["authenticate"] = _sync_cost(lambda: tokens.authenticate(secret), n * 4)
         principal = tokens.authenticate(secret)
         disp = server.dispatcher
@@ -145,6 +158,16 @@ async def _measure(home: Path, n: int) -> dict[str, float]:
             if status != 200:
                 raise SystemExit(f"{path} answered {status}")
 
+        real = disp.dispatch
+
+        async def noop(op: str, doc: Any, p: Any) -> DispatchResult:
+            return DispatchResult({"id": "x", "stored_at": 1, "stores": ["sqlite"]})
+
+        disp.dispatch = noop  # type: ignore[method-assign,assignment]
+        out["http_layers_noop"] = _avg(
+            await _paired_cost(lambda i: rest("/v0/remember", _remember_doc("n", i)),
+                               lambda i: rest("/v0/recall", _recall_doc(i)), n * 4))
+        disp.dispatch = real  # type: ignore[method-assign]
         out["dispatch_remember"], out["asgi_remember"] = await _paired_cost(
             lambda i: disp.dispatch("remember", _remember_doc("d", i), principal),
             lambda i: rest("/v0/remember", _remember_doc("a", i)), n)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from memorywire.errors import InvalidRequest
-from memorywire.wire import check, examples, fastcheck, validate
+from memorywire.wire import check, examples, fastcheck, schema_names, validate
 from memorywire.wire.validate import reference_issues
 
 pytestmark = pytest.mark.skipif(
@@ -155,3 +155,9 @@ def test_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         fastcheck._compiled.cache_clear()
         fastcheck._registry.cache_clear()
     assert fastcheck.available()
+
+
+def test_every_schema_compiles_and_every_kind_has_examples() -> None:
+    names = schema_names(include_definitions=True)
+    assert all(fastcheck._compiled(n) is not None for n in names)
+    assert set(names) - {e.kind for e in examples()} == {"common"}

@@ -57,7 +57,10 @@ _BELOW_BACKENDS = "errors wire core embed store"
 LAYERS: dict[str, Layer] = {
     "root": _layer(("memorywire",), "errors wire client"),
     "errors": _layer(("memorywire.errors",)),
-    "wire": _layer(_pkg("memorywire.wire"), "errors", "pydantic jsonschema referencing"),
+    # jsonschema_rs: the optional compiled pre-check (wire/fastcheck.py), imported lazily
+    "wire": _layer(
+        _pkg("memorywire.wire"), "errors", "pydantic jsonschema jsonschema_rs referencing"
+    ),
     # pydantic and transitions are pure libraries: the procedure rules validate with them.
     "core": _layer(_pkg("memorywire.core"), "errors wire", "numpy pydantic transitions"),
     "embed": _layer(

@@ -29,9 +29,17 @@ from jsonschema.exceptions import ValidationError, relevance
 from jsonschema.protocols import Validator
 
 from memorywire.errors import ErrorDetail, InvalidRequest
+from memorywire.wire.fastcheck import accepts
 from memorywire.wire.registry import registry, schema_id
 
-__all__ = ["ValidationIssue", "best_match", "check", "validate", "validator_for"]
+__all__ = [
+    "ValidationIssue",
+    "best_match",
+    "check",
+    "reference_issues",
+    "validate",
+    "validator_for",
+]
 
 
 @dataclass(frozen=True, order=True)
@@ -80,6 +88,13 @@ def validator_for(kind: str) -> Validator:
 
 def validate(kind: str, document: Any) -> list[ValidationIssue]:
     """Every problem with ``document`` as a ``kind``, sorted by path; ``[]`` when valid."""
+    if accepts(kind, document):
+        return []
+    return reference_issues(kind, document)
+
+
+def reference_issues(kind: str, document: Any) -> list[ValidationIssue]:
+    """:func:`validate` by the reference validator alone (what the fast pre-check must match)."""
     issues: set[ValidationIssue] = set()
     for error in validator_for(kind).iter_errors(document):
         issues.update(_issues(error))

@@ -51,6 +51,23 @@ def test_scan_keeps_what_a_full_verdict_per_pair_keeps() -> None:
             assert find_conflicts(new, stored, limit) == _reference(new, stored, limit)
 
 
+
+def test_a_look_alike_scope_keeps_the_same_candidates_in_any_order() -> None:
+    """An agent's log: every note qualifies at similarity 1.0, so the scan stops early; what
+    it keeps must not depend on the order the store gives the rows (newest first, shuffled)
+    nor on ids that repeat."""
+    rng = random.Random(17)
+    notes = [(f"n-{rng.randrange(10_000):04d}",
+              f"load agent-3 note c3-{i} about topic{rng.randrange(5)}") for i in range(300)]
+    notes += [("n-0000", "load agent-3 note c3-x about topic1"),
+              ("n-0000", "load agent-3 note c3-y about topic2")]
+    new = "load agent-3 note c3-new about topic1"
+    for stored in (notes, sorted(notes, reverse=True), rng.sample(notes, len(notes))):
+        for limit in (1, 5, 50):
+            found = find_conflicts(new, stored, limit)
+            assert found == _reference(new, stored, limit)
+            assert len(found) == limit and all(c.similarity == 1.0 for c in found)
+
 async def _listed(store: SqliteStore, agent: str, user: str | None, mtype: MemoryType,
                   limit: int) -> list[tuple[str, str]]:
     """The candidates as the records say they are: every live memory ``list`` gives for the

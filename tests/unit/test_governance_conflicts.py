@@ -15,6 +15,7 @@ from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import InvalidRequest
 from memorywire.governance import GovernedStore, PolicySet
 from memorywire.server.config import load_config
+from memorywire.store import timeline
 from memorywire.store.memory import InMemoryStore
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
@@ -144,3 +145,29 @@ def test_config_file_sets_the_key(tmp_path: Path) -> None:
     path.write_text('[governance]\nconflicts = { action = "never" }\n', encoding="utf-8")
     with pytest.raises(InvalidRequest, match=r"governance\.conflicts\.action"):
         load_config(path, env={})
+
+
+async def test_approving_a_staged_write_does_not_scan_it(make: Any,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The write an approve applies reports its conflicts to no one (the decision's answer
+    has none; ``review`` looked before staging), so it must not pay for the scan again."""
+    g = make("report")
+    klm = await _put(g, KLM)
+    scanned: list[str] = []
+    real = timeline.find_conflicts
+
+    def spy(new: str, *args: Any, **kwargs: Any) -> Any:
+        scanned.append(new)
+        return real(new, *args, **kwargs)
+
+    monkeypatch.setattr(timeline, "find_conflicts", spy)
+    staged = await g.remember(RememberRequest(agent_id="a", user_id="u", content=RYANAIR,
+                                              type=MemoryType.SEMANTIC, approval_required=True))
+    assert staged.pending_approval
+    item = (await g.alist_pending())[0]
+    await g.approve(item["id"], "reviewer", None)
+    assert await _current(g) == sorted([KLM, RYANAIR])
+    assert scanned == []
+    later = await _put(g, "The user's favourite airline is Delta.")  # still scanned, and
+    assert scanned and klm.id in [c.id for c in later.conflicts]  # the approved one is there
+    assert len(later.conflicts) == 2

@@ -45,6 +45,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 
 from memorywire.core.contradiction_meaning import ADDITIVE, closest_changed
 
@@ -265,23 +266,32 @@ def find_conflicts(new: str, stored: Iterable[tuple[str, str]], limit: int = 5, 
 
     ``closeness`` (cosine of each stored memory's vector to the new one's, from a store that
     holds vectors) adds the meaning rule (:mod:`core.contradiction_meaning`) for the one
-    closest memory; without it only the word rules run. Scores every pair but writes the why
-    string only for the ``limit`` kept: in a scope of look-alike notes most pairs qualify,
-    and the strings cost more than the scores.
+    closest memory; without it only the word rules run. Writes the why string only for the
+    ``limit`` kept, and stops scoring pairs that cannot be kept: no similarity exceeds 1.0
+    and ties go to the smaller id, so once ``limit`` pairs at 1.0 are kept a pair with a
+    larger id cannot enter. In a scope of look-alike notes (an agent's log) most pairs
+    qualify, at 1.0, and scoring them all was most of a remember's scan; the result is the
+    same as scoring every pair.
     """
     b = _parse(new)
     subject, words = b.subject - _GENERIC, b.content
+    texts = [(id, _parse(text)) for id, text in stored]
+    # Pairs that share no subject word and fewer than two words (the common case) are
+    # decided without building a verdict; the rest are scored in id order (a stable sort:
+    # equal ids keep their order, as ``nsmallest`` does), so once ``limit`` pairs at 1.0,
+    # the highest similarity there is, are kept no later pair can outrank them.
+    related = [t for t in texts if not subject.isdisjoint(t[1].subject)
+               or len(words & t[1].content) >= 2]
     scored = []
-    texts = []
-    for id, text in stored:
-        a = _parse(text)
-        if closeness is not None:
-            texts.append((id, a))
-        if subject.isdisjoint(a.subject) and len(words & a.content) < 2:
-            continue  # the common case, decided without building a verdict
+    top = 0
+    for id, a in sorted(related, key=itemgetter(0)):
         verdict = _score(a, b)
         if verdict is not None:
-            scored.append((-round(verdict[0], 4), id, a, verdict[1]))
+            neg = -round(verdict[0], 4)
+            scored.append((neg, id, a, verdict[1]))
+            top += neg == -1.0
+            if top == limit > 0:
+                break  # a look-alike scope (an agent's log): the rest cannot be kept
     out = [Candidate(id=id, similarity=-neg, why=_why(a, b, frame))
            for neg, id, a, frame in heapq.nsmallest(limit, scored, key=lambda t: (t[0], t[1]))]
     if closeness and len(out) < limit:

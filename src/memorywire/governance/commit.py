@@ -23,7 +23,7 @@ from memorywire.governance.audit import AuditLog
 from memorywire.governance.queue import ApprovalQueue, QueueItem
 from memorywire.governance.worker import GovWorker
 from memorywire.store.base import MemoryStore
-from memorywire.store.timeline import apply_update
+from memorywire.store.timeline import apply_update, no_conflict_scan
 from memorywire.wire.memory_ops import UpdateMemoryRequest
 from memorywire.wire.models import (
     ExpireRequest,
@@ -140,7 +140,11 @@ class CommitDriver:
             raise BackendUnavailable(f"operation {fresh.operation!r} cannot be committed by "
                                      "this process (no committer installed for it)")
         if fresh.operation == "remember":
-            rr = await self._inner.remember(RememberRequest.model_validate(req))
+            # The decision's answer carries no ``conflicts`` (and ``review`` looked before
+            # staging): the write's own scan, a read and a judgement of the whole scope per
+            # approve, would be thrown away.
+            with no_conflict_scan():
+                rr = await self._inner.remember(RememberRequest.model_validate(req))
             return {"stores": rr.stores}, [rr.id]
         if fresh.operation == "forget":
             freq = ForgetRequest.model_validate(req)

@@ -39,7 +39,7 @@ def _phases_seen_elsewhere(db: Path, memory_id: str, action: str) -> list[str]:
         ).fetchall()
     finally:
         conn.close()
-    return [json.loads(r[0]).get("phase") for r in rows]
+    return [json.loads(str(r[0])).get("phase") for r in rows]
 
 
 async def test_each_direct_write_is_answered_after_its_done_is_committed(tmp_path: Path) -> None:

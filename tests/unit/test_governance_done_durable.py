@@ -1,0 +1,110 @@
+"""A direct write's ``done`` entry is durable when the write is acknowledged, and an
+``intent`` without ``done`` means only "the process died before it answered".
+
+Recovery re-drives approvals left ``committing``; it does not reconcile a direct write's
+``intent`` without ``done`` (several processes may share the governance database, and one
+cannot tell another's write in flight from a crashed one). That mark is therefore only sound
+while no acknowledged write can carry it, which is why ``done`` is awaited before the answer
+(docs/decisions.md, "`done` stays on the critical path (issue 20, round 7)").
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import apsw
+import pytest
+
+from memorywire.embed.hashing import HashingEmbedder
+from memorywire.governance import GovernedStore, acting_as
+from memorywire.store.base import UpdateRequest
+from memorywire.store.sqlite import SqliteStore
+from memorywire.wire.models import ForgetRequest, MergeRequest, RememberRequest
+
+pytestmark = pytest.mark.anyio
+A = "agent-1"
+
+
+def _phases_seen_elsewhere(db: Path, memory_id: str, action: str) -> list[str]:
+    """The phases another connection (another process, a crash survivor) can read now."""
+    conn = apsw.Connection(str(db))
+    try:
+        rows = conn.execute(
+            "SELECT details FROM audit_log WHERE action = ? AND memory_ids LIKE ? ORDER BY seq",
+            (action, f'%"{memory_id}"%'),
+        ).fetchall()
+    finally:
+        conn.close()
+    return [json.loads(str(r[0])).get("phase") for r in rows]
+
+
+async def test_each_direct_write_is_answered_after_its_done_is_committed(tmp_path: Path) -> None:
+    g = GovernedStore(SqliteStore(tmp_path / "mem.db", embedder=HashingEmbedder()),
+                      tmp_path / "gov.db")
+    db = tmp_path / "gov.db"
+    with acting_as("writer"):
+        for i in ("m1", "m2", "m3"):
+            await g.remember(RememberRequest(agent_id=A, type="semantic", id=i,
+                                             content=f"the office {i} is in Bergen"))
+            assert _phases_seen_elsewhere(db, i, "remember") == ["intent", "done"]
+        await g.update(UpdateRequest(agent_id=A, id="m1", confidence=0.4))
+        assert _phases_seen_elsewhere(db, "m1", "update") == ["intent", "done"]
+        await g.merge(MergeRequest(agent_id=A, canonical="m2", duplicates=["m3"]))
+        assert _phases_seen_elsewhere(db, "m2", "merge") == ["intent", "done"]
+        await g.forget(ForgetRequest(agent_id=A, ids=["m1"]))
+        assert _phases_seen_elsewhere(db, "m1", "forget") == ["intent", "done"]
+    await g.aclose()
+
+
+CHILD = r"""
+import os, signal, sys
+from pathlib import Path
+import anyio
+from memorywire.embed.hashing import HashingEmbedder
+from memorywire.governance import GovernedStore, acting_as
+from memorywire.store.sqlite import SqliteStore
+from memorywire.wire.models import RememberRequest
+
+tmp = Path(sys.argv[1])
+
+class KillAfterWrite:
+    def __init__(self, inner):
+        self._inner = inner
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+    async def remember(self, req):
+        resp = await self._inner.remember(req)
+        os.kill(os.getpid(), signal.SIGKILL)  # the effect is stored, `done` not yet written
+        return resp
+
+async def main():
+    inner = SqliteStore(tmp / "mem.db", embedder=HashingEmbedder())
+    g = GovernedStore(KillAfterWrite(inner), tmp / "gov.db")
+    with acting_as("writer"):
+        await g.remember(RememberRequest(agent_id="agent-1", type="semantic", id="m-crash",
+                                         content="Judy moved to Oslo"))
+
+anyio.run(main)
+"""
+
+
+async def test_a_kill_between_effect_and_answer_leaves_the_intent_for_an_operator(
+    tmp_path: Path,
+) -> None:
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path)],
+                          capture_output=True, timeout=120, check=False)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+
+    inner = SqliteStore(tmp_path / "mem.db", embedder=HashingEmbedder())
+    g = GovernedStore(inner, tmp_path / "gov.db")
+    assert await inner.get(A, "m-crash") is not None  # the effect survived the kill
+    assert await g.recover() == []  # nothing to re-drive: no approval was committing
+    trail = [(e["action"], e["details"].get("phase")) for e in g.audit_entries(memory_id="m-crash")]
+    # the write was never acknowledged, and the trail says so: an intent without done
+    assert trail == [("remember", "intent")]
+    assert g.verify()["ok"]
+    await g.aclose()

@@ -305,15 +305,17 @@ class SqliteStore:
             now = self._clock.now_ms()
             index = self._db.index(conn, plan.req.agent_id)
             nxt: RecallRequest | None = plan.request()
+            memo: dict[Any, Any] = {}  # what its searches share (they differ only in k)
             while nxt is not None:
-                hits, core = self._search_in(conn, index, nxt, qvec, now)
+                hits, core = self._search_in(conn, index, nxt, qvec, now, memo)
                 nxt = plan.deeper(hits)
             final = plan.finish(hits)
             mark_recalled(conn, plan.req.agent_id, [h.id for h in final if h.id in core], now)
         return final
 
     def _search_in(self, conn: Any, index: Any, req: RecallRequest,
-                   qvec: npt.NDArray[np.float32], now: int) -> tuple[list[RecallHit], set[str]]:
+                   qvec: npt.NDArray[np.float32], now: int,
+                   memo: dict[Any, Any]) -> tuple[list[RecallHit], set[str]]:
         """One search's hits and the ids of those that count as recalled when returned (a
         hit the ranking holds for its core lists)."""
         gated = self._entity_gated(req)
@@ -322,7 +324,7 @@ class SqliteStore:
             if gated else req, qvec, now, floor=self._floor,
             lexical_floor=self._lexical_floor, tail_gap=self._tail_gap,
             lexical_weight=self._lexical_weight,
-            feedback_weight=self._feedback_weight)
+            feedback_weight=self._feedback_weight, memo=memo)
         if not ranked:
             return [], set()
         wanted = json.dumps([s.id for s in ranked])

@@ -68,11 +68,12 @@ from memorywire.store.sqlite.db import (
     VISIBLE,
     SqliteDb,
     checked_vectors,
+    hit_of,
+    mark_recalled,
     record_of,
     scope_sql,
 )
 from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT
-from memorywire.store.sqlite.hits import hits_of, mark_recalled
 from memorywire.store.sqlite.schema import SCHEMA_VERSION
 from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR, rank_scope
 from memorywire.store.sqlite.url import sqlite_path
@@ -336,7 +337,8 @@ class SqliteStore:
         if gated and not self._answers(req.query, [rows[s.id] for s in ranked], index):
             return [], set()
         ranked = ranked[:req.k]
-        return hits_of(ranked, rows, self._name), {s.id for s in ranked if s.core}
+        return ([hit_of(s, rows[s.id], self._name) for s in ranked],
+                {s.id for s in ranked if s.core})
 
     def _entity_gated(self, req: RecallRequest) -> bool:
         """Whether this recall's list faces the entity-masked evidence rule

@@ -44,13 +44,15 @@ from memorywire.wire.models import (
     Link,
     MemoryRecord,
     MemoryType,
+    RecallHit,
     RecallRequest,
     RecallResponse,
     RememberRequest,
     RememberResponse,
 )
 
-__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "ScanningWrite", "TextScan", "VectorScan",
+__all__ = ["CONFLICT_SCAN_LIMIT", "RecallPlan", "Scan", "ScanningWrite", "TextScan",
+           "VectorScan",
            "VectorScanNow", "apply_update", "conflicts_for", "no_conflict_scan", "recall_in_time",
            "remember_in_time", "supersede", "update_in_time"]
 
@@ -351,15 +353,13 @@ async def apply_update(store: MemoryStore, w: UpdateMemoryRequest) -> MemoryReco
     return await update_in_time(store, plain, w.agent_id, w.id, w.supersedes, w.user_id)
 
 
-async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
-                         session_weight: float = 0.0,
-                         subject_weight: float = 0.0) -> RecallResponse:
-    """``search`` (the store's own recall) showing only what is true now or at ``as_of``,
-    with memories of a time the question names ranked higher (``core.time_boost``), then
-    memories whose subject the question names (``core.subject_boost``, ``subject_weight``),
-    then memories whose session holds other good hits (``core.session_evidence``,
-    ``session_weight``). Both weights are the store's settings; 0 (the default here, for a
-    store that does not pass them) turns a boost off.
+class RecallPlan:
+    """One recall's steps around a store's search, as plain (blocking-safe) calls: ask
+    :meth:`request`, hand its hits to :meth:`deeper` until that returns ``None``, then
+    :meth:`finish` the last hits. :func:`recall_in_time` drives it through the store's async
+    search; a store may instead run it whole inside its own worker-thread call (SQLite),
+    one transaction for every search, and record recall statistics for only the hits
+    :meth:`finish` returns.
 
     The store is first asked for ``k`` (at least ``TIME_POOL`` when the question names a
     time). It is asked again, once, for the deepest pool a boost needs (``SUBJECT_POOL``
@@ -368,27 +368,74 @@ async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
     answer lost hits to the validity filter; so a scope with none of these costs what it
     did before.
     """
-    windows = resolve(req.query, reference_time(req, now))
-    names = names_in(req.query, subject_weight)
-    k = min(1000, max(req.k, TIME_POOL)) if windows else req.k
-    plain = req.model_copy(update={"as_of": None, "include_superseded": False,
-                                   "asked_at": None, "k": k})
-    resp = await search(plain)
-    pool = SUBJECT_POOL if needs_pool(names, resp.results, k) else k
-    if session_weight > 0 and len(resp.results) >= k and sessions_in(resp.results):
-        pool = max(pool, SESSION_POOL)
-    if pool > k:
-        k = pool
-        plain = plain.model_copy(update={"k": k})
-        resp = await search(plain)
-    kept = [h for h in resp.results if is_visible(h, req, now)]
-    if len(kept) < len(resp.results) and len(resp.results) >= k and k < 1000:
-        resp = await search(plain.model_copy(update={"k": min(1000, k * 4 + 10)}))
-        kept = [h for h in resp.results if is_visible(h, req, now)]
-    hits = time_ranked([annotate(h) for h in kept], windows)
-    hits = subject_ranked(hits, names, subject_weight)
-    hits = session_ranked(hits, session_weight)
-    if req.include_superseded or req.as_of is not None:
-        hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,
-                                  as_of=req.as_of is not None)
-    return resp.model_copy(update={"results": hits[:req.k]})
+
+    def __init__(self, req: RecallRequest, now: int, *, session_weight: float = 0.0,
+                 subject_weight: float = 0.0) -> None:
+        self.req = req
+        self._now = now
+        self._session_weight = session_weight
+        self._subject_weight = subject_weight
+        self._windows = resolve(req.query, reference_time(req, now))
+        self._names = names_in(req.query, subject_weight)
+        k = min(1000, max(req.k, TIME_POOL)) if self._windows else req.k
+        self._plain = req.model_copy(update={"as_of": None, "include_superseded": False,
+                                             "asked_at": None, "k": k})
+        self._pooled = False
+        self._widened = False
+
+    def request(self) -> RecallRequest:
+        """The search to run now (the store's own recall: no time, no validity)."""
+        return self._plain
+
+    def deeper(self, results: Sequence[RecallHit]) -> RecallRequest | None:
+        """The next, deeper search after one that returned ``results``; ``None`` when these
+        are the hits to :meth:`finish`."""
+        k = self._plain.k
+        if not self._pooled:
+            self._pooled = True
+            pool = SUBJECT_POOL if needs_pool(self._names, results, k) else k
+            if (self._session_weight > 0 and len(results) >= k
+                    and sessions_in(list(results))):
+                pool = max(pool, SESSION_POOL)
+            if pool > k:
+                self._plain = self._plain.model_copy(update={"k": pool})
+                return self._plain
+        if self._widened or k >= 1000 or len(results) < k:
+            return None  # already widened for lost hits, at the cap, or the scope is short
+        if all(is_visible(h, self.req, self._now) for h in results):
+            return None
+        self._widened = True
+        self._plain = self._plain.model_copy(update={"k": min(1000, k * 4 + 10)})
+        return self._plain
+
+    def finish(self, results: Sequence[RecallHit]) -> list[RecallHit]:
+        """The recall's answer from the last search's ``results``: visible now (or at
+        ``as_of``), re-ranked by the boosts, cut to ``k``."""
+        req, now = self.req, self._now
+        kept = [h for h in results if is_visible(h, req, now)]
+        hits = time_ranked([annotate(h) for h in kept], self._windows)
+        hits = subject_ranked(hits, self._names, self._subject_weight)
+        hits = session_ranked(hits, self._session_weight)
+        if req.include_superseded or req.as_of is not None:
+            hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,
+                                      as_of=req.as_of is not None)
+        return hits[:req.k]
+
+
+async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
+                         session_weight: float = 0.0,
+                         subject_weight: float = 0.0) -> RecallResponse:
+    """``search`` (the store's own recall) showing only what is true now or at ``as_of``,
+    with memories of a time the question names ranked higher (``core.time_boost``), then
+    memories whose subject the question names (``core.subject_boost``, ``subject_weight``),
+    then memories whose session holds other good hits (``core.session_evidence``,
+    ``session_weight``). Both weights are the store's settings; 0 (the default here, for a
+    store that does not pass them) turns a boost off. The searches are those of
+    :class:`RecallPlan` (a store may run the plan itself, see its docstring).
+    """
+    plan = RecallPlan(req, now, session_weight=session_weight, subject_weight=subject_weight)
+    nxt: RecallRequest | None = plan.request()
+    while nxt is not None:
+        resp = await search(nxt)
+        nxt = plan.deeper(resp.results)
+    return resp.model_copy(update={"results": plan.finish(resp.results)})

@@ -9,6 +9,7 @@ processes visible at once.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ import numpy as np
 
 from memorywire.core.clock import Clock
 from memorywire.core.content import content_from_storage
+from memorywire.core.scoring import Scored
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import (
     BackendUnavailable,
@@ -35,6 +37,7 @@ from memorywire.store.sqlite.schema import agent_number, open_database, vid_rang
 from memorywire.wire.models import (
     MemoryRecord,
     MemoryType,
+    RecallHit,
 )
 
 __all__ = [
@@ -43,6 +46,8 @@ __all__ = [
     "VISIBLE",
     "SqliteDb",
     "checked_vectors",
+    "hit_of",
+    "mark_recalled",
     "record_of",
     "scope_sql",
 ]
@@ -67,6 +72,25 @@ def record_of(row: Sequence[Any]) -> MemoryRecord:
         "confidence": row[6], "source": row[7], "created_at": row[8], "updated_at": row[9],
         "expires_at": row[10], "last_recalled_at": row[11], "recall_count": row[12],
     })
+
+
+def hit_of(s: Scored, r: Sequence[Any], store: str) -> RecallHit:
+    """Ranked row ``s`` as a hit, from its row ``r`` (``COLS``, then anything)."""
+    mtype = MemoryType(r[3])
+    return RecallHit(
+        id=r[0], type=mtype, content=content_from_storage(mtype, r[4]), score=s.score,
+        relevance=round(s.relevance, 4), metadata=metadata_of(r[5], r[13]), created_at=r[8],
+        supporting=[], source_store=store, user_id=r[2], source=r[7], confidence=r[6])
+
+
+def mark_recalled(conn: Any, agent_id: str, ids: Sequence[str], now: int) -> None:
+    """Count memories ``ids`` of ``agent_id`` as recalled at ``now``: a recall calls it once,
+    after re-ranking, for the hits it returns; ``no_recall_in_days`` expiry must not count a
+    memory as recalled because a re-ranker's deeper pool looked at it and passed it over."""
+    if ids:
+        conn.execute(
+            "UPDATE memories SET last_recalled_at = ?, recall_count = recall_count + 1 "
+            f"WHERE agent_id = ? AND id IN {IN_JSON}", (now, agent_id, json.dumps(list(ids))))
 
 
 def checked_vectors(vectors: Any, n: int, dim: int) -> Vectors:

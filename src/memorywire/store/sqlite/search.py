@@ -272,24 +272,40 @@ def rank_scope(
     tail_gap: float | None = None,
     lexical_weight: float = 1.0,
     feedback_weight: float = 0.0,
+    memo: dict[Any, Any] | None = None,
 ) -> list[Scored]:
     """The recall's ranked rows; with ``feedback_weight`` > 0 a second full-text round
     expanded from the first round's best hits joins the fusion after the list gate
-    (:mod:`memorywire.store.sqlite.feedback`)."""
-    mask = _mask(conn, index, req, now)
-    positions = np.flatnonzero(mask)
+    (:mod:`memorywire.store.sqlite.feedback`).
+
+    ``memo`` (an empty dict, then passed again) lets searches that differ only in ``k``,
+    in one read transaction (a re-ranker's deeper pool), share what does not depend on
+    ``k``: the scope mask, the cosines, the full-text counts and MATCHes, the feedback
+    words. Each is a pure function of its inputs and the transaction's snapshot, so every
+    ranking stays exactly what a fresh search returns."""
+    memo = {} if memo is None else memo
+
+    def once(key: Any, make: Callable[[], Any]) -> Any:
+        if key not in memo:
+            memo[key] = make()
+        return memo[key]
+
+    mask: npt.NDArray[np.bool_] = once("mask", lambda: _mask(conn, index, req, now))
+    positions: npt.NDArray[np.intp] = once("positions", lambda: np.flatnonzero(mask))
     if positions.size == 0:
         return []
     pool = candidate_pool(req.k)
     full = positions.size == index.n
-    sims = index.matrix @ qvec if full else index.matrix[positions] @ qvec
+    sims: npt.NDArray[np.float32] = once("sims", lambda: (
+        index.matrix @ qvec if full else index.matrix[positions] @ qvec))
     top = positions[exact_top(sims.astype(np.float32, copy=False), pool)].tolist()
-    units = lexical_units(conn, req.query)
+    units: tuple[list[str], int] = once("units", lambda: lexical_units(conn, req.query))
     rid_range = (int(index.rids.min()), int(index.rids.max()))
     # In range, the first round keeps every match's score: the feedback round then ranks
     # only its new words' rows (see feedback.fused_scores).
-    scored = (ranged_scores(conn, units[0], units[1], rid_range)
-              if in_range(index.n, units[1], rid_range) else None)
+    scored: list[tuple[int, float]] | None = once("scored", lambda: (
+        ranged_scores(conn, units[0], units[1], rid_range)
+        if in_range(index.n, units[1], rid_range) else None))
     lexical = _in_scope(
         [rid for rid, _ in scored] if scored is not None else
         lexical_rids(conn, req.agent_id, req.query, max(20 * pool, 1000),
@@ -299,13 +315,15 @@ def rank_scope(
     # Feedback expands the query's own words: a query of stop words has none, and its
     # ranking stays the vector ranking.
     if feedback_weight > 0 and _units(req.query):
-        words = feedback_query(conn, lambda w, cap: _rows(conn, _quote(w), cap), req.query, [
-            int(index.rids[p]) for p in _seeds(top, lexical, lexical_weight)])
+        seeds = tuple(int(index.rids[p]) for p in _seeds(top, lexical, lexical_weight))
+        words = once(("words", seeds), lambda: feedback_query(
+            conn, lambda w, cap: _rows(conn, _quote(w), cap), req.query, list(seeds)))
         if words:
             more = [_quote(w) for w in words]
             both = ([*units[0], *more], units[1] + FEEDBACK_MAX_ROWS * len(more))
             feedback = _in_scope(
-                fused_scores(scored, ranged_scores(conn, more, both[1] - units[1], rid_range))
+                fused_scores(scored, once(("added", tuple(more)), lambda: ranged_scores(
+                    conn, more, both[1] - units[1], rid_range)))
                 if scored is not None and in_range(index.n, both[1], rid_range) else
                 lexical_rids(conn, req.agent_id, "", max(20 * pool, 1000), scope_rows=index.n,
                              units=both, rid_range=rid_range),

@@ -41,7 +41,6 @@ import numpy as np
 import numpy.typing as npt
 
 from memorywire.core.clock import Clock, SystemClock
-from memorywire.core.content import content_from_storage
 from memorywire.core.context_key import lexical_text
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.filters import matches_filter
@@ -69,6 +68,8 @@ from memorywire.store.sqlite.db import (
     VISIBLE,
     SqliteDb,
     checked_vectors,
+    hit_of,
+    mark_recalled,
     record_of,
     scope_sql,
 )
@@ -76,7 +77,7 @@ from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT
 from memorywire.store.sqlite.schema import SCHEMA_VERSION
 from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR, rank_scope
 from memorywire.store.sqlite.url import sqlite_path
-from memorywire.store.timeline import recall_in_time, remember_in_time
+from memorywire.store.timeline import RecallPlan, remember_in_time
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -266,19 +267,7 @@ class SqliteStore:
     async def recall(self, req: RecallRequest) -> RecallResponse:
         if req.hops:
             return await graph_recall(self, req, self.recall)
-        return await recall_in_time(req, self._search, self._clock.now_ms(),
-                                    session_weight=self._session_weight,
-                                    subject_weight=self._subject_weight)
-
-    async def _search(self, req: RecallRequest) -> RecallResponse:
-        started = time.perf_counter()
-
-        def run() -> list[RecallHit]:
-            return self._recall(req, self._embedder.embed([req.query])[0])
-
-        hits = await self._db.call(run)
-        return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
-                              latency_ms=int((time.perf_counter() - started) * 1000))
+        return await self._planned_recall(req, None)
 
     async def recall_by_vector(
         self, req: RecallRequest, vector: npt.NDArray[np.float32]
@@ -290,57 +279,66 @@ class SqliteStore:
         """
         qvec = checked_vectors(np.asarray(vector, dtype=np.float32).reshape(1, -1), 1,
                                 self._embedder.dim)[0]
+        return await self._planned_recall(req, qvec)
 
-        async def search(plain: RecallRequest) -> RecallResponse:
-            started = time.perf_counter()
-            hits = await self._db.call(lambda: self._recall(plain, qvec))
-            return RecallResponse(results=hits, fusion_used=Fusion.RRF,
-                                  stores_queried=[self._name],
-                                  latency_ms=int((time.perf_counter() - started) * 1000))
+    async def _planned_recall(self, req: RecallRequest,
+                              qvec: npt.NDArray[np.float32] | None) -> RecallResponse:
+        """``store.timeline``'s recall, its :class:`RecallPlan` run whole (every search it
+        asks, its re-ranking, the returned hits' statistics) in one worker-thread call and
+        one transaction: a deeper pool costs no second thread hop or commit, and only the
+        returned hits count as recalled."""
+        started = time.perf_counter()
+        plan = RecallPlan(req, self._clock.now_ms(), session_weight=self._session_weight,
+                          subject_weight=self._subject_weight)
 
-        return await recall_in_time(req, search, self._clock.now_ms(),
-                                    session_weight=self._session_weight,
-                                    subject_weight=self._subject_weight)
+        def run() -> list[RecallHit]:
+            vec = self._embedder.embed([req.query])[0] if qvec is None else qvec
+            return self._run_plan(plan, vec)
 
-    def _recall(self, req: RecallRequest, qvec: npt.NDArray[np.float32]) -> list[RecallHit]:
+        hits = await self._db.call(run)
+        return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
+                              latency_ms=int((time.perf_counter() - started) * 1000))
+
+    def _run_plan(self, plan: RecallPlan, qvec: npt.NDArray[np.float32]) -> list[RecallHit]:
         if self._db.missing():
             return []
         with self._db.tx(durable=False) as conn:
             now = self._clock.now_ms()
-            index = self._db.index(conn, req.agent_id)
-            gated = self._entity_gated(req)
-            ranked = rank_scope(
-                conn, index, req.model_copy(update={"k": max(req.k, EVIDENCE_DEPTH)})
-                if gated else req, qvec, now, floor=self._floor,
-                lexical_floor=self._lexical_floor, tail_gap=self._tail_gap,
-                lexical_weight=self._lexical_weight,
-                feedback_weight=self._feedback_weight)
-            if not ranked:
-                return []
-            wanted = json.dumps([s.id for s in ranked])
-            rows = {
-                r[0]: r for r in conn.execute(
-                    f"SELECT {COLS}, rid FROM memories WHERE agent_id = ? AND id IN {IN_JSON}",
-                    (req.agent_id, wanted))
-            }
-            if gated and not self._answers(req.query, [rows[s.id] for s in ranked], index):
-                return []
-            ranked = ranked[:req.k]
-            marked = json.dumps([s.id for s in ranked if s.core])
-            conn.execute(
-                f"UPDATE memories SET last_recalled_at = ?, recall_count = recall_count + 1 "
-                f"WHERE agent_id = ? AND id IN {IN_JSON}", (now, req.agent_id, marked))
-        hits = []
-        for s in ranked:
-            r = rows[s.id]
-            mtype = MemoryType(r[3])
-            hits.append(RecallHit(
-                id=r[0], type=mtype, content=content_from_storage(mtype, r[4]), score=s.score,
-                relevance=round(s.relevance, 4),
-                metadata=metadata_of(r[5], r[13]), created_at=r[8], supporting=[],
-                source_store=self._name, user_id=r[2], source=r[7], confidence=r[6],
-            ))
-        return hits
+            index = self._db.index(conn, plan.req.agent_id)
+            nxt: RecallRequest | None = plan.request()
+            memo: dict[Any, Any] = {}  # what its searches share (they differ only in k)
+            while nxt is not None:
+                hits, core = self._search_in(conn, index, nxt, qvec, now, memo)
+                nxt = plan.deeper(hits)
+            final = plan.finish(hits)
+            mark_recalled(conn, plan.req.agent_id, [h.id for h in final if h.id in core], now)
+        return final
+
+    def _search_in(self, conn: Any, index: Any, req: RecallRequest,
+                   qvec: npt.NDArray[np.float32], now: int,
+                   memo: dict[Any, Any]) -> tuple[list[RecallHit], set[str]]:
+        """One search's hits and the ids of those that count as recalled when returned (a
+        hit the ranking holds for its core lists)."""
+        gated = self._entity_gated(req)
+        ranked = rank_scope(
+            conn, index, req.model_copy(update={"k": max(req.k, EVIDENCE_DEPTH)})
+            if gated else req, qvec, now, floor=self._floor,
+            lexical_floor=self._lexical_floor, tail_gap=self._tail_gap,
+            lexical_weight=self._lexical_weight,
+            feedback_weight=self._feedback_weight, memo=memo)
+        if not ranked:
+            return [], set()
+        wanted = json.dumps([s.id for s in ranked])
+        rows = {
+            r[0]: r for r in conn.execute(
+                f"SELECT {COLS}, rid FROM memories WHERE agent_id = ? AND id IN {IN_JSON}",
+                (req.agent_id, wanted))
+        }
+        if gated and not self._answers(req.query, [rows[s.id] for s in ranked], index):
+            return [], set()
+        ranked = ranked[:req.k]
+        return ([hit_of(s, rows[s.id], self._name) for s in ranked],
+                {s.id for s in ranked if s.core})
 
     def _entity_gated(self, req: RecallRequest) -> bool:
         """Whether this recall's list faces the entity-masked evidence rule

@@ -29,6 +29,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from memorywire.errors import InvalidRequest
 
@@ -37,6 +38,7 @@ __all__ = [
     "GRAPH_BOOST",
     "FusedItem",
     "Ranked",
+    "boosted",
     "checked_weight",
     "fuse",
     "graph_boost",
@@ -45,6 +47,7 @@ __all__ = [
     "rrf",
     "weighted",
 ]
+
 
 def checked_weight(weight: float, name: str) -> float:
     """``weight`` when it is a finite number >= 0 (0 turns a boost off), else
@@ -62,6 +65,28 @@ Ranked = Sequence[tuple[str, float]]
 DEFAULT_RRF_K = 60
 #: v0: final = fused × (1 + GRAPH_BOOST / (1 + min_hop_distance)).
 GRAPH_BOOST = 0.1
+
+
+_T = TypeVar("_T")
+
+
+def boosted(items: Sequence[_T], inside: Sequence[bool], weight: float,
+            k: int = DEFAULT_RRF_K) -> list[_T]:
+    """``items`` (best first) re-ranked by RRF of their own order and the sub-list of those
+    ``inside`` at ``weight``: how a query-side cue (a time window, a named subject) lifts the
+    hits it points at without touching their scores. Unchanged when the cue picks none or
+    all of them (the second list would only restate the first)."""
+    if all(inside) or not any(inside):
+        return list(items)
+    fused: list[tuple[float, int]] = []
+    within = 0
+    for rank, is_in in enumerate(inside):
+        score = 1.0 / (k + rank)
+        if is_in:
+            score += weight / (k + within)
+            within += 1
+        fused.append((-score, rank))
+    return [items[rank] for _, rank in sorted(fused)]
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 
 from memorywire.core.entity_gate import named_words
-from memorywire.core.fusion import checked_weight
+from memorywire.core.fusion import boosted, checked_weight
 from memorywire.wire.models import RecallHit
 
 __all__ = ["SUBJECT_KEYS", "SUBJECT_POOL", "SUBJECT_WEIGHT", "check_weight", "names_in",
@@ -89,14 +89,4 @@ def subject_ranked(hits: Sequence[RecallHit], names: frozenset[str],
     if not names or weight <= 0:
         return list(hits)
     inside = [bool(subject_words(h) & names) for h in hits]
-    if all(inside) or not any(inside):
-        return list(hits)
-    fused: list[tuple[float, int]] = []
-    within = 0
-    for rank, is_in in enumerate(inside):
-        score = 1.0 / (_RRF_K + rank)
-        if is_in:
-            score += weight / (_RRF_K + within)
-            within += 1
-        fused.append((-score, rank))
-    return [hits[rank] for _, rank in sorted(fused)]
+    return boosted(hits, inside, weight, _RRF_K)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memorywire.core.fusion import boosted
 from memorywire.core.time_expressions import TimeWindow
 from memorywire.core.timeline import hit_validity
 from memorywire.wire.models import RecallHit, RecallRequest
@@ -52,14 +53,4 @@ def time_ranked(hits: Sequence[RecallHit], windows: Sequence[TimeWindow],
     if not windows or weight <= 0:
         return list(hits)
     inside = [any(w.contains(event_time(h)) for w in windows) for h in hits]
-    if all(inside) or not any(inside):
-        return list(hits)
-    fused: list[tuple[float, int]] = []
-    within = 0
-    for rank, is_in in enumerate(inside):
-        score = 1.0 / (_RRF_K + rank)
-        if is_in:
-            score += weight / (_RRF_K + within)
-            within += 1
-        fused.append((-score, rank))
-    return [hits[rank] for _, rank in sorted(fused)]
+    return boosted(hits, inside, weight, _RRF_K)

@@ -2,7 +2,7 @@
 
 Everything here is plain data in, plain data out, so the unit tests can check each metric on
 hand-made tables: a BM25 baseline in numpy, the ranking metrics, a text-keyed vector cache,
-the machine's load, and table formatting.
+the machine's load, table formatting, and the command-line pieces the scripts share.
 
 Metric definitions (``ranked`` is a list of ids, best first; ``gold`` the relevant ids):
 
@@ -16,7 +16,9 @@ Metric definitions (``ranked`` is a list of ids, best first; ``gold`` the releva
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
 import math
 import os
 import re
@@ -37,6 +39,9 @@ __all__ = [
     "BM25",
     "DEFAULT_CACHE_ROOT",
     "EmbedStats",
+    "add_ablation_arguments",
+    "add_out_argument",
+    "add_vector_cache_argument",
     "bootstrap_ci",
     "dedupe",
     "default_cache",
@@ -53,6 +58,7 @@ __all__ = [
     "stemmed_tokenize",
     "tokenize",
     "top_indices",
+    "write_result",
 ]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -308,3 +314,43 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
                          for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, body)])
+
+
+def add_vector_cache_argument(parser: argparse.ArgumentParser) -> None:
+    """``--vector-cache``: one folder rule for every script that embeds a dataset."""
+    parser.add_argument("--vector-cache", type=Path, default=None,
+                        help="vector cache folder, saved as it embeds (default "
+                             "~/.cache/memorywire/bench/<data name>, or $MEMORYWIRE_BENCH_CACHE)")
+
+
+def add_out_argument(parser: argparse.ArgumentParser, default_name: str) -> None:
+    """``--out``: results go to the cache's results folder unless a file is named, so a run
+    never overwrites a tracked result by accident (see ``write_result``)."""
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"result file (default ~/.cache/memorywire/results/{default_name})")
+
+
+def add_ablation_arguments(parser: argparse.ArgumentParser) -> None:
+    """The store-row knobs LoCoMo and LongMemEval both take, so an ablation reads the same in
+    each; ``None`` leaves the store's own default."""
+    parser.add_argument("--lexical-weight", type=float, default=1.0,
+                        help="SqliteStore lexical_weight for every store row (ablation)")
+    parser.add_argument("--feedback-weight", type=float, default=None,
+                        help="SqliteStore feedback_weight for every store row (ablation; "
+                             "0 = no pseudo-relevance feedback; default: the store's)")
+    parser.add_argument("--session-weight", type=float, default=None,
+                        help="the stores' session_weight for every store row (ablation; "
+                             "0 = no session evidence; default: the store's)")
+
+
+def write_result(result: dict[str, Any], out: Path | None, default_name: str, *,
+                 as_json: bool, table: Callable[[dict[str, Any]], str]) -> int:
+    """Write ``result`` to ``out`` (or ``default_name`` in the cache's results folder), then
+    print it as one JSON object or as the script's table; the script's exit status."""
+    path = out or DEFAULT_CACHE_ROOT.parent / "results" / default_name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        json.dump(result, fh, indent=2)
+        fh.write("\n")
+    print(json.dumps(result) if as_json else table(result))
+    return 0

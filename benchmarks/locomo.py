@@ -45,7 +45,9 @@ import numpy as np
 import numpy.typing as npt
 from _retrieval import (
     BM25,
-    DEFAULT_CACHE_ROOT,
+    add_ablation_arguments,
+    add_out_argument,
+    add_vector_cache_argument,
     bootstrap_ci,
     default_cache,
     embed_cached,
@@ -57,6 +59,7 @@ from _retrieval import (
     stderr,
     stemmed_tokenize,
     top_indices,
+    write_result,
 )
 from _store_variants import DESCRIPTION as STORE_DESCRIPTION
 from _store_variants import StoreVariants, store_timing
@@ -328,22 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, nargs="+", default=[5, 10])
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--limit-conversations", type=int, default=None)
-    parser.add_argument("--vector-cache", type=Path, default=None,
-                        help="vector cache folder, saved as it embeds (default "
-                             "~/.cache/memorywire/bench/<data name>, or $MEMORYWIRE_BENCH_CACHE)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="result file (default "
-                             "~/.cache/memorywire/results/locomo[-limitN].json)")
+    add_vector_cache_argument(parser)
+    add_out_argument(parser, "locomo[-limitN].json")
     parser.add_argument("--no-context", action="store_true",
                         help="write turns without metadata.context (store-plain always has none)")
-    parser.add_argument("--lexical-weight", type=float, default=1.0,
-                        help="SqliteStore lexical_weight for every store row (ablation)")
-    parser.add_argument("--feedback-weight", type=float, default=None,
-                        help="SqliteStore feedback_weight for every store row (ablation; "
-                             "0 = no pseudo-relevance feedback; default: the store's)")
-    parser.add_argument("--session-weight", type=float, default=None,
-                        help="the stores' session_weight for every store row (ablation; "
-                             "0 = no session evidence; default: the store's)")
+    add_ablation_arguments(parser)
     parser.add_argument("--subject-weight", type=float, default=None,
                         help="SqliteStore subject_weight for every store row (ablation; 0 = no "
                              "speaker/subject boost; default: the store's)")
@@ -359,13 +351,7 @@ def main(argv: list[str] | None = None) -> int:
                        args.vector_cache or default_cache(args.data), None,
                        not args.no_context)
     suffix = f"-limit{args.limit_conversations}" if args.limit_conversations else ""
-    out = args.out or DEFAULT_CACHE_ROOT.parent / "results" / f"locomo{suffix}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as fh:
-        json.dump(result, fh, indent=2)
-        fh.write("\n")
-    print(json.dumps(result) if args.json else table(result))
-    return 0
+    return write_result(result, args.out, f"locomo{suffix}.json", as_json=args.json, table=table)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,9 @@ import numpy as np
 import numpy.typing as npt
 from _retrieval import (
     BM25,
-    DEFAULT_CACHE_ROOT,
+    add_ablation_arguments,
+    add_out_argument,
+    add_vector_cache_argument,
     bootstrap_ci,
     dedupe,
     default_cache,
@@ -65,6 +67,7 @@ from _retrieval import (
     stderr,
     stemmed_tokenize,
     top_indices,
+    write_result,
 )
 from _store_variants import DESCRIPTION as STORE_DESCRIPTION
 from _store_variants import StoreVariants, store_timing
@@ -356,23 +359,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--limit", type=int, default=None,
                         help="first N non-abstention questions, question types interleaved")
-    parser.add_argument("--vector-cache", type=Path, default=None,
-                        help="vector cache folder, saved as it embeds (default "
-                             "~/.cache/memorywire/bench/<data name>, or $MEMORYWIRE_BENCH_CACHE)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="result file (default "
-                             "~/.cache/memorywire/results/<data stem>[-limitN].json)")
+    add_vector_cache_argument(parser)
+    add_out_argument(parser, "<data stem>[-limitN].json")
     parser.add_argument("--no-context", action="store_true",
                         help="write user turns without the assistant's reply as "
                              "metadata.context (store-plain always has none)")
-    parser.add_argument("--lexical-weight", type=float, default=1.0,
-                        help="SqliteStore lexical_weight for every store row (ablation)")
-    parser.add_argument("--feedback-weight", type=float, default=None,
-                        help="SqliteStore feedback_weight for every store row (ablation; "
-                             "0 = no pseudo-relevance feedback; default: the store's)")
-    parser.add_argument("--session-weight", type=float, default=None,
-                        help="the stores' session_weight for every store row (ablation; "
-                             "0 = no session evidence; default: the store's)")
+    add_ablation_arguments(parser)
     parser.add_argument("--no-time", action="store_true",
                         help="write no session date as valid_from and send no asked_at "
                              "(time-aware ranking off; ablation)")
@@ -390,13 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     if not stem.startswith("longmemeval"):
         stem = f"longmemeval_{stem}"
     suffix = f"-limit{args.limit}" if args.limit else ""
-    out = args.out or DEFAULT_CACHE_ROOT.parent / "results" / f"{stem}{suffix}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as fh:
-        json.dump(result, fh, indent=2)
-        fh.write("\n")
-    print(json.dumps(result) if args.json else table(result))
-    return 0
+    return write_result(result, args.out, f"{stem}{suffix}.json", as_json=args.json, table=table)
 
 
 if __name__ == "__main__":

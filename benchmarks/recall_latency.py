@@ -56,12 +56,13 @@ import longmemeval
 import numpy as np
 import numpy.typing as npt
 from _retrieval import (
-    DEFAULT_CACHE_ROOT,
+    add_out_argument,
     default_cache,
     embed_cached,
     format_table,
     machine_info,
     stderr,
+    write_result,
 )
 
 from memorywire.core.session_evidence import SESSION_WEIGHT
@@ -296,9 +297,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="time the first N LongMemEval questions (default: all)")
     parser.add_argument("--repeat", type=int, default=3, help="timed passes over the questions")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="result file (default ~/.cache/memorywire/results/"
-                             "recall_latency.json)")
+    add_out_argument(parser, "recall_latency.json")
     parser.add_argument("--hits", type=Path, default=None,
                         help="also write every variant's returned hits here (to compare "
                              "rankings and metadata before and after a change)")
@@ -319,13 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.hits is not None:
         args.hits.parent.mkdir(parents=True, exist_ok=True)
         args.hits.write_text(json.dumps(hits) + "\n", encoding="utf-8")
-    out = args.out or DEFAULT_CACHE_ROOT.parent / "results" / "recall_latency.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as fh:
-        json.dump(result, fh, indent=2)
-        fh.write("\n")
-    print(json.dumps(result) if args.json else table(result))
-    return 0
+    return write_result(result, args.out, "recall_latency.json", as_json=args.json, table=table)
 
 
 if __name__ == "__main__":

@@ -10,10 +10,8 @@ governance database.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -22,46 +20,16 @@ from memorywire.governance import GovernedStore, acting_as
 from memorywire.store.base import ListQuery
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import ForgetRequest, RememberRequest
+from tests.unit.governance_kill import open_governed, run_killed
 
 pytestmark = pytest.mark.anyio
 A = "agent-1"
 
-CHILD = r"""
-import os, signal, sys
-from pathlib import Path
-import anyio
-from memorywire.embed.hashing import HashingEmbedder
-from memorywire.governance import GovernedStore
-from memorywire.store.sqlite import SqliteStore
-
-mode, tmp, item_id, content_hash = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.argv[4]
-
-class Killer:
-    def __init__(self, inner):
-        self._inner = inner
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-    async def remember(self, req):
-        if mode == "before":
-            os.kill(os.getpid(), signal.SIGKILL)
-        resp = await self._inner.remember(req)
-        if mode == "after":
-            os.kill(os.getpid(), signal.SIGKILL)
-        return resp
-
-async def main():
-    inner = SqliteStore(tmp / "mem.db", embedder=HashingEmbedder())
-    g = GovernedStore(Killer(inner), tmp / "gov.db")
-    await g.approve(item_id, "reviewer", content_hash)
-
-anyio.run(main)
-"""
-
-
 @pytest.mark.parametrize("mode", ["before", "after"])
-async def test_sigkill_at_commit_point_then_redrive(tmp_path: Path, mode: str) -> None:
-    inner = SqliteStore(tmp_path / "mem.db", embedder=HashingEmbedder())
-    g = GovernedStore(inner, tmp_path / "gov.db")
+async def test_sigkill_at_commit_point_then_redrive(
+    tmp_path: Path, mode: Literal["before", "after"]
+) -> None:
+    _, g = open_governed(tmp_path)
     with acting_as("writer"):
         staged = await g.remember(
             RememberRequest(agent_id=A, type="semantic", content="Judy", approval_required=True)
@@ -69,16 +37,9 @@ async def test_sigkill_at_commit_point_then_redrive(tmp_path: Path, mode: str) -
     h = (await g.get_review(staged.id))["content_hash"]
     await g.aclose()
 
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, mode, str(tmp_path), staged.id, h],
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    run_killed(tmp_path, mode, 'await g.approve(args[0], "reviewer", args[1])', staged.id, h)
 
-    inner = SqliteStore(tmp_path / "mem.db", embedder=HashingEmbedder())
-    g = GovernedStore(inner, tmp_path / "gov.db")
+    inner, g = open_governed(tmp_path)
     [stuck] = g.list_pending(status="committing")
     assert stuck["id"] == staged.id
     landed = [r.id for r in await inner.list(ListQuery(agent_id=A))]

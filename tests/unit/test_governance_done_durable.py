@@ -11,19 +11,15 @@ while no acknowledged write can carry it, which is why ``done`` is awaited befor
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import apsw
 import pytest
 
-from memorywire.embed.hashing import HashingEmbedder
-from memorywire.governance import GovernedStore, acting_as
+from memorywire.governance import acting_as
 from memorywire.store.base import UpdateRequest
-from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import ForgetRequest, MergeRequest, RememberRequest
+from tests.unit.governance_kill import open_governed, run_killed
 
 pytestmark = pytest.mark.anyio
 A = "agent-1"
@@ -43,8 +39,7 @@ def _phases_seen_elsewhere(db: Path, memory_id: str, action: str) -> list[str]:
 
 
 async def test_each_direct_write_is_answered_after_its_done_is_committed(tmp_path: Path) -> None:
-    g = GovernedStore(SqliteStore(tmp_path / "mem.db", embedder=HashingEmbedder()),
-                      tmp_path / "gov.db")
+    _, g = open_governed(tmp_path)
     db = tmp_path / "gov.db"
     with acting_as("writer"):
         for i in ("m1", "m2", "m3"):
@@ -60,47 +55,17 @@ async def test_each_direct_write_is_answered_after_its_done_is_committed(tmp_pat
     await g.aclose()
 
 
-CHILD = r"""
-import os, signal, sys
-from pathlib import Path
-import anyio
-from memorywire.embed.hashing import HashingEmbedder
-from memorywire.governance import GovernedStore, acting_as
-from memorywire.store.sqlite import SqliteStore
-from memorywire.wire.models import RememberRequest
-
-tmp = Path(sys.argv[1])
-
-class KillAfterWrite:
-    def __init__(self, inner):
-        self._inner = inner
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-    async def remember(self, req):
-        resp = await self._inner.remember(req)
-        os.kill(os.getpid(), signal.SIGKILL)  # the effect is stored, `done` not yet written
-        return resp
-
-async def main():
-    inner = SqliteStore(tmp / "mem.db", embedder=HashingEmbedder())
-    g = GovernedStore(KillAfterWrite(inner), tmp / "gov.db")
-    with acting_as("writer"):
-        await g.remember(RememberRequest(agent_id="agent-1", type="semantic", id="m-crash",
-                                         content="Judy moved to Oslo"))
-
-anyio.run(main)
-"""
-
-
 async def test_a_kill_between_effect_and_answer_leaves_the_intent_for_an_operator(
     tmp_path: Path,
 ) -> None:
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path)],
-                          capture_output=True, timeout=120, check=False)
-    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    # killed after the store wrote, before `done` was written
+    run_killed(tmp_path, "after", """
+        with acting_as("writer"):
+            await g.remember(RememberRequest(agent_id="agent-1", type="semantic", id="m-crash",
+                                             content="Judy moved to Oslo"))
+    """)
 
-    inner = SqliteStore(tmp_path / "mem.db", embedder=HashingEmbedder())
-    g = GovernedStore(inner, tmp_path / "gov.db")
+    inner, g = open_governed(tmp_path)
     assert await inner.get(A, "m-crash") is not None  # the effect survived the kill
     assert await g.recover() == []  # nothing to re-drive: no approval was committing
     trail = [(e["action"], e["details"].get("phase")) for e in g.audit_entries(memory_id="m-crash")]

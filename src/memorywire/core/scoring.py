@@ -26,6 +26,7 @@ __all__ = [
     "candidate_pool",
     "exact_top",
     "hybrid_rank",
+    "through_kth_kept",
 ]
 
 #: v0: a demoted memory keeps existing but its recall score is multiplied by this.
@@ -54,6 +55,10 @@ class Scored:
     #: tail of a relevant list is returned but not counted as recalled, so what
     #: ``expire(no_recall_in_days)`` removes does not depend on the gate.
     core: bool = True
+    #: A row the floors cut, listed (with ``keep_cut``) only so that a rank-based re-ranking
+    #: after the search (session evidence, the time and subject boosts) sees the list the
+    #: floors-off store ranks; the store leaves it out of the answer afterwards.
+    cut: bool = False
 
 
 def exact_top(scores: npt.NDArray[np.float32], m: int) -> npt.NDArray[np.intp]:
@@ -89,6 +94,7 @@ def hybrid_rank(
     lexical_weight: float = 1.0,
     feedback_ranked: Sequence[str] = (),
     feedback_weight: float = 0.0,
+    keep_cut: bool = False,
 ) -> list[Scored]:
     """Fuse the two ranked lists with RRF, keep rows that clear the floor, best ``k`` first.
 
@@ -115,6 +121,13 @@ def hybrid_rank(
     :mod:`memorywire.store.sqlite.feedback`) joins the fusion with ``feedback_weight`` after
     the list gate: it never makes a list relevant, and a row only it found is not a lexical
     match of the question, so the floors judge that row by its cosine.
+
+    ``keep_cut`` (with ``tail_gap``, once the list is relevant): the rows below the tail floor
+    stay in their places, marked ``cut``, through the ``k``-th kept row
+    (:func:`through_kth_kept`). The floors then decide *which* rows a recall returns and never
+    *how* the kept ones rank: a re-ranking by rank (session evidence counts a session's
+    places) would otherwise order the kept rows differently from the floors-off store. It
+    cost LongMemEval S dev120 one multi-session question (docs/benchmarks.md, "gate19b").
     """
     fused: dict[str, float] = {}
     for rank, mid in enumerate(vector_ranked):
@@ -135,16 +148,31 @@ def hybrid_rank(
     for mid, score in fused.items():
         cos = cosines.get(mid, -1.0)
         rel = relevance(cos, lexical=mid in lexical)
+        cut = False
         if min_relevance is not None:
             if rel < min_relevance:
                 continue
         elif not _clears(cos, mid in lexical, floor - gap, lexical_floor - gap):
-            continue
+            if not (keep_cut and gap > 0.0):
+                continue
+            cut = True
         factor = 1.0 if factors is None else factors.get(mid, 1.0)
         core = gap == 0.0 or _clears(cos, mid in lexical, floor, lexical_floor)
-        out.append(Scored(mid, score * factor, cos, rel, core))
+        out.append(Scored(mid, score * factor, cos, rel, core and not cut, cut))
     out.sort(key=lambda s: (-s.score, -s.cosine, s.id))
-    return out[:k]
+    return through_kth_kept(out, k)
+
+
+def through_kth_kept(ranked: Sequence[Scored], k: int) -> list[Scored]:
+    """The first ``k`` rows, and further through the ``k``-th row not ``cut``: the rows a
+    floors-off search at ``k`` ranks (so a re-ranking sees the same places) and the ``k``
+    kept rows the floored answer needs. Without cut rows, the first ``k``."""
+    kept = 0
+    for i, s in enumerate(ranked):
+        if i >= k and kept >= k:
+            return list(ranked[:i])
+        kept += not s.cut
+    return list(ranked)
 
 
 def _clears(cos: float, lexical: bool, floor: float, lexical_floor: float) -> bool:

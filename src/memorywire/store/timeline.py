@@ -10,7 +10,7 @@ contradiction candidates among the scope's memories, and filters recall to what 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, cast, runtime_checkable
@@ -408,9 +408,14 @@ class RecallPlan:
         self._plain = self._plain.model_copy(update={"k": min(1000, k * 4 + 10)})
         return self._plain
 
-    def finish(self, results: Sequence[RecallHit]) -> list[RecallHit]:
+    def finish(self, results: Sequence[RecallHit],
+               hidden: Collection[str] = frozenset()) -> list[RecallHit]:
         """The recall's answer from the last search's ``results``: visible now (or at
-        ``as_of``), re-ranked by the boosts, cut to ``k``."""
+        ``as_of``), re-ranked by the boosts, without the ``hidden`` ids, cut to ``k``.
+
+        ``hidden`` are rows a store's floors cut but listed in their places (SQLite): the
+        boosts rank by place, so they re-rank the list a floors-off search returns, and the
+        floors then only take rows out, never reorder the rest."""
         req, now = self.req, self._now
         kept = [h for h in results if is_visible(h, req, now)]
         hits = time_ranked([annotate(h) for h in kept], self._windows)
@@ -419,6 +424,8 @@ class RecallPlan:
         if req.include_superseded or req.as_of is not None:
             hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,
                                       as_of=req.as_of is not None)
+        if hidden:
+            hits = [h for h in hits if h.id not in hidden]
         return hits[:req.k]
 
 

@@ -276,7 +276,8 @@ def rank_scope(
 ) -> list[Scored]:
     """The recall's ranked rows; with ``feedback_weight`` > 0 a second full-text round
     expanded from the first round's best hits joins the fusion after the list gate
-    (:mod:`memorywire.store.sqlite.feedback`).
+    (:mod:`memorywire.store.sqlite.feedback`). Rows the tail floor cuts stay in their
+    places marked ``cut`` (``hybrid_rank``'s ``keep_cut``): the caller must leave them out.
 
     ``memo`` (an empty dict, then passed again) lets searches that differ only in ``k``,
     in one read transaction (a re-ranker's deeper pool), share what does not depend on
@@ -343,7 +344,7 @@ def rank_scope(
                            req.query),
                        lexical_weight=lexical_weight,
                        feedback_ranked=[ids[p] for p in feedback],
-                       feedback_weight=feedback_weight)
+                       feedback_weight=feedback_weight, keep_cut=True)
 
 
 def _in_scope(rids: Iterable[int], index: ScopeIndex, mask: npt.NDArray[np.bool_],

@@ -46,6 +46,7 @@ from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_word
 from memorywire.core.filters import matches_filter
 from memorywire.core.fusion import checked_weight
 from memorywire.core.records import ListQuery, Row, UpdateRequest
+from memorywire.core.scoring import through_kth_kept
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.embed.base import Embedder, Vectors
@@ -308,17 +309,19 @@ class SqliteStore:
             nxt: RecallRequest | None = plan.request()
             memo: dict[Any, Any] = {}  # what its searches share (they differ only in k)
             while nxt is not None:
-                hits, core = self._search_in(conn, index, nxt, qvec, now, memo)
-                nxt = plan.deeper(hits)
-            final = plan.finish(hits)
+                hits, core, cut = self._search_in(conn, index, nxt, qvec, now, memo)
+                nxt = plan.deeper([h for h in hits if h.id not in cut])
+            final = plan.finish(hits, hidden=cut)
             mark_recalled(conn, plan.req.agent_id, [h.id for h in final if h.id in core], now)
         return final
 
     def _search_in(self, conn: Any, index: Any, req: RecallRequest,
                    qvec: npt.NDArray[np.float32], now: int,
-                   memo: dict[Any, Any]) -> tuple[list[RecallHit], set[str]]:
-        """One search's hits and the ids of those that count as recalled when returned (a
-        hit the ranking holds for its core lists)."""
+                   memo: dict[Any, Any]) -> tuple[list[RecallHit], set[str], set[str]]:
+        """One search's hits, the ids of those that count as recalled when returned (a hit
+        the ranking holds for its core lists), and the ids of those the floors cut: they keep
+        their places for the plan's re-ranking and are never returned
+        (``core.scoring.hybrid_rank``'s ``keep_cut``)."""
         gated = self._entity_gated(req)
         ranked = rank_scope(
             conn, index, req.model_copy(update={"k": max(req.k, EVIDENCE_DEPTH)})
@@ -327,18 +330,19 @@ class SqliteStore:
             lexical_weight=self._lexical_weight,
             feedback_weight=self._feedback_weight, memo=memo)
         if not ranked:
-            return [], set()
+            return [], set(), set()
         wanted = json.dumps([s.id for s in ranked])
         rows = {
             r[0]: r for r in conn.execute(
                 f"SELECT {COLS}, rid FROM memories WHERE agent_id = ? AND id IN {IN_JSON}",
                 (req.agent_id, wanted))
         }
-        if gated and not self._answers(req.query, [rows[s.id] for s in ranked], index):
-            return [], set()
-        ranked = ranked[:req.k]
+        if gated and not self._answers(req.query, [rows[s.id] for s in ranked if not s.cut],
+                                       index):
+            return [], set(), set()
+        ranked = through_kth_kept(ranked, req.k)
         return ([hit_of(s, rows[s.id], self._name) for s in ranked],
-                {s.id for s in ranked if s.core})
+                {s.id for s in ranked if s.core}, {s.id for s in ranked if s.cut})
 
     def _entity_gated(self, req: RecallRequest) -> bool:
         """Whether this recall's list faces the entity-masked evidence rule

@@ -45,10 +45,11 @@ def test_order_is_kept_when_lengths_are_not_mixed_or_the_weight_is_zero() -> Non
     assert _ids(substance_ranked([short[0], long[1]], weight=0)) == ["a", "b"]
 
 
-def test_words_are_runs_of_letters_and_digits_not_punctuation() -> None:
+def test_words_are_what_whitespace_separates() -> None:
     just = " ".join(["w"] * SUBSTANCE_WORDS)
     assert substantive(_hit("a", just))
-    assert not substantive(_hit("b", " ".join(["w"] * (SUBSTANCE_WORDS - 1)) + " - ! ?"))
+    assert not substantive(_hit("b", "\n".join(["w"] * (SUBSTANCE_WORDS - 1))))
+    assert not substantive(_hit("c", "没有空格的文字" * SUBSTANCE_WORDS))
 
 
 def test_a_structured_content_counts_the_words_of_its_values_not_its_keys() -> None:

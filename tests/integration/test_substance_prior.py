@@ -99,3 +99,12 @@ def test_a_weight_that_cannot_work_is_refused_naming_the_setting(bad: float,
         SqliteStore(tmp_path / "bad.db", EMB, substance_weight=bad)
     with pytest.raises(InvalidRequest, match="substance_weight"):
         InMemoryStore(EMB, substance_weight=bad)
+
+
+@pytest.mark.parametrize("bad", [-0.1, float("nan")])
+def test_postgres_refuses_the_weight_before_connecting(bad: float) -> None:
+    pytest.importorskip("psycopg")
+    from memorywire.store.postgres import PostgresStore
+
+    with pytest.raises(InvalidRequest, match="substance_weight"):
+        PostgresStore("postgresql://nobody@127.0.0.1:1/none", EMB, substance_weight=bad)

@@ -14,9 +14,9 @@ the same ranks (top 5: 23% against 9%; ranks 5-19: 3.0% against 0.9%). The prior
 signal, soft, by rank fusion like the subject boost: the store's order is one list (RRF,
 k = 60), the hits of at least :data:`SUBSTANCE_WORDS` words (in the store's order) a second
 list of weight :data:`SUBSTANCE_WEIGHT`. It re-ranks only the hits the recall already
-fetched (no search of its own), and scores are untouched. When
-no hit, or every hit, is that long (a store of short facts, a store of long documents) the
-order is unchanged, so the prior only acts where lengths are mixed.
+fetched (no search of its own), and scores are untouched. When no hit, or every hit, is
+that long (a store of short facts, a store of long documents) the order is unchanged, so
+the prior only acts where lengths are mixed.
 
 Words are what whitespace separates (``str.split``: the check runs on every hit of the pool
 of every recall, and a regex over a hundred turns cost a millisecond): a text written

@@ -341,6 +341,9 @@ def add_ablation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session-weight", type=float, default=None,
                         help="the stores' session_weight for every store row (ablation; "
                              "0 = no session evidence; default: the store's)")
+    parser.add_argument("--substance-weight", type=float, default=None,
+                        help="the stores' substance_weight for every store row (ablation; 0 = "
+                             "no substance prior; default: the store's)")
 
 
 def write_result(result: dict[str, Any], out: Path | None, default_name: str, *,

@@ -73,6 +73,7 @@ from _store_variants import DESCRIPTION as STORE_DESCRIPTION
 from _store_variants import StoreVariants, store_timing
 
 from memorywire.core.session_evidence import SESSION_WEIGHT as STORE_SESSION_WEIGHT
+from memorywire.core.substance_prior import SUBSTANCE_WEIGHT as STORE_SUBSTANCE_WEIGHT
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
@@ -84,6 +85,8 @@ LEXICAL_WEIGHT = 1.0
 FEEDBACK_WEIGHT: float | None = None
 #: ``--session-weight``: the stores' session evidence weight (None: their default).
 SESSION_WEIGHT: float | None = None
+#: ``--substance-weight``: the stores' substance prior weight (None: their default).
+SUBSTANCE_WEIGHT: float | None = None
 RETRIEVERS = ("store", "store-floor", "store-perrow", "store-plain", "vector", "bm25",
               "bm25-stemmed")
 #: ``--no-time``: False writes no session date as valid_from and sends no asked_at.
@@ -188,7 +191,9 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
     """Turn rankings (official keys, best first) per retriever, one list per question."""
     sw = STORE_SESSION_WEIGHT if SESSION_WEIGHT is None else SESSION_WEIGHT
     variants = StoreVariants(tmp, embedder, lexical_weight=LEXICAL_WEIGHT,
-                             feedback_weight=FEEDBACK_WEIGHT, session_weight=sw)
+                             feedback_weight=FEEDBACK_WEIGHT, session_weight=sw,
+                             substance_weight=STORE_SUBSTANCE_WEIGHT if SUBSTANCE_WEIGHT is None
+                             else SUBSTANCE_WEIGHT)
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     try:
         at = 0
@@ -276,6 +281,7 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "lexical_weight": LEXICAL_WEIGHT,
         "feedback_weight": FEEDBACK_WEIGHT,
         "session_weight": SESSION_WEIGHT,
+        "substance_weight": SUBSTANCE_WEIGHT,
         "time": "session dates as valid_from, question_date as asked_at" if TIME_AWARE
                 else "none (--no-time)",
         "context": f"the assistant reply (first {REPLY_CHARS} characters) as metadata.context"
@@ -369,11 +375,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="write no session date as valid_from and send no asked_at "
                              "(time-aware ranking off; ablation)")
     args = parser.parse_args(argv)
-    global LEXICAL_WEIGHT, FEEDBACK_WEIGHT, SESSION_WEIGHT, TIME_AWARE
+    global LEXICAL_WEIGHT, FEEDBACK_WEIGHT, SESSION_WEIGHT, SUBSTANCE_WEIGHT, TIME_AWARE
     TIME_AWARE = not args.no_time
     LEXICAL_WEIGHT = args.lexical_weight
     FEEDBACK_WEIGHT = args.feedback_weight
     SESSION_WEIGHT = args.session_weight
+    SUBSTANCE_WEIGHT = args.substance_weight
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     result = anyio.run(run, args.data, sorted(set(args.k)), args.limit,

@@ -26,6 +26,7 @@ from memorywire.core.records import Row
 from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
+from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
 from memorywire.store._common import (
@@ -73,11 +74,13 @@ class InMemoryStore(RowDelegate[_Row]):
         entity_gate: bool = True,
         session_weight: float = SESSION_WEIGHT,
         subject_weight: float = SUBJECT_WEIGHT,
+        substance_weight: float = SUBSTANCE_WEIGHT,
     ) -> None:
         self._embedder = embedder
         self._entity_gate = entity_gate
         self._session_weight = checked_weight(session_weight, "session_weight")
         self._subject_weight = checked_weight(subject_weight, "subject_weight")
+        self._substance_weight = checked_weight(substance_weight, "substance_weight")
         self._clock: Clock = clock or SystemClock()
         self._name = name
         self._floor = relevance_floor
@@ -136,7 +139,8 @@ class InMemoryStore(RowDelegate[_Row]):
             return await graph_recall(self, req, self.recall)
         return await recall_in_time(req, self._search, self._clock.now_ms(),
                                     session_weight=self._session_weight,
-                                    subject_weight=self._subject_weight)
+                                    subject_weight=self._subject_weight,
+                                    substance_weight=self._substance_weight)
 
     async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()

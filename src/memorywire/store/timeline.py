@@ -25,6 +25,7 @@ from memorywire.core.subject_boost import (
     needs_pool,
     subject_ranked,
 )
+from memorywire.core.substance_prior import substance_ranked
 from memorywire.core.time_boost import TIME_POOL, reference_time, time_ranked
 from memorywire.core.time_expressions import resolve
 from memorywire.core.timeline import (
@@ -366,15 +367,17 @@ class RecallPlan:
     when the question writes a name and the answer's memories carry subjects,
     ``SESSION_POOL`` when at least two of its hits carry sessions), and for more when the
     answer lost hits to the validity filter; so a scope with none of these costs what it
-    did before.
+    did before. The substance prior asks for no pool of its own: it re-ranks what the
+    other steps fetched.
     """
 
     def __init__(self, req: RecallRequest, now: int, *, session_weight: float = 0.0,
-                 subject_weight: float = 0.0) -> None:
+                 subject_weight: float = 0.0, substance_weight: float = 0.0) -> None:
         self.req = req
         self._now = now
         self._session_weight = session_weight
         self._subject_weight = subject_weight
+        self._substance_weight = substance_weight
         self._windows = resolve(req.query, reference_time(req, now))
         self._names = names_in(req.query, subject_weight)
         k = min(1000, max(req.k, TIME_POOL)) if self._windows else req.k
@@ -421,6 +424,7 @@ class RecallPlan:
         hits = time_ranked([annotate(h) for h in kept], self._windows)
         hits = subject_ranked(hits, self._names, self._subject_weight)
         hits = session_ranked(hits, self._session_weight)
+        hits = substance_ranked(hits, self._substance_weight)
         if req.include_superseded or req.as_of is not None:
             hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,
                                       as_of=req.as_of is not None)
@@ -431,16 +435,20 @@ class RecallPlan:
 
 async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
                          session_weight: float = 0.0,
-                         subject_weight: float = 0.0) -> RecallResponse:
+                         subject_weight: float = 0.0,
+                         substance_weight: float = 0.0) -> RecallResponse:
     """``search`` (the store's own recall) showing only what is true now or at ``as_of``,
     with memories of a time the question names ranked higher (``core.time_boost``), then
     memories whose subject the question names (``core.subject_boost``, ``subject_weight``),
     then memories whose session holds other good hits (``core.session_evidence``,
-    ``session_weight``). Both weights are the store's settings; 0 (the default here, for a
-    store that does not pass them) turns a boost off. The searches are those of
-    :class:`RecallPlan` (a store may run the plan itself, see its docstring).
+    ``session_weight``), then memories long enough to state something
+    (``core.substance_prior``, ``substance_weight``). The weights are the store's settings;
+    0 (the default here, for a store that does not pass them) turns a boost off. The
+    searches are those of :class:`RecallPlan` (a store may run the plan itself, see its
+    docstring).
     """
-    plan = RecallPlan(req, now, session_weight=session_weight, subject_weight=subject_weight)
+    plan = RecallPlan(req, now, session_weight=session_weight, subject_weight=subject_weight,
+                      substance_weight=substance_weight)
     nxt: RecallRequest | None = plan.request()
     while nxt is not None:
         resp = await search(nxt)

@@ -40,6 +40,7 @@ from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.scoring import candidate_pool, hybrid_rank
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
+from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import InvalidRequest, MemorywireError
@@ -94,7 +95,8 @@ class PostgresStore:
     come back empty when nothing answers it beyond the name (``core.entity_gate``).
     ``session_weight`` (as on SqliteStore) ranks a memory higher when other good hits share
     its ``metadata.session`` (``core.session_evidence``); 0 turns it off.
-    ``subject_weight``: as on SqliteStore (``core.subject_boost``; 0 turns it off)."""
+    ``subject_weight``: as on SqliteStore (``core.subject_boost``; 0 turns it off).
+    ``substance_weight``: as on SqliteStore (``core.substance_prior``; 0 turns it off)."""
 
     #: Parallel workers for the HNSW build at the end of a bulk load (``None``: the server's
     #: ``max_parallel_maintenance_workers``, 2 by default).
@@ -117,11 +119,13 @@ class PostgresStore:
         entity_gate: bool = True,
         session_weight: float = SESSION_WEIGHT,
         subject_weight: float = SUBJECT_WEIGHT,
+        substance_weight: float = SUBSTANCE_WEIGHT,
     ) -> None:
         self._name = name
         self._entity_gate = entity_gate
         self._session_weight = checked_weight(session_weight, "session_weight")
         self._subject_weight = checked_weight(subject_weight, "subject_weight")
+        self._substance_weight = checked_weight(substance_weight, "substance_weight")
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
         self._tail_gap = tail_gap
@@ -261,7 +265,8 @@ class PostgresStore:
             return await graph_recall(self, req, self.recall)
         return await recall_in_time(req, self._search, self._db.clock.now_ms(),
                                     session_weight=self._session_weight,
-                                    subject_weight=self._subject_weight)
+                                    subject_weight=self._subject_weight,
+                                    substance_weight=self._substance_weight)
 
     async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()

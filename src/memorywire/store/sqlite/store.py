@@ -49,6 +49,7 @@ from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.scoring import through_kth_kept
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
+from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import MemorywireError, NotFound
 from memorywire.store._common import (
@@ -118,7 +119,9 @@ class SqliteStore:
     ``session_weight`` ranks a memory higher when other good hits share its
     ``metadata.session`` (``core.session_evidence``); 0 turns it off.
     ``subject_weight`` is the RRF weight of the memories whose ``metadata.speaker`` or
-    ``metadata.entity_name`` the question names (``core.subject_boost``); 0 turns it off."""
+    ``metadata.entity_name`` the question names (``core.subject_boost``); 0 turns it off.
+    ``substance_weight`` is the RRF weight of the hits long enough to state something
+    (``core.substance_prior``); 0 turns it off."""
 
     def __init__(
         self,
@@ -135,6 +138,7 @@ class SqliteStore:
         entity_gate: bool = True,
         session_weight: float = SESSION_WEIGHT,
         subject_weight: float = SUBJECT_WEIGHT,
+        substance_weight: float = SUBSTANCE_WEIGHT,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -155,6 +159,7 @@ class SqliteStore:
         self._entity_gate = entity_gate
         self._session_weight = checked_weight(session_weight, "session_weight")
         self._subject_weight = checked_weight(subject_weight, "subject_weight")
+        self._substance_weight = checked_weight(substance_weight, "substance_weight")
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)
@@ -290,7 +295,8 @@ class SqliteStore:
         returned hits count as recalled."""
         started = time.perf_counter()
         plan = RecallPlan(req, self._clock.now_ms(), session_weight=self._session_weight,
-                          subject_weight=self._subject_weight)
+                          subject_weight=self._subject_weight,
+                          substance_weight=self._substance_weight)
 
         def run() -> list[RecallHit]:
             vec = self._embedder.embed([req.query])[0] if qvec is None else qvec

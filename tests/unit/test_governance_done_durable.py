@@ -72,6 +72,8 @@ from memorywire.wire.models import RememberRequest
 tmp = Path(sys.argv[1])
 
 class KillAfterWrite:
+    honours_write_bracket = False  # governance's async path: intent, the call, then done
+
     def __init__(self, inner):
         self._inner = inner
     def __getattr__(self, name):
@@ -92,10 +94,44 @@ anyio.run(main)
 """
 
 
+#: The same kill on the bracketed path (store.bracket): SQLite's writing thread runs intent,
+#: write and done in one call, so the kill goes between its write and its done.
+CHILD_BRACKETED = r"""
+import os, signal, sys
+from pathlib import Path
+import anyio
+from memorywire.embed.hashing import HashingEmbedder
+from memorywire.governance import GovernedStore, acting_as
+from memorywire.store.sqlite import SqliteStore, writes
+from memorywire.wire.models import RememberRequest
+
+tmp = Path(sys.argv[1])
+write = writes.remember_many
+
+def kill_after_write(*args, **kwargs):
+    out = write(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)  # the effect is committed, `done` not yet written
+    return out
+
+writes.remember_many = kill_after_write
+
+async def main():
+    inner = SqliteStore(tmp / "mem.db", embedder=HashingEmbedder())
+    assert inner.honours_write_bracket
+    g = GovernedStore(inner, tmp / "gov.db")
+    with acting_as("writer"):
+        await g.remember(RememberRequest(agent_id="agent-1", type="semantic", id="m-crash",
+                                         content="Judy moved to Oslo"))
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.parametrize("child", [CHILD, CHILD_BRACKETED], ids=["async", "bracketed"])
 async def test_a_kill_between_effect_and_answer_leaves_the_intent_for_an_operator(
-    tmp_path: Path,
+    tmp_path: Path, child: str,
 ) -> None:
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-c", child, str(tmp_path)],
                           capture_output=True, timeout=120, check=False)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
 

@@ -177,11 +177,24 @@ class StagingDesk:
 
         return run
 
-    async def _withdraw_pending(self, req: ForgetRequest) -> builtins.list[str]:
-        """Close pending remembers a forget names, so no later approval brings them back."""
-        if not req.ids:
-            return []
-        ids, actor, now = list(req.ids), current_actor(), self._clock.now_ms()
-        return await self._w.grouped(
-            lambda: self._queue.withdraw(req.agent_id, req.user_id, ids, actor, now)
-        )
+    async def _withdraw_and_done(
+        self, req: ForgetRequest, resp: ForgetResponse, details: Mapping[str, Any]
+    ) -> tuple[builtins.list[str], builtins.list[str]]:
+        """After a direct forget: close the pending remembers it names (so no later approval
+        brings them back) and write the ``done`` entry naming every id that went, as one
+        grouped job (one commit to wait for, not two; a withdrawal that fails leaves no
+        ``done``, as before). Returns (withdrawn, forgotten)."""
+        actor, now = current_actor(), self._clock.now_ms()
+        ids = list(req.ids or [])
+
+        def run() -> tuple[builtins.list[str], builtins.list[str]]:
+            withdrawn = self._queue.withdraw(req.agent_id, req.user_id, ids, actor, now) \
+                if ids else []
+            forgotten = [*resp.forgotten_ids,
+                         *(i for i in withdrawn if i not in resp.forgotten_ids)]
+            self._audit.write(self._audit.prepare(
+                actor=actor, action="forget", agent_id=req.agent_id, memory_ids=forgotten,
+                details={"phase": "done", **details}))
+            return withdrawn, forgotten
+
+        return await self._w.grouped(run)

@@ -346,9 +346,7 @@ class GovernedStore(ReviewDesk, StagingDesk):
         except MemorywireError as exc:
             await self._phase("failed", "forget", req.agent_id, req.ids or [], {"error": exc.code})
             raise
-        withdrawn = await self._withdraw_pending(req)
-        forgotten = [*resp.forgotten_ids, *(i for i in withdrawn if i not in resp.forgotten_ids)]
-        await self._phase("done", "forget", req.agent_id, forgotten, details)
+        withdrawn, forgotten = await self._withdraw_and_done(req, resp, details)
         return resp.model_copy(update={"forgotten_ids": forgotten}) if withdrawn else resp
 
     async def merge(self, req: MergeRequest) -> MergeResponse:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +64,12 @@ def test_tune_without_freeze_leaves_the_generations_alone(restored_gc: None) -> 
     gc_tuning.tune(GcSettings(freeze=False, threshold=700))
     assert gc.get_freeze_count() == 0
     assert gc.get_threshold()[0] == 700
+
+
+def test_serve_refuses_a_malformed_setting_before_it_starts(tmp_path: Path) -> None:
+    env = {**os.environ, "MEMORYWIRE_HOME": str(tmp_path), THRESHOLD_ENV: "lots"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "memorywire.cli", "serve", "--store", "memory://", "--port",
+         "18765", "--no-auth"], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2
+    assert f"{THRESHOLD_ENV} must be an integer, not 'lots'" in proc.stderr

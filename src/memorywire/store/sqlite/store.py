@@ -120,8 +120,7 @@ class SqliteStore:
     ``subject_weight`` is the RRF weight of the memories whose ``metadata.speaker`` or
     ``metadata.entity_name`` the question names (``core.subject_boost``); 0 turns it off."""
 
-    #: ``remember`` runs governance's audit bracket on its writing thread (store.bracket)
-    honours_write_bracket = True
+    honours_write_bracket = True  # remember runs governance's bracket (store.bracket)
 
     def __init__(
         self,
@@ -207,8 +206,7 @@ class SqliteStore:
         """
         if vectors is not None:
             vectors = checked_vectors(vectors, len(reqs), self._embedder.dim)
-        # governance's intent/done, run on the writing thread (one hop; store.bracket)
-        bracket = take_bracket()
+        bracket = take_bracket()  # governance's intent/done, on the writing thread
 
         def embedded(plain: Sequence[RememberRequest]) -> Vectors:
             return vectors if vectors is not None else writes.embed_requests(self._db, plain)
@@ -216,9 +214,8 @@ class SqliteStore:
         async def write(plain: Sequence[RememberRequest]) -> list[RememberResponse]:
             if bracket is None:
                 return await self._db.call(lambda: writes.remember_many(self._db, plain, vectors))
-            return await self._db.call_bracketed(
-                bracket, lambda: embedded(plain),
-                lambda given: writes.remember_many(self._db, plain, given))
+            return await self._db.call_bracketed(bracket, lambda: embedded(plain), lambda given:
+                                                 writes.remember_many(self._db, plain, given))
 
         async def scanning(plain: Sequence[RememberRequest],
                            scan: Callable[[Vectors | None], None]) -> list[RememberResponse]:

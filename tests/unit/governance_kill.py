@@ -32,6 +32,8 @@ from memorywire.wire.models import RememberRequest
 when, tmp, args = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
 
 class KillAroundRemember:
+    honours_write_bracket = False  # governance's async path: intent, this call, then done
+
     def __init__(self, inner):
         self._inner = inner
     def __getattr__(self, name):

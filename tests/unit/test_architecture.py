@@ -82,6 +82,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store.timeline",
             "memorywire.store.portable",
             "memorywire.store.cascade",
+            "memorywire.store.bracket",
         ),
         "errors wire core embed",
         "anyio numpy",

@@ -11,6 +11,9 @@ while no acknowledged write can carry it, which is why ``done`` is awaited befor
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import apsw
@@ -55,15 +58,54 @@ async def test_each_direct_write_is_answered_after_its_done_is_committed(tmp_pat
     await g.aclose()
 
 
+#: The same kill on the bracketed path (store.bracket): SQLite's writing thread runs intent,
+#: write and done in one call, so the kill goes between its write and its done.
+CHILD_BRACKETED = r"""
+import os, signal, sys
+from pathlib import Path
+import anyio
+from memorywire.embed.hashing import HashingEmbedder
+from memorywire.governance import GovernedStore, acting_as
+from memorywire.store.sqlite import SqliteStore, writes
+from memorywire.wire.models import RememberRequest
+
+tmp = Path(sys.argv[1])
+write = writes.remember_many
+
+def kill_after_write(*args, **kwargs):
+    out = write(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)  # the effect is committed, `done` not yet written
+    return out
+
+writes.remember_many = kill_after_write
+
+async def main():
+    inner = SqliteStore(tmp / "mem.db", embedder=HashingEmbedder())
+    assert inner.honours_write_bracket
+    g = GovernedStore(inner, tmp / "gov.db")
+    with acting_as("writer"):
+        await g.remember(RememberRequest(agent_id="agent-1", type="semantic", id="m-crash",
+                                         content="Judy moved to Oslo"))
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.parametrize("bracketed", [False, True], ids=["async", "bracketed"])
 async def test_a_kill_between_effect_and_answer_leaves_the_intent_for_an_operator(
-    tmp_path: Path,
+    tmp_path: Path, bracketed: bool,
 ) -> None:
     # killed after the store wrote, before `done` was written
-    run_killed(tmp_path, "after", """
-        with acting_as("writer"):
-            await g.remember(RememberRequest(agent_id="agent-1", type="semantic", id="m-crash",
-                                             content="Judy moved to Oslo"))
-    """)
+    if bracketed:
+        proc = subprocess.run([sys.executable, "-c", CHILD_BRACKETED, str(tmp_path)],
+                              capture_output=True, timeout=120, check=False)
+        assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    else:
+        run_killed(tmp_path, "after", """
+            with acting_as("writer"):
+                await g.remember(RememberRequest(agent_id="agent-1", type="semantic",
+                                                 id="m-crash", content="Judy moved to Oslo"))
+        """)
 
     inner, g = open_governed(tmp_path)
     assert await inner.get(A, "m-crash") is not None  # the effect survived the kill

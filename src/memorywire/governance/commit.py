@@ -104,13 +104,16 @@ class CommitDriver:
         self.last_recovery = report
         return report
 
-    async def drive(self, item: QueueItem) -> None:
-        """Commit one ``committing`` item; on refusal mark it ``failed`` and raise ``Conflict``."""
+    async def drive(self, item: QueueItem) -> QueueItem | None:
+        """Commit one ``committing`` item; on refusal mark it ``failed`` and raise ``Conflict``.
+
+        Returns the item as stored once committed (read in the transaction that finished
+        it, so an approve answers without another wait for the worker), ``None`` when it
+        was not ``committing`` any more (another caller drove it)."""
         async with self._lock:
-            fresh = await self._w.grouped(lambda: self._queue.get(item.id))
-            if fresh is None or fresh.status != "committing":
-                return
-            await self._w.grouped(lambda: self._queue.note_attempt(item.id))
+            fresh = await self._w.grouped(lambda: self._claim(item.id))
+            if fresh is None:
+                return None
             try:
                 result, ids = await self._apply(fresh)
             except _TRANSIENT as exc:
@@ -129,7 +132,21 @@ class CommitDriver:
                     " it is marked failed and can be rejected"
                 ) from exc
             now = self._clock.now_ms()
-            await self._w.grouped(lambda: self._queue.finish_commit(fresh, result, ids, now))
+            return await self._w.grouped(lambda: self._finish(fresh, result, ids, now))
+
+    def _claim(self, item_id: str) -> QueueItem | None:
+        """On the worker: the item if it is still ``committing``, its attempt counted in the
+        same savepoint (one group commit, where a read and then a write took two)."""
+        fresh = self._queue.get(item_id)
+        if fresh is None or fresh.status != "committing":
+            return None
+        self._queue.note_attempt(item_id)
+        return fresh
+
+    def _finish(self, fresh: QueueItem, result: dict[str, Any], ids: list[str],
+                now: int) -> QueueItem | None:
+        self._queue.finish_commit(fresh, result, ids, now)
+        return self._queue.get(fresh.id)
 
     async def _apply(self, fresh: QueueItem) -> tuple[dict[str, Any], list[str]]:
         req = fresh.request

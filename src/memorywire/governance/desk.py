@@ -135,7 +135,9 @@ class ReviewDesk:
             lambda: self._queue.begin_commit(item_id, reviewer, content_hash, reason, now)
         )
         if item.status == "committing":
-            await self._driver.drive(item)
+            done = await self._driver.drive(item)
+            if done is not None:  # read where the commit finished: no second wait for it
+                return await self._reviews.review(done, self.approval_url(done.id), False)
         return await self.get_review(item_id, with_diff=False)
 
     async def reject(

@@ -11,7 +11,7 @@ decides (by policy) which calls are staged; the reviewer's side is :mod:`.desk`.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -158,6 +158,12 @@ class StagingDesk:
         """A direct remember's ``intent`` entry, written only if no staged item will create
         the same memory (else ``PendingApproval``): the check and the entry are one job of
         the worker, so a remember waits for one commit before the store acts, not two."""
+        await self._w.grouped(self._intent_job(agent_id, memory_id, details))
+
+    def _intent_job(self, agent_id: str, memory_id: str,
+                    details: Mapping[str, Any]) -> Callable[[], None]:
+        """The worker's job of :meth:`_intent_unless_staged` (also run by a store's write
+        bracket, :mod:`.bracket`), its entry prepared here, on the caller's side."""
         entry = self._audit.prepare(actor=current_actor(), action="remember", agent_id=agent_id,
                                     memory_ids=[memory_id],
                                     details={"phase": "intent", **details})
@@ -169,13 +175,26 @@ class StagingDesk:
                 raise PendingApproval(f"{memory_id} is awaiting approval ({where})")
             self._audit.write(entry)
 
-        await self._w.grouped(run)
+        return run
 
-    async def _withdraw_pending(self, req: ForgetRequest) -> builtins.list[str]:
-        """Close pending remembers a forget names, so no later approval brings them back."""
-        if not req.ids:
-            return []
-        ids, actor, now = list(req.ids), current_actor(), self._clock.now_ms()
-        return await self._w.grouped(
-            lambda: self._queue.withdraw(req.agent_id, req.user_id, ids, actor, now)
-        )
+    async def _withdraw_and_done(
+        self, req: ForgetRequest, resp: ForgetResponse, details: Mapping[str, Any]
+    ) -> tuple[builtins.list[str], builtins.list[str]]:
+        """After a direct forget: close the pending remembers it names (so no later approval
+        brings them back) and write the ``done`` entry naming every id that went, as one
+        grouped job (one commit to wait for, not two; a withdrawal that fails leaves no
+        ``done``, as before). Returns (withdrawn, forgotten)."""
+        actor, now = current_actor(), self._clock.now_ms()
+        ids = list(req.ids or [])
+
+        def run() -> tuple[builtins.list[str], builtins.list[str]]:
+            withdrawn = self._queue.withdraw(req.agent_id, req.user_id, ids, actor, now) \
+                if ids else []
+            forgotten = [*resp.forgotten_ids,
+                         *(i for i in withdrawn if i not in resp.forgotten_ids)]
+            self._audit.write(self._audit.prepare(
+                actor=actor, action="forget", agent_id=req.agent_id, memory_ids=forgotten,
+                details={"phase": "done", **details}))
+            return withdrawn, forgotten
+
+        return await self._w.grouped(run)

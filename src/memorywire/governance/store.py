@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from memorywire.errors import (
 )
 from memorywire.governance.actor import current_actor
 from memorywire.governance.audit import AuditLog
+from memorywire.governance.bracket import RememberBracket
 from memorywire.governance.chain import canonical_json, sha256_hex
 from memorywire.governance.checks import check_remember
 from memorywire.governance.commit import CommitDriver, HardForgetSigner
@@ -55,6 +56,7 @@ from memorywire.governance.review import ReviewBuilder
 from memorywire.governance.staging import StagingDesk
 from memorywire.governance.worker import GovWorker
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
+from memorywire.store.bracket import bracketing, honours_bracket
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.timeline import no_conflict_scan
 from memorywire.wire.memory_ops import UpdateMemoryRequest
@@ -263,20 +265,48 @@ class GovernedStore(ReviewDesk, StagingDesk):
             )
         meta = {**content_h, "type": req.type.value, "source": req.source,
                 "user_id": req.user_id}
-        await self._intent_unless_staged(req.agent_id, item_id, meta)
-        try:
-            # ``review`` has looked already; ``off`` does not want the scan's cost
-            with no_conflict_scan() if on_conflict.action in ("off", "review") else nullcontext():
-                resp = await self._inner.remember(req)
-        except MemorywireError as exc:
-            await self._phase("failed", "remember", req.agent_id, [item_id], {"error": exc.code})
-            raise
-        done = {**meta, "stores": resp.stores}
-        await self._phase("done", "remember", req.agent_id, [resp.id], done)
+        # ``review`` has looked already; ``off`` does not want the scan's cost
+        scan = no_conflict_scan() if on_conflict.action in ("off", "review") else nullcontext()
+        if honours_bracket(self._inner) and not req.supersedes:
+            resp = await self._remember_bracketed(req, item_id, meta, scan)
+        else:
+            await self._intent_unless_staged(req.agent_id, item_id, meta)
+            try:
+                with scan:
+                    resp = await self._inner.remember(req)
+            except MemorywireError as exc:
+                await self._phase("failed", "remember", req.agent_id, [item_id],
+                                  {"error": exc.code})
+                raise
+            done = {**meta, "stores": resp.stores}
+            await self._phase("done", "remember", req.agent_id, [resp.id], done)
         if found:
             resp = resp.model_copy(update={"conflicts": found})
         if on_conflict.action == "auto":
             await apply_auto(self, req, resp, on_conflict)
+        return resp
+
+    async def _remember_bracketed(self, req: RememberRequest, item_id: str,
+                                  meta: Mapping[str, Any],
+                                  scan: AbstractContextManager[Any]) -> RememberResponse:
+        """The inner store runs intent, write and ``done`` in its one worker-thread call
+        (:mod:`.bracket`). Not for ``supersedes``: closing the old memories is part of the
+        write and happens after the store's thread call, so ``done`` would precede it."""
+        bracket = RememberBracket(self._w, self._audit,
+                                  self._intent_job(req.agent_id, item_id, meta),
+                                  req.agent_id, item_id, meta)
+        try:
+            with scan, bracketing(bracket):
+                resp = await self._inner.remember(req)
+        except MemorywireError as exc:
+            if bracket.begun:
+                raise
+            # refused before its thread ran: recorded as the async path records it
+            await self._intent_unless_staged(req.agent_id, item_id, meta)
+            await self._phase("failed", "remember", req.agent_id, [item_id], {"error": exc.code})
+            raise
+        if not bracket.begun:  # a store that declared the bracket and skipped it: a bug
+            raise MemorywireError(f"store {self._inner.name!r} wrote without its audit bracket")
         return resp
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
@@ -316,9 +346,7 @@ class GovernedStore(ReviewDesk, StagingDesk):
         except MemorywireError as exc:
             await self._phase("failed", "forget", req.agent_id, req.ids or [], {"error": exc.code})
             raise
-        withdrawn = await self._withdraw_pending(req)
-        forgotten = [*resp.forgotten_ids, *(i for i in withdrawn if i not in resp.forgotten_ids)]
-        await self._phase("done", "forget", req.agent_id, forgotten, details)
+        withdrawn, forgotten = await self._withdraw_and_done(req, resp, details)
         return resp.model_copy(update={"forgotten_ids": forgotten}) if withdrawn else resp
 
     async def merge(self, req: MergeRequest) -> MergeResponse:

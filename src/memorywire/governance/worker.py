@@ -110,6 +110,19 @@ class GovWorker:
         self._submit(_Grouped(fn, fut))
         return await asyncio.wrap_future(fut)
 
+    def submit_grouped(self, fn: Callable[[], T]) -> concurrent.futures.Future[T]:
+        """:meth:`grouped` for another worker thread, which waits on the future itself (a
+        store's writing thread running governance's bracket: no event-loop hop)."""
+        fut: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._submit(_Grouped(fn, fut))
+        return fut
+
+    def submit_append(self, entry: PendingEntry) -> concurrent.futures.Future[AuditEntry]:
+        """:meth:`append` for another worker thread (see :meth:`submit_grouped`)."""
+        fut: concurrent.futures.Future[AuditEntry] = concurrent.futures.Future()
+        self._submit(_Append(entry, fut))
+        return fut
+
     async def append(self, entry: PendingEntry) -> AuditEntry:
         """Write one entry (grouped with others waiting); returns once it is committed."""
         fut: concurrent.futures.Future[AuditEntry] = concurrent.futures.Future()

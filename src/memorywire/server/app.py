@@ -211,9 +211,11 @@ def run_server(
     import anyio
     import uvicorn
 
+    from memorywire.server import gc_tuning
     from memorywire.server.timeouts import uvicorn_config
 
     index, count = worker
+    gc_settings = gc_tuning.settings_from_env()  # a malformed value fails before loading
 
     async def main() -> None:
         async with running(config, http=True) as runtime:
@@ -225,6 +227,7 @@ def run_server(
             app = http_app(runtime)
             if on_ready is not None:
                 on_ready(cfg, endpoints(app, cfg))
+            gc_tuning.tune(gc_settings)  # startup's objects are never garbage: freeze them
             sockets = None if listen is None else [listen()]
             server = uvicorn.Server(
                 uvicorn_config(app, cfg.host, cfg.port, cfg.timeouts(), log_level=log_level)

@@ -32,6 +32,7 @@ from memorywire.errors import (
     StoreCorrupt,
 )
 from memorywire.store._vector_cache import CachedRow, ScopeCache, ScopeIndex
+from memorywire.store.bracket import WriteBracket, run_bracketed
 from memorywire.store.sqlite.contexts import CONTEXT_SQL, metadata_of
 from memorywire.store.sqlite.schema import agent_number, open_database, vid_range
 from memorywire.wire.models import (
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_P = TypeVar("_P")
 
 #: A record's columns; the last is the ``metadata.context`` text kept beside the row.
 COLS = (
@@ -201,20 +203,29 @@ class SqliteDb:
             for callback in self._on_commit:
                 callback()
 
-    async def call(self, fn: Callable[[], _T]) -> _T:
-        def run() -> _T:
-            try:
-                return fn()
-            except MemorywireError:
-                raise
-            except apsw.BusyError as exc:
-                raise BackendUnavailable(f"database is busy: {exc}", retry_after=0.1) from exc
-            except (apsw.CorruptError, apsw.NotADBError) as exc:
-                raise StoreCorrupt(f"{self.path} is corrupt: {exc}") from exc
-            except apsw.Error as exc:
-                raise BackendUnavailable(f"SQLite failed: {exc}") from exc
+    def guarded(self, fn: Callable[[], _T]) -> _T:
+        """``fn()`` with SQLite's errors as memorywire's (on the worker thread)."""
+        try:
+            return fn()
+        except MemorywireError:
+            raise
+        except apsw.BusyError as exc:
+            raise BackendUnavailable(f"database is busy: {exc}", retry_after=0.1) from exc
+        except (apsw.CorruptError, apsw.NotADBError) as exc:
+            raise StoreCorrupt(f"{self.path} is corrupt: {exc}") from exc
+        except apsw.Error as exc:
+            raise BackendUnavailable(f"SQLite failed: {exc}") from exc
 
-        return await anyio.to_thread.run_sync(run)
+    async def call(self, fn: Callable[[], _T]) -> _T:
+        return await anyio.to_thread.run_sync(lambda: self.guarded(fn))
+
+    async def call_bracketed(self, bracket: WriteBracket | None, prepare: Callable[[], _P],
+                             write: Callable[[_P], _T]) -> _T:
+        """``write(prepare())`` in one worker-thread call, inside governance's ``bracket``
+        (see :mod:`memorywire.store.bracket`); each part's SQLite errors become memorywire's
+        before the bracket sees them, as they would through :meth:`call`."""
+        return await anyio.to_thread.run_sync(lambda: run_bracketed(
+            bracket, lambda: self.guarded(prepare), lambda p: self.guarded(lambda: write(p))))
 
     def version(self, conn: Any, agent_id: str) -> int:
         row = conn.execute("SELECT version FROM scopes WHERE agent_id = ?", (agent_id,)).fetchone()

@@ -59,6 +59,7 @@ from memorywire.store._common import (
     shortest_hops,
 )
 from memorywire.store.base import STORAGE_CAPABILITIES, Capability, Health
+from memorywire.store.bracket import take_bracket
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
@@ -122,6 +123,8 @@ class SqliteStore:
     ``metadata.entity_name`` the question names (``core.subject_boost``); 0 turns it off.
     ``substance_weight`` is the RRF weight of the hits long enough to state something
     (``core.substance_prior``); 0 turns it off."""
+
+    honours_write_bracket = True  # remember runs governance's bracket (store.bracket)
 
     def __init__(
         self,
@@ -209,21 +212,28 @@ class SqliteStore:
         """
         if vectors is not None:
             vectors = checked_vectors(vectors, len(reqs), self._embedder.dim)
+        bracket = take_bracket()  # governance's intent/done, on the writing thread
+
+        def embedded(plain: Sequence[RememberRequest]) -> Vectors:
+            return vectors if vectors is not None else writes.embed_requests(self._db, plain)
 
         async def write(plain: Sequence[RememberRequest]) -> list[RememberResponse]:
-            return await self._db.call(lambda: writes.remember_many(self._db, plain, vectors))
+            if bracket is None:
+                return await self._db.call(lambda: writes.remember_many(self._db, plain, vectors))
+            return await self._db.call_bracketed(bracket, lambda: embedded(plain), lambda given:
+                                                 writes.remember_many(self._db, plain, given))
 
         async def scanning(plain: Sequence[RememberRequest],
                            scan: Callable[[Vectors | None], None]) -> list[RememberResponse]:
-            def run() -> list[RememberResponse]:
+            def prepare() -> Vectors:
                 # The new vectors first, so the conflict scan (which reads what was stored
                 # before this write) compares meaning too; the write then reuses them.
-                given = vectors if vectors is not None else \
-                    writes.embed_requests(self._db, plain)
+                given = embedded(plain)
                 scan(given)
-                return writes.remember_many(self._db, plain, given)
+                return given
 
-            return await self._db.call(run)
+            return await self._db.call_bracketed(
+                bracket, prepare, lambda given: writes.remember_many(self._db, plain, given))
 
         return await remember_in_time(self, reqs, write, scanning=scanning)
 

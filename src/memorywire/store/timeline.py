@@ -202,12 +202,19 @@ def _conflicts_now(store: TextScan, reqs: Sequence[RememberRequest],
     """:func:`_conflicts` for a whole batch, blocking, for a store's own worker thread
     (``scopes`` are decided beforehand, in the caller's context). With the batch's
     ``vectors`` and a :class:`VectorScanNow` store each write reads its scope with its cosines
-    (one scan per write, for the meaning rule); otherwise one scan per scope."""
+    (one scan per write, for the meaning rule); otherwise one scan per scope.
+
+    A scope holding nothing current has nothing to contradict: one row read per scope says
+    so, and its writes skip their scans (the first batch of a new scope, an import or a
+    conversation written at once, paid a scan per write for an empty answer)."""
     by_meaning = vectors is not None and isinstance(store, VectorScanNow)
     seen: dict[Scope, list[tuple[str, str]]] = {}
+    empty: dict[Scope, bool] = {}
     out: list[list[ConflictCandidate]] = []
     for n, (req, scope) in enumerate(zip(reqs, scopes, strict=True)):
-        if scope is None:
+        if scope is not None and by_meaning and scope not in empty:
+            empty[scope] = not store.current_texts_now(*scope, 1)
+        if scope is None or empty.get(scope, False):
             out.append([])
         elif by_meaning and vectors is not None:
             rows = cast("VectorScanNow", store).current_vectors_now(*scope, CONFLICT_SCAN_LIMIT,

@@ -19,6 +19,7 @@ import pytest
 
 from memorywire.core.clock import FakeClock
 from memorywire.embed.hashing import HashingEmbedder
+from memorywire.store.portable import OnConflict
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import ForgetRequest, MemoryType, RecallRequest, RememberRequest
 
@@ -77,6 +78,45 @@ async def test_a_batch_writes_the_index_a_bounded_number_of_times(tmp_path: Path
         assert await _top(store, "narwhal1") == "t1"
     finally:
         await store.aclose()
+
+
+async def test_an_import_page_writes_the_index_a_bounded_number_of_times(
+    tmp_path: Path
+) -> None:
+    """Import (and migration) pages had the same interleaving; a row replaced in the middle
+    of a page still ends with its new words only."""
+    source, target = _store(tmp_path / "src.db"), _store(tmp_path / "dst.db")
+    writes: list[str] = []
+
+    def seen(statement: str, _ns: int) -> None:
+        if "memories_fts_data" in statement and not statement.lstrip().startswith("SELECT"):
+            writes.append(statement)
+
+    try:
+        reply = " ".join(f"{w} said something about the weather today" for w in _WORDS) * 4
+        await source.remember_many([
+            RememberRequest(agent_id="a", type=MemoryType.EPISODIC, id=f"t{i:03d}",
+                            content=f"turn {i} mentions {_WORDS[i % len(_WORDS)]}{i}",
+                            metadata={"context": reply})
+            for i in range(120)])
+        rows = await source.export_rows("a", None, 1000)
+        await target.remember(RememberRequest(agent_id="a", type=MemoryType.EPISODIC,
+                                              id="t060", content="an older wombat note"))
+        conn: Any = target._db._conn
+        conn.setprofile(seen)
+        counts = await target.import_rows(rows, OnConflict.REPLACE,
+                                          vectors=await source.vectors_of(rows))
+        conn.setprofile(None)
+        assert (counts.inserted, counts.replaced) == (119, 1)
+        # Row by row (before), this page wrote index pages 501 times; now 22.
+        assert 0 < len(writes) < 120
+        assert await _found(target, "narwhal1") == ["t001"]
+        assert await _found(target, "tapir61") == ["t061"]
+        assert await _found(target, "wombat") == []
+        assert len(await _found(target, "weather")) == 120
+    finally:
+        await source.aclose()
+        await target.aclose()
 
 
 async def test_every_memory_of_a_batch_is_found_a_revived_one_too(tmp_path: Path) -> None:

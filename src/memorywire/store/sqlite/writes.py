@@ -29,7 +29,8 @@ from memorywire.store.sqlite.maintenance import ROW_COLS, row_of, write_row
 from memorywire.store.sqlite.schema import agent_number, scope_token, vid
 from memorywire.wire.models import MemoryType, RememberRequest, RememberResponse
 
-__all__ = ["conflict_scan", "conflict_scan_vectors", "embed_requests", "remember_many"]
+__all__ = ["conflict_scan", "conflict_scan_vectors", "embed_requests", "index_last",
+           "remember_many"]
 
 
 def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
@@ -48,7 +49,7 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
     blobs = [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors]
     out: list[RememberResponse] = []
     # The new rows' full-text entries, written after every other row of the batch: see
-    # _index_last.
+    # index_last.
     indexed: list[tuple[int, str, str]] = []
     with db.tx() as conn:
         now = db.clock.now_ms()
@@ -68,7 +69,7 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
                         continue
                     # A dead row revived in place: same rid, the new write's every field. The
                     # batch's entries so far go in first, so this row's own come after them.
-                    _index_last(conn, indexed)
+                    index_last(conn, indexed)
                     write_row(db, conn, rid, old, new_row(r, r.id, stored, now), False)
                     conn.execute("INSERT OR REPLACE INTO vectors VALUES(?, ?)",
                                  (vid(numbers[r.agent_id], rid), blobs[i]))
@@ -99,7 +100,7 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
                 rid, mid, r.user_id, r.type, now, r.expires_at, False, vectors[i]))
             out.append(RememberResponse(id=mid, stored_at=now, stores=[db.name],
                                         pending_approval=False))
-        _index_last(conn, indexed)
+        index_last(conn, indexed)
         for agent_id, rows in added.items():
             if agent_id not in revived:
                 db.append_on_commit(conn, agent_id, rows)
@@ -108,7 +109,7 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
     return out
 
 
-def _index_last(conn: Any, indexed: list[tuple[int, str, str]]) -> None:
+def index_last(conn: Any, indexed: list[tuple[int, str, str]]) -> None:
     """Write (and forget) the full-text entries of ``indexed`` in one go.
 
     FTS5 keeps a transaction's new entries in memory and writes them out as one segment at

@@ -142,7 +142,7 @@ async def test_a_first_write_of_a_one_shot_store_scans_nothing(tmp_path: Path) -
 async def test_a_new_scopes_first_batch_parses_and_scans_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A conversation or an import written at once into a new scope has nothing to
+    """A conversation or a bulk remember written at once into a new scope has nothing to
     contradict; a scan and a parse per memory anyway was about half of such a write's Python
     (docs/benchmarks.md, ingest19). The answer is unchanged: no conflicts, and the next write
     still finds the first batch's memory."""

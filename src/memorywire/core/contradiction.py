@@ -274,7 +274,7 @@ def find_conflicts(new: str, stored: Iterable[tuple[str, str]], limit: int = 5, 
     same as scoring every pair.
 
     With nothing stored there is nothing to contradict, and ``new`` is not parsed: the first
-    batch into a new scope (an import, a conversation written at once) was paying a parse
+    batch into a new scope (a conversation written at once) was paying a parse
     per memory, about half of what its write cost in Python (docs/benchmarks.md, ingest19).
     """
     pairs = list(stored)

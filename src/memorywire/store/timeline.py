@@ -207,7 +207,7 @@ def _conflicts_now(store: TextScan, reqs: Sequence[RememberRequest],
 
     A scope holding nothing current has nothing to contradict: for a scope with several
     writes in the batch one row read says so, and its writes skip their scans (the first
-    batch of a new scope, an import or a conversation written at once, paid a scan per
+    batch of a new scope, a conversation written at once, paid a scan per
     write for an empty answer). A single write's own scan answers that as cheaply."""
     by_meaning = vectors is not None and isinstance(store, VectorScanNow)
     seen: dict[Scope, list[tuple[str, str]]] = {}

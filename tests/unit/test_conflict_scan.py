@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from memorywire.core import contradiction
 from memorywire.core.clock import FakeClock
 from memorywire.core.contradiction import Candidate, find_conflicts, judge
 from memorywire.core.records import ListQuery
@@ -133,5 +135,40 @@ async def test_a_first_write_of_a_one_shot_store_scans_nothing(tmp_path: Path) -
         again = await store.remember(RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
                                                      content="the user lives in Paris"))
         assert [c.id for c in again.conflicts or []] == [resp.id]
+    finally:
+        await store.aclose()
+
+
+async def test_a_new_scopes_first_batch_parses_and_scans_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conversation or a bulk remember written at once into a new scope has nothing to
+    contradict; a scan and a parse per memory anyway was about half of such a write's Python
+    (docs/benchmarks.md, ingest19). The answer is unchanged: no conflicts, and the next write
+    still finds the first batch's memory."""
+    store = SqliteStore(tmp_path / "s.db", embedder=HashingEmbedder())
+    scans: list[str] = []
+    scan = store.current_vectors_now
+
+    def counted(agent_id: str, *args: Any) -> list[tuple[str, str, float]]:
+        scans.append(agent_id)
+        return scan(agent_id, *args)
+
+    monkeypatch.setattr(store, "current_vectors_now", counted)
+    texts = ["the user's favourite airline is KLM", "the user lives in Berlin",
+             "the user works at Acme", "the user's cat is called Tom"]
+    try:
+        before = contradiction._parse.cache_info().misses
+        out = await store.remember_many([
+            RememberRequest(agent_id="a", type=MemoryType.SEMANTIC, content=t, id=f"m{i}")
+            for i, t in enumerate(texts)])
+        assert all(not r.conflicts for r in out)
+        assert contradiction._parse.cache_info().misses == before and scans == []
+        assert find_conflicts("the user's favourite airline is Ryanair", []) == []
+        assert contradiction._parse.cache_info().misses == before
+        later = await store.remember(RememberRequest(
+            agent_id="a", type=MemoryType.SEMANTIC,
+            content="the user's favourite airline is Ryanair"))
+        assert [c.id for c in later.conflicts or []] == ["m0"] and scans == ["a"]
     finally:
         await store.aclose()

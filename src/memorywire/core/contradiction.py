@@ -272,10 +272,17 @@ def find_conflicts(new: str, stored: Iterable[tuple[str, str]], limit: int = 5, 
     larger id cannot enter. In a scope of look-alike notes (an agent's log) most pairs
     qualify, at 1.0, and scoring them all was most of a remember's scan; the result is the
     same as scoring every pair.
+
+    With nothing stored there is nothing to contradict, and ``new`` is not parsed: the first
+    batch into a new scope (a conversation written at once) was paying a parse
+    per memory, about half of what its write cost in Python (docs/benchmarks.md, ingest19).
     """
+    pairs = list(stored)
+    if not pairs:
+        return []
     b = _parse(new)
     subject, words = b.subject - _GENERIC, b.content
-    texts = [(id, _parse(text)) for id, text in stored]
+    texts = [(id, _parse(text)) for id, text in pairs]
     # Pairs that share no subject word and fewer than two words (the common case) are
     # decided without building a verdict; the rest are scored in id order (a stable sort:
     # equal ids keep their order, as ``nsmallest`` does), so once ``limit`` pairs at 1.0,

@@ -10,6 +10,7 @@ contradiction candidates among the scope's memories, and filters recall to what 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -203,12 +204,21 @@ def _conflicts_now(store: TextScan, reqs: Sequence[RememberRequest],
     """:func:`_conflicts` for a whole batch, blocking, for a store's own worker thread
     (``scopes`` are decided beforehand, in the caller's context). With the batch's
     ``vectors`` and a :class:`VectorScanNow` store each write reads its scope with its cosines
-    (one scan per write, for the meaning rule); otherwise one scan per scope."""
+    (one scan per write, for the meaning rule); otherwise one scan per scope.
+
+    A scope holding nothing current has nothing to contradict: for a scope with several
+    writes in the batch one row read says so, and its writes skip their scans (the first
+    batch of a new scope, a conversation written at once, paid a scan per
+    write for an empty answer). A single write's own scan answers that as cheaply."""
     by_meaning = vectors is not None and isinstance(store, VectorScanNow)
     seen: dict[Scope, list[tuple[str, str]]] = {}
+    empty: dict[Scope, bool] = {}
+    writes = Counter(scopes)
     out: list[list[ConflictCandidate]] = []
     for n, (req, scope) in enumerate(zip(reqs, scopes, strict=True)):
-        if scope is None:
+        if scope is not None and by_meaning and writes[scope] > 1 and scope not in empty:
+            empty[scope] = not store.current_texts_now(*scope, 1)
+        if scope is None or empty.get(scope, False):
             out.append([])
         elif by_meaning and vectors is not None:
             rows = cast("VectorScanNow", store).current_vectors_now(*scope, CONFLICT_SCAN_LIMIT,

@@ -21,6 +21,7 @@ from memorywire.store.sqlite.contexts import put_context, stored_metadata
 from memorywire.store.sqlite.db import SqliteDb, checked_vectors
 from memorywire.store.sqlite.maintenance import ROW_COLS, row_of, write_row
 from memorywire.store.sqlite.schema import agent_number, scope_token, vid
+from memorywire.store.sqlite.writes import index_last
 
 __all__ = ["export_rows", "import_rows", "vectors_of"]
 
@@ -65,7 +66,10 @@ def _set_vector(conn: Any, row: Row, rid: int, vector: Any) -> None:
                   scope_token(row.agent_id)))
 
 
-def _insert(conn: Any, row: Row, vector: Any) -> None:
+def _insert(conn: Any, row: Row, vector: Any, indexed: list[tuple[int, str, str]]) -> None:
+    """A new row; its full-text entry joins ``indexed``, written after the page's other
+    rows (see :func:`~memorywire.store.sqlite.writes.index_last`). A new row id has no entry
+    to delete: every path that deletes a row deletes its entry."""
     meta, context = stored_metadata(row.metadata)
     rid = conn.execute(
         "INSERT INTO memories(agent_id, id, user_id, type, content, metadata, confidence, "
@@ -77,7 +81,11 @@ def _insert(conn: Any, row: Row, vector: Any) -> None:
          int(row.demoted), row.last_recalled_at, row.recall_count),
     ).fetchone()[0]
     put_context(conn, rid, context)
-    _set_vector(conn, row, rid, vector)
+    number = agent_number(conn, row.agent_id, create=True) or 0
+    conn.execute("INSERT OR REPLACE INTO vectors VALUES(?, ?)",
+                 (vid(number, rid), np.ascontiguousarray(vector, dtype=np.float32).tobytes()))
+    indexed.append((rid, lexical_text(row.type, row.stored, row.metadata),
+                    scope_token(row.agent_id)))
     conn.executemany("INSERT OR IGNORE INTO links VALUES(?, ?, ?, 'link')",
                      [(row.agent_id, row.id, d) for d in links_of(row.metadata)])
     if row.merged_into is not None:
@@ -95,6 +103,7 @@ def import_rows(db: SqliteDb, rows: Sequence[Row], on_conflict: OnConflict,
     if given is not None:
         checked_vectors(np.asarray(given, dtype=np.float32), len(rows), db.embedder.dim)
     counts = ImportCounts()
+    indexed: list[tuple[int, str, str]] = []
     with db.tx() as conn:
         touched: set[str] = set()
         for row, vector in zip(rows, vectors, strict=True):
@@ -104,15 +113,17 @@ def import_rows(db: SqliteDb, rows: Sequence[Row], on_conflict: OnConflict,
                 counts.skipped += 1
                 continue
             if got is None:
-                _insert(conn, row, vector)
+                _insert(conn, row, vector, indexed)
                 counts.inserted += 1
             else:
+                index_last(conn, indexed)  # the entries before this row's own, as written
                 rid, old = row_of(got)
                 write_row(db, conn, rid, old, row, False)
                 if given is not None or old.stored != row.stored:
                     _set_vector(conn, row, rid, vector)
                 counts.replaced += 1
             touched.add(row.agent_id)
+        index_last(conn, indexed)
         for agent_id in sorted(touched):
             db.bump(conn, agent_id)
     return counts

@@ -7,6 +7,7 @@ revived in place (see :func:`memorywire.core.records.remember_action`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,8 @@ from memorywire.store.sqlite.maintenance import ROW_COLS, row_of, write_row
 from memorywire.store.sqlite.schema import agent_number, scope_token, vid
 from memorywire.wire.models import MemoryType, RememberRequest, RememberResponse
 
-__all__ = ["conflict_scan", "conflict_scan_vectors", "embed_requests", "remember_many"]
+__all__ = ["conflict_scan", "conflict_scan_vectors", "embed_requests", "index_last",
+           "remember_many"]
 
 
 def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
@@ -46,6 +48,9 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
     vectors = given if given is not None else db.embedder.embed(texts)
     blobs = [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in vectors]
     out: list[RememberResponse] = []
+    # The new rows' full-text entries, written after every other row of the batch: see
+    # index_last.
+    indexed: list[tuple[int, str, str]] = []
     with db.tx() as conn:
         now = db.clock.now_ms()
         added: dict[str, list[CachedRow]] = {}
@@ -62,7 +67,9 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
                         out.append(RememberResponse(id=r.id, stored_at=old.created_at,
                                                     stores=[db.name], pending_approval=False))
                         continue
-                    # A dead row revived in place: same rid, the new write's every field.
+                    # A dead row revived in place: same rid, the new write's every field. The
+                    # batch's entries so far go in first, so this row's own come after them.
+                    index_last(conn, indexed)
                     write_row(db, conn, rid, old, new_row(r, r.id, stored, now), False)
                     conn.execute("INSERT OR REPLACE INTO vectors VALUES(?, ?)",
                                  (vid(numbers[r.agent_id], rid), blobs[i]))
@@ -85,8 +92,7 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
                 put_context(conn, rid, metas[i][1])
             conn.execute("INSERT INTO vectors VALUES(?, ?)",
                          (vid(numbers[r.agent_id], rid), blobs[i]))
-            conn.execute("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
-                         (rid, keys[i], tokens[r.agent_id]))
+            indexed.append((rid, keys[i], tokens[r.agent_id]))
             if links[i]:
                 conn.executemany("INSERT OR IGNORE INTO links VALUES(?, ?, ?, 'link')",
                                  [(r.agent_id, mid, dst) for dst in links[i]])
@@ -94,12 +100,29 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
                 rid, mid, r.user_id, r.type, now, r.expires_at, False, vectors[i]))
             out.append(RememberResponse(id=mid, stored_at=now, stores=[db.name],
                                         pending_approval=False))
+        index_last(conn, indexed)
         for agent_id, rows in added.items():
             if agent_id not in revived:
                 db.append_on_commit(conn, agent_id, rows)
         for agent_id in revived:
             db.bump(conn, agent_id)
     return out
+
+
+def index_last(conn: Any, indexed: list[tuple[int, str, str]]) -> None:
+    """Write (and forget) the full-text entries of ``indexed`` in one go.
+
+    FTS5 keeps a transaction's new entries in memory and writes them out as one segment at
+    commit, unless a statement savepoint comes first: FTS5 flushes its pending entries at
+    every savepoint, and SQLite opens one for each statement that may abort half-way and
+    writes several b-trees, such as the ``INSERT INTO memories`` of the next row (a unique
+    index). Interleaved, every row became its own tiny segment and automerge rewrote them
+    over and over: a turn carrying a 2,000-character reply cost about twice as much to write
+    (docs/benchmarks.md, ingest19). The entries are the same, so is every ranking."""
+    if indexed:
+        conn.executemany("INSERT INTO memories_fts(rowid, body, scope) VALUES(?, ?, ?)",
+                         indexed)
+        indexed.clear()
 
 
 def embed_requests(db: SqliteDb, reqs: Sequence[RememberRequest]) -> Vectors:

@@ -382,6 +382,9 @@ class RecallPlan:
                                              "asked_at": None, "k": k})
         self._pooled = False
         self._widened = False
+        #: The last results judged visible and those kept: :meth:`deeper` judges the same
+        #: list :meth:`finish` then answers from (a pool is 100 hits: judged once, not twice).
+        self._judged: tuple[Sequence[RecallHit], list[RecallHit]] | None = None
 
     def request(self) -> RecallRequest:
         """The search to run now (the store's own recall: no time, no validity)."""
@@ -402,17 +405,24 @@ class RecallPlan:
                 return self._plain
         if self._widened or k >= 1000 or len(results) < k:
             return None  # already widened for lost hits, at the cap, or the scope is short
-        if all(is_visible(h, self.req, self._now) for h in results):
+        if len(self._visible(results)) == len(results):
             return None
         self._widened = True
         self._plain = self._plain.model_copy(update={"k": min(1000, k * 4 + 10)})
         return self._plain
 
+    def _visible(self, results: Sequence[RecallHit]) -> list[RecallHit]:
+        """``results`` visible now (or at ``as_of``), in order."""
+        if self._judged is None or self._judged[0] is not results:
+            self._judged = (results, [h for h in results
+                                      if is_visible(h, self.req, self._now)])
+        return self._judged[1]
+
     def finish(self, results: Sequence[RecallHit]) -> list[RecallHit]:
         """The recall's answer from the last search's ``results``: visible now (or at
         ``as_of``), re-ranked by the boosts, cut to ``k``."""
         req, now = self.req, self._now
-        kept = [h for h in results if is_visible(h, req, now)]
+        kept = self._visible(results)
         hits = time_ranked([annotate(h) for h in kept], self._windows)
         hits = subject_ranked(hits, self._names, self._subject_weight)
         hits = session_ranked(hits, self._session_weight)

@@ -328,12 +328,14 @@ class SqliteStore:
             feedback_weight=self._feedback_weight, memo=memo)
         if not ranked:
             return [], set()
-        wanted = json.dumps([s.id for s in ranked])
-        rows = {
-            r[0]: r for r in conn.execute(
+        # rows already read by an earlier search of this recall (same snapshot) are reused:
+        # a pool's 100 hits hold the first answer's
+        rows: dict[str, Any] = memo.setdefault("rows", {})
+        missing = [s.id for s in ranked if s.id not in rows]
+        if missing:
+            rows.update((r[0], r) for r in conn.execute(
                 f"SELECT {COLS}, rid FROM memories WHERE agent_id = ? AND id IN {IN_JSON}",
-                (req.agent_id, wanted))
-        }
+                (req.agent_id, json.dumps(missing))))
         if gated and not self._answers(req.query, [rows[s.id] for s in ranked], index):
             return [], set()
         ranked = ranked[:req.k]

@@ -68,7 +68,7 @@ from memorywire.store.sqlite.db import (
     VISIBLE,
     SqliteDb,
     checked_vectors,
-    hit_of,
+    hits_of,
     mark_recalled,
     record_of,
     scope_sql,
@@ -339,7 +339,7 @@ class SqliteStore:
         if gated and not self._answers(req.query, [rows[s.id] for s in ranked], index):
             return [], set()
         ranked = ranked[:req.k]
-        return ([hit_of(s, rows[s.id], self._name) for s in ranked],
+        return (hits_of(ranked, rows, self._name),
                 {s.id for s in ranked if s.core})
 
     def _entity_gated(self, req: RecallRequest) -> bool:

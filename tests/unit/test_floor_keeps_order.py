@@ -66,3 +66,24 @@ def test_cut_rows_are_listed_only_up_to_the_kth_kept_row() -> None:
     # Without keep_cut (every other store) the cut rows are simply absent.
     plain = hybrid_rank(cos, order, [], k=2, floor=0.36, lexical_floor=0.36, tail_gap=0.3)
     assert [s.id for s in plain] == ["a", "b"]
+
+
+async def test_a_cut_row_listed_for_the_re_ranking_is_not_counted_as_recalled(
+        tmp_path: Path) -> None:
+    # k=10 > the three kept rows: B2 is listed (cut) for session evidence, then left out;
+    # no_recall_in_days expiry must see it as never recalled. (C1 and B1, the returned tail,
+    # do not count either: only rows the per-row floors hold do, ``Scored.core``.)
+    store = SqliteStore(tmp_path / "stats.db", embedder=EMB)
+    try:
+        await store.remember_many([req("u", t, id=f"m{i}", metadata={"session": SESSION[t]})
+                                   for i, t in enumerate(SESSION)])
+        got = await store.recall(RecallRequest(agent_id="u", query=QUESTION, k=10))
+        assert [str(h.content) for h in got.results] == [A1, B1, C1]
+        counts = {}
+        for i, text in enumerate(SESSION):
+            rec = await store.get("u", f"m{i}")
+            assert rec is not None
+            counts[text] = rec.recall_count
+        assert counts == {A1: 1, C1: 0, B1: 0, B2: 0}
+    finally:
+        await store.aclose()

@@ -210,3 +210,20 @@ async def test_sqlite_scan_reads_the_newest_current_memories_of_the_scope(
         assert [c.id for c in later.conflicts or []] == [klm]  # the superseded one is history
     finally:
         await s.aclose()
+
+
+async def test_recall_fills_k_when_its_best_hits_are_superseded(store: MemoryStore) -> None:
+    # The two best matches of the question are history: the store is asked again, deeper,
+    # and the answer still holds k memories that are true now (RecallPlan's widening).
+    # min_relevance=0 keeps every row (no floor), so only validity can cut the list.
+    for n in range(3):
+        await _put(store, f"The user's hobby number {n} is chess")
+    old = [await _put(store, f"The user's favourite airline was {name}")
+           for name in ("KLM", "Ryanair")]
+    new = await _put(store, "The user's favourite airline is easyJet.", supersedes=old)
+    resp = await store.recall(RecallRequest(agent_id="a", user_id="u", k=2, min_relevance=0.0,
+                                            query="favourite airline was KLM Ryanair"))
+    got = [h.id for h in resp.results]
+    assert len(got) == 2
+    assert new in got
+    assert not set(got) & set(old)

@@ -26,6 +26,7 @@ __all__ = [
     "candidate_pool",
     "exact_top",
     "hybrid_rank",
+    "hybrid_rank_arrays",
     "through_kth_kept",
 ]
 
@@ -135,7 +136,6 @@ def hybrid_rank(
     lexical = set(lexical_ranked)
     for rank, mid in enumerate(lexical_ranked):
         fused[mid] = fused.get(mid, 0.0) + lexical_weight / (rrf_k + rank)
-    out: list[Scored] = []
     gap = 0.0
     if min_relevance is None and tail_gap is not None:
         if not any(_clears(cosines.get(m, -1.0), m in lexical, floor, lexical_floor)
@@ -145,34 +145,138 @@ def hybrid_rank(
         gap = tail_gap
     for rank, mid in enumerate(feedback_ranked):
         fused[mid] = fused.get(mid, 0.0) + feedback_weight / (rrf_k + rank)
+    # Rank plain tuples (the sort key itself, then the cut flag) and build a Scored, with its
+    # relevance, only for the rows returned (the ``k`` kept; with ``keep_cut``, through the
+    # ``k``-th kept): at a re-ranker's pool depth (k=100) most of ~1,200 candidates are left
+    # out, and their objects were a third of the fusion's cost. Ids are unique, so the key
+    # orders every candidate as the Scored's own key did (the flag is never compared).
+    keys: list[tuple[float, float, str, bool]] = []
+    lower, lexical_lower = floor - gap, lexical_floor - gap
+    keeps_cut = keep_cut and gap > 0.0
     for mid, score in fused.items():
         cos = cosines.get(mid, -1.0)
-        rel = relevance(cos, lexical=mid in lexical)
-        cut = False
         if min_relevance is not None:
-            if rel < min_relevance:
+            if relevance(cos, lexical=mid in lexical) < min_relevance:
                 continue
-        elif not _clears(cos, mid in lexical, floor - gap, lexical_floor - gap):
-            if not (keep_cut and gap > 0.0):
+            cut = False
+        else:
+            cut = not (cos >= lower or (cos >= lexical_lower and mid in lexical))
+            if cut and not keeps_cut:
                 continue
-            cut = True
         factor = 1.0 if factors is None else factors.get(mid, 1.0)
-        core = gap == 0.0 or _clears(cos, mid in lexical, floor, lexical_floor)
-        out.append(Scored(mid, score * factor, cos, rel, core and not cut, cut))
-    out.sort(key=lambda s: (-s.score, -s.cosine, s.id))
-    return through_kth_kept(out, k)
+        keys.append((-(score * factor), -cos, mid, cut))
+    keys.sort()
+    best = keys[:_kth_kept_end([c for *_, c in keys], k)] if keeps_cut else keys[:k]
+    return [_scored(mid, -neg_score, -neg_cos, mid in lexical, cut, gap, floor, lexical_floor)
+            for neg_score, neg_cos, mid, cut in best]
+
+
+def _scored(mid: str, score: float, cos: float, lexical: bool, cut: bool, gap: float,
+            floor: float, lexical_floor: float) -> Scored:
+    """A kept (or, with ``keep_cut``, cut) row: its relevance, and whether it counts as
+    recalled (``core``: the per-row floors hold it, and the tail floor did not cut it)."""
+    core = not cut and (gap == 0.0 or _clears(cos, lexical, floor, lexical_floor))
+    return Scored(mid, score, cos, relevance(cos, lexical=lexical), core, cut)
 
 
 def through_kth_kept(ranked: Sequence[Scored], k: int) -> list[Scored]:
     """The first ``k`` rows, and further through the ``k``-th row not ``cut``: the rows a
     floors-off search at ``k`` ranks (so a re-ranking sees the same places) and the ``k``
     kept rows the floored answer needs. Without cut rows, the first ``k``."""
+    return list(ranked[:_kth_kept_end([s.cut for s in ranked], k)])
+
+
+def _kth_kept_end(cuts: Sequence[bool], k: int) -> int:
+    """How many of a ranked list's rows :func:`through_kth_kept` keeps, from their ``cut``
+    flags (shared by both fusions, so they cannot disagree on where the list ends)."""
     kept = 0
-    for i, s in enumerate(ranked):
+    for i, cut in enumerate(cuts):
         if i >= k and kept >= k:
-            return list(ranked[:i])
-        kept += not s.cut
-    return list(ranked)
+            return i
+        kept += not cut
+    return len(cuts)
+
+
+def hybrid_rank_arrays(
+    cosines: npt.NDArray[np.float64],
+    ids: Sequence[str],
+    vector_ranked: Sequence[int],
+    lexical_ranked: Sequence[int],
+    *,
+    k: int,
+    floor: float,
+    lexical_floor: float,
+    demoted: npt.NDArray[np.bool_] | None = None,
+    rrf_k: int = RRF_K,
+    min_relevance: float | None = None,
+    tail_gap: float | None = None,
+    agreement: Callable[[Sequence[str]], bool] | None = None,
+    lexical_weight: float = 1.0,
+    feedback_ranked: Sequence[int] = (),
+    feedback_weight: float = 0.0,
+    keep_cut: bool = False,
+) -> list[Scored]:
+    """:func:`hybrid_rank` over candidate arrays: the same rows, scores and order, and with
+    ``keep_cut`` the same ``cut`` rows in their places through the ``k``-th kept row.
+
+    ``cosines``, ``ids`` and ``demoted`` (the rows demoted by ``DEMOTE_FACTOR``) describe the
+    candidates; the ranked lists hold indices into them. A store that already holds its
+    candidates as arrays (SqliteStore) fuses them with a few vector operations instead of a
+    dictionary entry per candidate: a re-ranker's pool (k=100) fuses ~1,200 of them, and the
+    dictionaries were most of its fusion cost. Every score is the same IEEE sum, added in the
+    same order (vector, full text, feedback), so it is bit-identical; ties on (score, cosine)
+    are settled by id in Python, as :func:`hybrid_rank` settles them.
+    """
+    n = len(ids)
+    score = np.zeros(n, dtype=np.float64)
+    first = np.zeros(n, dtype=bool)
+    lexical = np.zeros(n, dtype=bool)
+    vec = np.asarray(vector_ranked, dtype=np.intp)
+    lex = np.asarray(lexical_ranked, dtype=np.intp)
+    score[vec] += 1.0 / (rrf_k + np.arange(vec.size))
+    score[lex] += lexical_weight / (rrf_k + np.arange(lex.size))
+    first[vec] = True
+    first[lex] = True
+    lexical[lex] = True
+    gap = 0.0
+    if min_relevance is None and tail_gap is not None:
+        clears = (cosines >= floor) | (lexical & (cosines >= lexical_floor))
+        if not bool(clears[first].any()) and (agreement is None or not agreement(
+                [ids[i] for i in vector_ranked[:AGREEMENT_DEPTH]])):
+            return []
+        gap = tail_gap
+    fed = np.asarray(feedback_ranked, dtype=np.intp)
+    score[fed] += feedback_weight / (rrf_k + np.arange(fed.size))
+    first[fed] = True  # from here: every fused candidate
+    keeps_cut = keep_cut and gap > 0.0
+    cut = np.zeros(n, dtype=bool)
+    if min_relevance is not None:
+        keep = first & np.array([relevance(c, lexical=x) >= min_relevance for c, x in zip(
+            cosines.tolist(), lexical.tolist(), strict=True)], dtype=bool)
+    else:
+        keep = first & ((cosines >= floor - gap)
+                        | (lexical & (cosines >= lexical_floor - gap)))
+        if keeps_cut:
+            cut = first & ~keep
+            keep = first
+    if demoted is not None:
+        score = np.where(demoted, score * DEMOTE_FACTOR, score)
+    rows = np.flatnonzero(keep)
+    order = rows[np.lexsort((-cosines[rows], -score[rows]))]
+    # The rows to hand to the id sort: the first k (with keep_cut: through the k-th row not
+    # cut), then every row tied on (score, cosine) with the last of them, since the id
+    # decides a tie and may move a tied row across the end.
+    end = _kth_kept_end(cut[order].tolist(), k) if keeps_cut else min(k, order.size)
+    if 0 < end < order.size:
+        last = order[end - 1]
+        tied = (score[order[end:]] == score[last]) & (cosines[order[end:]] == cosines[last])
+        end += int(np.argmin(tied)) if not tied.all() else int(tied.size)
+    head = order[:end].tolist() if k > 0 else []
+    best = sorted((-float(score[i]), -float(cosines[i]), ids[i], bool(cut[i]), i)
+                  for i in head)
+    best = best[:_kth_kept_end([c for *_, c, _ in best], k)] if keeps_cut else best[:k]
+    return [_scored(mid, -neg_score, -neg_cos, bool(lexical[i]), c, gap, floor, lexical_floor)
+            for neg_score, neg_cos, mid, c, i in best]
 
 
 def _clears(cos: float, lexical: bool, floor: float, lexical_floor: float) -> bool:

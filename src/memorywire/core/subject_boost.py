@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from memorywire.core.entity_gate import named_words
 from memorywire.core.fusion import boosted, checked_weight
@@ -75,12 +76,19 @@ def needs_pool(names: frozenset[str], hits: Sequence[RecallHit], k: int) -> bool
 def subject_words(hit: RecallHit) -> frozenset[str]:
     """Lower-cased words of the hit's ``metadata.speaker`` and ``metadata.entity_name``."""
     meta = hit.metadata or {}
-    words: set[str] = set()
+    words: frozenset[str] = frozenset()
     for key in SUBJECT_KEYS:
         value = meta.get(key)
         if isinstance(value, str):
-            words.update(w.lower() for w in _WORD.findall(value))
-    return frozenset(words)
+            words |= _words(value)
+    return words
+
+
+@lru_cache(maxsize=4096)
+def _words(value: str) -> frozenset[str]:
+    """A subject value's lower-cased words; a conversation repeats its few speakers on every
+    turn, and a pool re-ranks 100 of them per recall."""
+    return frozenset(w.lower() for w in _WORD.findall(value))
 
 
 def subject_ranked(hits: Sequence[RecallHit], names: frozenset[str],

@@ -137,10 +137,20 @@ class InMemoryStore(RowDelegate[_Row]):
     async def recall(self, req: RecallRequest) -> RecallResponse:
         if req.hops:
             return await graph_recall(self, req, self.recall)
-        return await recall_in_time(req, self._search, self._clock.now_ms(),
+        now = self._clock.now_ms()
+        resp = await recall_in_time(req, self._search, now,
                                     session_weight=self._session_weight,
                                     subject_weight=self._subject_weight,
                                     substance_weight=self._substance_weight)
+        # Counted here, for the hits returned: a re-ranker's deeper pool (and the first
+        # search it replaces) must not count what it passed over, nor count a hit twice.
+        rows = self._rows.get(req.agent_id, {})
+        for hit in resp.results:
+            row = rows.get(hit.id)
+            if row is not None:
+                rows[hit.id] = replace(row, last_recalled_at=now,
+                                       recall_count=row.recall_count + 1)
+        return resp
 
     async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
@@ -181,11 +191,8 @@ class InMemoryStore(RowDelegate[_Row]):
                         lambda i: best[i].vector, lambda text: self.embedder.embed([text])[0]):
                     ranked = []
             ranked = ranked[:req.k]
-            for s in ranked:
-                row = by_id[s.id]
-                self._rows[row.agent_id][row.id] = replace(
-                    row, last_recalled_at=now, recall_count=row.recall_count + 1)
-                hits.append(row_hit(row, s.score, s.relevance, self._name))
+            hits.extend(row_hit(by_id[s.id], s.score, s.relevance, self._name)
+                        for s in ranked)
         return RecallResponse(
             results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
             latency_ms=int((time.perf_counter() - started) * 1000),

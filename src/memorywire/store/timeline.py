@@ -395,31 +395,47 @@ class RecallPlan:
                                              "asked_at": None, "k": k})
         self._pooled = False
         self._widened = False
+        #: The last results judged visible and those kept: :meth:`deeper` judges the same
+        #: list :meth:`finish` then answers from (a pool is 100 hits: judged once, not twice).
+        self._judged: tuple[Sequence[RecallHit], list[RecallHit]] | None = None
 
     def request(self) -> RecallRequest:
         """The search to run now (the store's own recall: no time, no validity)."""
         return self._plain
 
-    def deeper(self, results: Sequence[RecallHit]) -> RecallRequest | None:
+    def deeper(self, results: Sequence[RecallHit],
+               hidden: Collection[str] = frozenset()) -> RecallRequest | None:
         """The next, deeper search after one that returned ``results``; ``None`` when these
-        are the hits to :meth:`finish`."""
+        are the hits to :meth:`finish`. ``hidden`` (as :meth:`finish` takes them) are listed
+        but not answers: the pools and the widening judge the other rows. The whole list is
+        judged visible here, once: :meth:`finish` then reuses that judgement of the same
+        list."""
+        shown = [h for h in results if h.id not in hidden] if hidden else results
         k = self._plain.k
         if not self._pooled:
             self._pooled = True
-            pool = SUBJECT_POOL if needs_pool(self._names, results, k) else k
-            if (self._session_weight > 0 and len(results) >= k
-                    and sessions_in(list(results))):
+            pool = SUBJECT_POOL if needs_pool(self._names, shown, k) else k
+            if (self._session_weight > 0 and len(shown) >= k
+                    and sessions_in(list(shown))):
                 pool = max(pool, SESSION_POOL)
             if pool > k:
                 self._plain = self._plain.model_copy(update={"k": pool})
                 return self._plain
-        if self._widened or k >= 1000 or len(results) < k:
+        if self._widened or k >= 1000 or len(shown) < k:
             return None  # already widened for lost hits, at the cap, or the scope is short
-        if all(is_visible(h, self.req, self._now) for h in results):
+        visible = self._visible(results)
+        if len(visible) - sum(h.id in hidden for h in visible) == len(shown):
             return None
         self._widened = True
         self._plain = self._plain.model_copy(update={"k": min(1000, k * 4 + 10)})
         return self._plain
+
+    def _visible(self, results: Sequence[RecallHit]) -> list[RecallHit]:
+        """``results`` visible now (or at ``as_of``), in order."""
+        if self._judged is None or self._judged[0] is not results:
+            self._judged = (results, [h for h in results
+                                      if is_visible(h, self.req, self._now)])
+        return self._judged[1]
 
     def finish(self, results: Sequence[RecallHit],
                hidden: Collection[str] = frozenset()) -> list[RecallHit]:
@@ -430,7 +446,7 @@ class RecallPlan:
         boosts rank by place, so they re-rank the list a floors-off search returns, and the
         floors then only take rows out, never reorder the rest."""
         req, now = self.req, self._now
-        kept = [h for h in results if is_visible(h, req, now)]
+        kept = self._visible(results)
         hits = time_ranked([annotate(h) for h in kept], self._windows)
         hits = subject_ranked(hits, self._names, self._subject_weight)
         hits = session_ranked(hits, self._session_weight)

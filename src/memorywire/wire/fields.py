@@ -65,6 +65,12 @@ FIELDS: dict[str, Field] = {f.name: f for f in (
     Field("participants", "episodic", NAMES),
 )}
 
+#: Each memory type's typed fields, in ``FIELDS`` order: every hit and record of a recall
+#: looks its type's up (a pool builds 100 hits), so not the whole table each time.
+_OWNED: dict[str, tuple[Field, ...]] = {}
+for _f in FIELDS.values():
+    _OWNED[_f.owner] = (*_OWNED.get(_f.owner, ()), _f)
+
 #: The operators each kind of field accepts in a ``where`` condition.
 OPERATORS: dict[str, frozenset[str]] = {
     NUMBER: frozenset({"eq", "lt", "lte", "gt", "gte"}),
@@ -141,8 +147,8 @@ def typed_fields(mtype: str, metadata: Mapping[str, Any] | None) -> dict[str, An
     """The typed fields a stored memory of ``mtype`` holds (what records and hits show)."""
     if not metadata:
         return {}
-    return {name: metadata[name] for name, f in FIELDS.items()
-            if f.owner == mtype and name in metadata and field_problem(f, metadata[name]) is None}
+    return {f.name: metadata[f.name] for f in _OWNED.get(mtype, ())
+            if f.name in metadata and field_problem(f, metadata[f.name]) is None}
 
 
 def where_problem(where: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -263,10 +263,20 @@ class PostgresStore:
     async def recall(self, req: RecallRequest) -> RecallResponse:
         if req.hops:
             return await graph_recall(self, req, self.recall)
-        return await recall_in_time(req, self._search, self._db.clock.now_ms(),
+        now = self._db.clock.now_ms()
+        resp = await recall_in_time(req, self._search, now,
                                     session_weight=self._session_weight,
                                     subject_weight=self._subject_weight,
                                     substance_weight=self._substance_weight)
+        # Counted here, for the hits returned: a re-ranker's deeper pool (and the first
+        # search it replaces) must not count what it passed over, nor count a hit twice.
+        if resp.results:
+            async with self._db.tx() as conn:
+                await conn.execute(
+                    f"UPDATE {TABLE} SET last_recalled_at = %s, "
+                    "recall_count = recall_count + 1 WHERE agent_id = %s AND id = ANY(%s)",
+                    (now, req.agent_id, [h.id for h in resp.results]))
+        return resp
 
     async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
@@ -312,9 +322,8 @@ class PostgresStore:
             ranked = ranked[:req.k]
             if ranked:
                 cur = await conn.execute(
-                    f"UPDATE {TABLE} SET last_recalled_at = %s, recall_count = recall_count + 1 "
-                    f"WHERE agent_id = %s AND id = ANY(%s) RETURNING {RECORD_COLS}",
-                    (now, req.agent_id, [s.id for s in ranked]),
+                    f"SELECT {RECORD_COLS} FROM {TABLE} WHERE agent_id = %s AND id = ANY(%s)",
+                    (req.agent_id, [s.id for s in ranked]),
                 )
                 rows = {r["id"]: r for r in await cur.fetchall()}
                 for s in ranked:

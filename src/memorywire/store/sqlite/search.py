@@ -30,6 +30,7 @@ import json
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -41,12 +42,11 @@ from memorywire.core.filters import matches_filter
 from memorywire.core.scoring import (
     AGREEMENT_DEPTH,
     AGREEMENT_WORDS,
-    DEMOTE_FACTOR,
     RRF_K,
     Scored,
     candidate_pool,
     exact_top,
-    hybrid_rank,
+    hybrid_rank_arrays,
 )
 from memorywire.core.textsearch import query_terms
 from memorywire.store._vector_cache import ScopeIndex
@@ -330,34 +330,40 @@ def rank_scope(
                              units=both, rid_range=rid_range),
                 index, mask, pool)
     candidates = list(dict.fromkeys([*top, *lexical, *feedback]))
+    slot = {p: i for i, p in enumerate(candidates)}  # top's slots are 0..len(top)-1
     at = np.searchsorted(positions, np.asarray(candidates, dtype=np.int64))
-    cos = sims[at].tolist()
     ids = index.ids
-    cosines = {ids[p]: c for p, c in zip(candidates, cos, strict=True)}
-    demoted = index.demoted
-    factors = {ids[p]: DEMOTE_FACTOR for p in candidates if demoted[p]}
-    return hybrid_rank(cosines, [ids[p] for p in top], [ids[p] for p in lexical], k=req.k,
-                       floor=floor, lexical_floor=lexical_floor, factors=factors,
-                       min_relevance=req.min_relevance, tail_gap=tail_gap,
-                       agreement=_agreement(
-                           conn, {ids[p]: int(index.rids[p]) for p in top[:AGREEMENT_DEPTH]},
-                           req.query),
-                       lexical_weight=lexical_weight,
-                       feedback_ranked=[ids[p] for p in feedback],
-                       feedback_weight=feedback_weight, keep_cut=True)
+    return hybrid_rank_arrays(
+        sims[at].astype(np.float64), [ids[p] for p in candidates], range(len(top)),
+        [slot[p] for p in lexical], k=req.k, floor=floor, lexical_floor=lexical_floor,
+        demoted=index.demoted[candidates], min_relevance=req.min_relevance,
+        tail_gap=tail_gap,
+        agreement=_agreement(
+            conn, {ids[p]: int(index.rids[p]) for p in top[:AGREEMENT_DEPTH]}, req.query),
+        lexical_weight=lexical_weight, feedback_ranked=[slot[p] for p in feedback],
+        feedback_weight=feedback_weight, keep_cut=True)
 
 
 def _in_scope(rids: Iterable[int], index: ScopeIndex, mask: npt.NDArray[np.bool_],
               pool: int) -> list[int]:
-    """Index positions of the first ``pool`` of ``rids`` inside the recall's scope."""
+    """Index positions of the first ``pool`` of ``rids`` inside the recall's scope.
+
+    Looked up a chunk at a time (a list comprehension of positions, the scope mask applied
+    by numpy): a re-ranker's pool walks ~400 rows per list, and one numpy scalar read per
+    row cost more than the lookup itself."""
     out: list[int] = []
-    for rid in rids:
-        p = index.pos.get(rid)
-        if p is not None and mask[p]:
-            out.append(p)
-            if len(out) >= pool:
-                break
-    return out
+    get = index.pos.get
+    chunk = max(2 * pool, 64)
+    rest = iter(rids)
+    while len(out) < pool:
+        block = list(islice(rest, chunk))
+        if not block:
+            return out
+        found = [p for p in map(get, block) if p is not None]
+        if found:
+            at = np.asarray(found, dtype=np.intp)
+            out.extend(at[mask[at]].tolist())
+    return out[:pool]
 
 
 def _seeds(top: Sequence[int], lexical: Sequence[int], lexical_weight: float) -> list[int]:

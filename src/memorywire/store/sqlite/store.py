@@ -71,7 +71,7 @@ from memorywire.store.sqlite.db import (
     VISIBLE,
     SqliteDb,
     checked_vectors,
-    hit_of,
+    hits_of,
     mark_recalled,
     record_of,
     scope_sql,
@@ -326,7 +326,7 @@ class SqliteStore:
             memo: dict[Any, Any] = {}  # what its searches share (they differ only in k)
             while nxt is not None:
                 hits, core, cut = self._search_in(conn, index, nxt, qvec, now, memo)
-                nxt = plan.deeper([h for h in hits if h.id not in cut])
+                nxt = plan.deeper(hits, hidden=cut)
             final = plan.finish(hits, hidden=cut)
             mark_recalled(conn, plan.req.agent_id, [h.id for h in final if h.id in core], now)
         return final
@@ -347,17 +347,19 @@ class SqliteStore:
             feedback_weight=self._feedback_weight, memo=memo)
         if not ranked:
             return [], set(), set()
-        wanted = json.dumps([s.id for s in ranked])
-        rows = {
-            r[0]: r for r in conn.execute(
+        # rows already read by an earlier search of this recall (same snapshot) are reused:
+        # a pool's 100 hits hold the first answer's
+        rows: dict[str, Any] = memo.setdefault("rows", {})
+        missing = [s.id for s in ranked if s.id not in rows]
+        if missing:
+            rows.update((r[0], r) for r in conn.execute(
                 f"SELECT {COLS}, rid FROM memories WHERE agent_id = ? AND id IN {IN_JSON}",
-                (req.agent_id, wanted))
-        }
+                (req.agent_id, json.dumps(missing))))
         if gated and not self._answers(req.query, [rows[s.id] for s in ranked if not s.cut],
                                        index):
             return [], set(), set()
         ranked = through_kth_kept(ranked, req.k)
-        return ([hit_of(s, rows[s.id], self._name) for s in ranked],
+        return (hits_of(ranked, rows, self._name),
                 {s.id for s in ranked if s.core}, {s.id for s in ranked if s.cut})
 
     def _entity_gated(self, req: RecallRequest) -> bool:

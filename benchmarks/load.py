@@ -45,6 +45,11 @@ from _load_server import RunningServer, ServerSetup, cpu_seconds, otlp_sink, sta
 MIX = (("remember", 0.50), ("recall", 0.35), ("forget", 0.07), ("remember_gated", 0.08))
 MAX_REQUESTS = 200_000
 MAX_SECONDS = 600.0
+#: Open-loop workers (kept-alive connections): several times the requests in flight at the
+#: rates this machine serves (~200/s at ~30 ms is ~6), so waiting means the server is behind.
+OPEN_WORKERS = 32
+#: A request that leaves this long after its planned arrival counts as a late start.
+LATE_S = 0.010
 
 
 @dataclass
@@ -148,21 +153,64 @@ async def _closed_loop(srv: RunningServer, clients: int, seconds: float, max_req
             tg.start_soon(client, n)
 
 
+@dataclass
+class Schedule:
+    """How well the open loop kept its schedule: the backlog of arrived-but-unsent requests
+    and how late requests left, so a run that fell behind says so beside its p99."""
+
+    workers: int
+    scheduled: int = 0
+    max_queue_depth: int = 0
+    late_starts: int = 0
+    lags: list[float] = field(default_factory=list)
+
+    def report(self) -> dict[str, Any]:
+        return {"workers": self.workers, "scheduled": self.scheduled,
+                "max_queue_depth": self.max_queue_depth, "late_threshold_ms": LATE_S * 1000,
+                "late_starts": self.late_starts, "start_lag_p50_ms": _pct(self.lags, 50),
+                "start_lag_p99_ms": _pct(self.lags, 99),
+                "start_lag_max_ms": round(max(self.lags, default=0.0) * 1000, 2)}
+
+
 async def _open_loop(srv: RunningServer, rate: float, seconds: float, max_requests: int,
-                     st: Stats, ledger: Ledger, agents: list[str]) -> None:
-    rng = random.Random(7)
+                     st: Stats, ledger: Ledger, agents: list[str],
+                     sched: Schedule | None = None) -> None:
+    """Request ``i`` arrives at ``t0 + i / rate`` whatever the answers. A fixed pool of
+    workers, each with one kept-alive connection, takes arrivals in schedule order; when all
+    are busy the arrivals wait (a virtual queue: the schedule itself) and their latency keeps
+    counting from the planned time. One task and one connection per request, as before,
+    made the generator's own CPU grow with the backlog until it starved the server."""
+    sched = sched or Schedule(OPEN_WORKERS)
     total = min(int(rate * seconds), max_requests)
-    limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
-    async with httpx.AsyncClient(base_url=srv.base, timeout=30, limits=limits) as http, \
-            anyio.create_task_group() as tg:
-        t0 = time.perf_counter()
-        for i in range(total):
-            planned = t0 + i / rate
-            delay = planned - time.perf_counter()
-            if delay > 0:
-                await anyio.sleep(delay)
-            tg.start_soon(_one, http, srv, random.Random(rng.random()), agents[i % len(agents)],
-                          f"o{i}", st, ledger, planned)
+    sched.scheduled = total
+    nxt = 0
+    t0 = time.perf_counter()
+
+    async def worker(w: int) -> None:
+        nonlocal nxt
+        rng = random.Random(7000 + w)
+        async with httpx.AsyncClient(base_url=srv.base, timeout=30,
+                                     limits=httpx.Limits(max_connections=1)) as http:
+            while nxt < total:
+                i, nxt = nxt, nxt + 1
+                planned = t0 + i / rate
+                now = time.perf_counter()
+                if planned > now:
+                    await anyio.sleep(planned - now)
+                    now = time.perf_counter()
+                else:  # arrived while every worker was busy: it waited in the queue
+                    arrived = min(total, int((now - t0) * rate) + 1)
+                    sched.max_queue_depth = max(sched.max_queue_depth, arrived - i)
+                lag = now - planned
+                sched.lags.append(max(lag, 0.0))
+                if lag > LATE_S:
+                    sched.late_starts += 1
+                await _one(http, srv, rng, agents[i % len(agents)], f"o{i}", st, ledger,
+                           planned)
+
+    async with anyio.create_task_group() as tg:
+        for w in range(min(sched.workers, max(total, 1))):
+            tg.start_soon(worker, w)
 
 
 async def _verify(srv: RunningServer, ledger: Ledger) -> tuple[int, int]:
@@ -249,8 +297,10 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
         anyio.run(warm)
         cpu0, self0 = cpu_seconds(srv.process.pid), resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.perf_counter()
-        if args.rate:
-            anyio.run(_open_loop, srv, args.rate, seconds, args.max_requests, st, ledger, agents)
+        sched = Schedule(getattr(args, "open_workers", OPEN_WORKERS)) if args.rate else None
+        if sched is not None:
+            anyio.run(_open_loop, srv, args.rate, seconds, args.max_requests, st, ledger, agents,
+                      sched)
         else:
             anyio.run(_closed_loop, srv, args.clients, seconds, args.max_requests, st, ledger,
                       agents)
@@ -293,6 +343,7 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
         },
         "anon_health": anon,
         "embed_batching": batching,
+        "open_loop": sched.report() if sched is not None else None,
     }
 
 
@@ -353,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", type=int, default=8, help="closed-loop clients (max 64)")
     ap.add_argument("--duration", type=float, default=20.0, help="seconds of load (max 600)")
     ap.add_argument("--rate", type=float, help="open loop: requests per second")
+    ap.add_argument("--open-workers", type=int, default=OPEN_WORKERS,
+                    help="open loop: workers, one kept-alive connection each (max 256)")
     ap.add_argument("--max-requests", type=int, default=MAX_REQUESTS)
     ap.add_argument("--store", action="append", help="sqlite (default), memory, or a URL")
     ap.add_argument("--embedder", action="append", help="minilm (default) or hashing")
@@ -375,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     # A killed benchmark must still stop its server (the finally blocks run on SystemExit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.clients = max(1, min(args.clients, 64))
+    args.open_workers = max(1, min(args.open_workers, 256))
     args.max_requests = max(1, min(args.max_requests, MAX_REQUESTS))
     server_env = dict(kv.split("=", 1) for kv in args.server_env)
     machine = _machine()

@@ -11,9 +11,17 @@ checked: *lost* when re-remembering the id gives a different ``stored_at`` (the 
 *duplicated* when one content appears under two ids in the agent's recall.
 
 ``--rate R`` switches to an open loop: requests arrive every 1/R s whatever the answers, and
-latency counts from the planned arrival (no coordinated omission). ``--anon-health N`` adds a
-phase where authenticated recall runs alone, then beside N anonymous ``/v0/health`` clients,
-and reports both recall p99s. ``--store``/``--embedder`` repeat to compare setups in one run.
+latency counts from the planned arrival (no coordinated omission). ``--open-workers`` (32)
+workers, each with one kept-alive connection, send them in schedule order; an arrival that
+finds all busy waits, its wait counted in its latency, and the run's ``open_loop`` key
+reports the deepest backlog and the starts later than 10 ms. (One task and connection per
+request, as before, cost the client 5x the closed loop's CPU per op once the server lagged:
+httpx's pool scans every waiting request on each release, so the generator starved the
+server it measured.)
+
+``--anon-health N`` adds a phase where authenticated recall runs alone, then beside N
+anonymous ``/v0/health`` clients, and reports both recall p99s. ``--store``/``--embedder``
+repeat to compare setups in one run.
 
 Results go to stdout (a table, or JSON with ``--json``) and to ``--out`` when given.
 """

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from load import Ledger, Schedule, Stats, _open_loop  # noqa: E402
+from load import Ledger, Schedule, Stats, _open_loop
 
 SERVICE_S = 0.1  # each answer takes at least this long, one at a time
 RATE = 40.0  # four times what the server can answer
@@ -27,7 +27,7 @@ SECONDS = 0.5
 class _Slow(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
-    def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         threading.Event().wait(SERVICE_S)
         body = json.dumps({"id": "x", "stored_at": 1, "results": []}).encode()

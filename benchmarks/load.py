@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,33 +193,37 @@ async def _open_loop(srv: RunningServer, rate: float, seconds: float, max_reques
     total = min(int(rate * seconds), max_requests)
     sched.scheduled = total
     nxt = 0
-    t0 = time.perf_counter()
 
-    async def worker(w: int) -> None:
+    async def worker(w: int, http: httpx.AsyncClient) -> None:
         nonlocal nxt
         rng = random.Random(7000 + w)
-        async with httpx.AsyncClient(base_url=srv.base, timeout=30,
-                                     limits=httpx.Limits(max_connections=1)) as http:
-            while nxt < total:
-                i, nxt = nxt, nxt + 1
-                planned = t0 + i / rate
+        while nxt < total:
+            i, nxt = nxt, nxt + 1
+            planned = t0 + i / rate
+            now = time.perf_counter()
+            if planned > now:
+                await anyio.sleep(planned - now)
                 now = time.perf_counter()
-                if planned > now:
-                    await anyio.sleep(planned - now)
-                    now = time.perf_counter()
-                else:  # arrived while every worker was busy: it waited in the queue
-                    arrived = min(total, int((now - t0) * rate) + 1)
-                    sched.max_queue_depth = max(sched.max_queue_depth, arrived - i)
-                lag = now - planned
-                sched.lags.append(max(lag, 0.0))
-                if lag > LATE_S:
-                    sched.late_starts += 1
-                await _one(http, srv, rng, agents[i % len(agents)], f"o{i}", st, ledger,
-                           planned)
+            else:  # arrived while every worker was busy: it waited in the queue
+                arrived = min(total, int((now - t0) * rate) + 1)
+                sched.max_queue_depth = max(sched.max_queue_depth, arrived - i)
+            lag = now - planned
+            sched.lags.append(max(lag, 0.0))
+            if lag > LATE_S:
+                sched.late_starts += 1
+            await _one(http, srv, rng, agents[i % len(agents)], f"o{i}", st, ledger, planned)
 
-    async with anyio.create_task_group() as tg:
-        for w in range(min(sched.workers, max(total, 1))):
-            tg.start_soon(worker, w)
+    # Clients are built before the clock starts: each costs milliseconds (httpx makes an SSL
+    # context even for http), which would otherwise read as the first arrivals' queueing.
+    async with AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(
+            httpx.AsyncClient(base_url=srv.base, timeout=30,
+                              limits=httpx.Limits(max_connections=1)))
+            for _ in range(min(sched.workers, max(total, 1)))]
+        t0 = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for w, http in enumerate(clients):
+                tg.start_soon(worker, w, http)
 
 
 async def _verify(srv: RunningServer, ledger: Ledger) -> tuple[int, int]:

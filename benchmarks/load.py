@@ -11,9 +11,17 @@ checked: *lost* when re-remembering the id gives a different ``stored_at`` (the 
 *duplicated* when one content appears under two ids in the agent's recall.
 
 ``--rate R`` switches to an open loop: requests arrive every 1/R s whatever the answers, and
-latency counts from the planned arrival (no coordinated omission). ``--anon-health N`` adds a
-phase where authenticated recall runs alone, then beside N anonymous ``/v0/health`` clients,
-and reports both recall p99s. ``--store``/``--embedder`` repeat to compare setups in one run.
+latency counts from the planned arrival (no coordinated omission). ``--open-workers`` (32)
+workers, each with one kept-alive connection, send them in schedule order; an arrival that
+finds all busy waits, its wait counted in its latency, and the run's ``open_loop`` key
+reports the deepest backlog and the starts later than 10 ms. (One task and connection per
+request, as before, cost the client 5x the closed loop's CPU per op once the server lagged:
+httpx's pool scans every waiting request on each release, so the generator starved the
+server it measured.)
+
+``--anon-health N`` adds a phase where authenticated recall runs alone, then beside N
+anonymous ``/v0/health`` clients, and reports both recall p99s. ``--store``/``--embedder``
+repeat to compare setups in one run.
 
 Results go to stdout (a table, or JSON with ``--json``) and to ``--out`` when given.
 """
@@ -31,6 +39,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +54,11 @@ from _load_server import RunningServer, ServerSetup, cpu_seconds, otlp_sink, sta
 MIX = (("remember", 0.50), ("recall", 0.35), ("forget", 0.07), ("remember_gated", 0.08))
 MAX_REQUESTS = 200_000
 MAX_SECONDS = 600.0
+#: Open-loop workers (kept-alive connections): several times the requests in flight at the
+#: rates this machine serves (~200/s at ~30 ms is ~6), so waiting means the server is behind.
+OPEN_WORKERS = 32
+#: A request that leaves this long after its planned arrival counts as a late start.
+LATE_S = 0.010
 
 
 @dataclass
@@ -148,21 +162,68 @@ async def _closed_loop(srv: RunningServer, clients: int, seconds: float, max_req
             tg.start_soon(client, n)
 
 
+@dataclass
+class Schedule:
+    """How well the open loop kept its schedule: the backlog of arrived-but-unsent requests
+    and how late requests left, so a run that fell behind says so beside its p99."""
+
+    workers: int
+    scheduled: int = 0
+    max_queue_depth: int = 0
+    late_starts: int = 0
+    lags: list[float] = field(default_factory=list)
+
+    def report(self) -> dict[str, Any]:
+        return {"workers": self.workers, "scheduled": self.scheduled,
+                "max_queue_depth": self.max_queue_depth, "late_threshold_ms": LATE_S * 1000,
+                "late_starts": self.late_starts, "start_lag_p50_ms": _pct(self.lags, 50),
+                "start_lag_p99_ms": _pct(self.lags, 99),
+                "start_lag_max_ms": round(max(self.lags, default=0.0) * 1000, 2)}
+
+
 async def _open_loop(srv: RunningServer, rate: float, seconds: float, max_requests: int,
-                     st: Stats, ledger: Ledger, agents: list[str]) -> None:
-    rng = random.Random(7)
+                     st: Stats, ledger: Ledger, agents: list[str],
+                     sched: Schedule | None = None) -> None:
+    """Request ``i`` arrives at ``t0 + i / rate`` whatever the answers. A fixed pool of
+    workers, each with one kept-alive connection, takes arrivals in schedule order; when all
+    are busy the arrivals wait (a virtual queue: the schedule itself) and their latency keeps
+    counting from the planned time. One task and one connection per request, as before,
+    made the generator's own CPU grow with the backlog until it starved the server."""
+    sched = sched or Schedule(OPEN_WORKERS)
     total = min(int(rate * seconds), max_requests)
-    limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
-    async with httpx.AsyncClient(base_url=srv.base, timeout=30, limits=limits) as http, \
-            anyio.create_task_group() as tg:
-        t0 = time.perf_counter()
-        for i in range(total):
+    sched.scheduled = total
+    nxt = 0
+
+    async def worker(w: int, http: httpx.AsyncClient) -> None:
+        nonlocal nxt
+        rng = random.Random(7000 + w)
+        while nxt < total:
+            i, nxt = nxt, nxt + 1
             planned = t0 + i / rate
-            delay = planned - time.perf_counter()
-            if delay > 0:
-                await anyio.sleep(delay)
-            tg.start_soon(_one, http, srv, random.Random(rng.random()), agents[i % len(agents)],
-                          f"o{i}", st, ledger, planned)
+            now = time.perf_counter()
+            if planned > now:
+                await anyio.sleep(planned - now)
+                now = time.perf_counter()
+            else:  # arrived while every worker was busy: it waited in the queue
+                arrived = min(total, int((now - t0) * rate) + 1)
+                sched.max_queue_depth = max(sched.max_queue_depth, arrived - i)
+            lag = now - planned
+            sched.lags.append(max(lag, 0.0))
+            if lag > LATE_S:
+                sched.late_starts += 1
+            await _one(http, srv, rng, agents[i % len(agents)], f"o{i}", st, ledger, planned)
+
+    # Clients are built before the clock starts: each costs milliseconds (httpx makes an SSL
+    # context even for http), which would otherwise read as the first arrivals' queueing.
+    async with AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(
+            httpx.AsyncClient(base_url=srv.base, timeout=30,
+                              limits=httpx.Limits(max_connections=1)))
+            for _ in range(min(sched.workers, max(total, 1)))]
+        t0 = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for w, http in enumerate(clients):
+                tg.start_soon(worker, w, http)
 
 
 async def _verify(srv: RunningServer, ledger: Ledger) -> tuple[int, int]:
@@ -249,8 +310,10 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
         anyio.run(warm)
         cpu0, self0 = cpu_seconds(srv.process.pid), resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.perf_counter()
-        if args.rate:
-            anyio.run(_open_loop, srv, args.rate, seconds, args.max_requests, st, ledger, agents)
+        sched = Schedule(getattr(args, "open_workers", OPEN_WORKERS)) if args.rate else None
+        if sched is not None:
+            anyio.run(_open_loop, srv, args.rate, seconds, args.max_requests, st, ledger, agents,
+                      sched)
         else:
             anyio.run(_closed_loop, srv, args.clients, seconds, args.max_requests, st, ledger,
                       agents)
@@ -293,6 +356,7 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
         },
         "anon_health": anon,
         "embed_batching": batching,
+        "open_loop": sched.report() if sched is not None else None,
     }
 
 
@@ -353,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", type=int, default=8, help="closed-loop clients (max 64)")
     ap.add_argument("--duration", type=float, default=20.0, help="seconds of load (max 600)")
     ap.add_argument("--rate", type=float, help="open loop: requests per second")
+    ap.add_argument("--open-workers", type=int, default=OPEN_WORKERS,
+                    help="open loop: workers, one kept-alive connection each (max 256)")
     ap.add_argument("--max-requests", type=int, default=MAX_REQUESTS)
     ap.add_argument("--store", action="append", help="sqlite (default), memory, or a URL")
     ap.add_argument("--embedder", action="append", help="minilm (default) or hashing")
@@ -375,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     # A killed benchmark must still stop its server (the finally blocks run on SystemExit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.clients = max(1, min(args.clients, 64))
+    args.open_workers = max(1, min(args.open_workers, 256))
     args.max_requests = max(1, min(args.max_requests, MAX_REQUESTS))
     server_env = dict(kv.split("=", 1) for kv in args.server_env)
     machine = _machine()

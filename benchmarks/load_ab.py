@@ -71,7 +71,7 @@ def _summary(xs: list[float]) -> dict[str, float]:
 def _short(run: dict[str, Any]) -> dict[str, Any]:
     keep = ("throughput_ops_s", "p50_ms", "p95_ms", "p99_ms", "errors", "throttled", "lost",
             "duplicated", "server_cpu_s_per_op", "client_cpu_s_per_op", "embed_batching",
-            "seconds", "mode")
+            "seconds", "mode", "open_loop")
     out = {k: run.get(k) for k in keep}
     out["op_p99_ms"] = {op: o["p99_ms"] for op, o in run["operations"].items()}
     out["load_avg_1m_after"] = round(os.getloadavg()[0], 2)

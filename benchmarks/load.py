@@ -34,6 +34,7 @@ import os
 import platform
 import random
 import resource
+import shutil
 import signal
 import sys
 import tempfile
@@ -335,6 +336,9 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
         batching = _batching(srv)
     finally:
         srv.stop()
+        # the server's home (database, keys, audit) is this run's alone: a benchmark that
+        # leaves it behind fills /tmp after a few hundred runs
+        shutil.rmtree(home, ignore_errors=True)
     everything = [x for xs in st.latencies.values() for x in xs]
     done = len(everything)
     return {

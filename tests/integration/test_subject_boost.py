@@ -9,24 +9,23 @@ shares only a few of them. With the subject boost (``metadata.speaker`` or
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from memorywire.core.clock import FakeClock
-from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import InvalidRequest
 from memorywire.store.base import MemoryStore
-from memorywire.store.memory import InMemoryStore
 from memorywire.store.sqlite import SqliteStore
 from memorywire.testing import postgres as _pg
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
+from tests.integration import boost_stores
+from tests.integration.boost_stores import EMB, make_store
 
 pytestmark = pytest.mark.anyio
 pg_server = _pg.pg_server
+kind = boost_stores.kind  # each store kind in turn
 
-EMB = HashingEmbedder(64)
 QUESTION = "Which shelter did Caroline adopt the puppy from?"
 TURNS = (
     ("t1", "Melanie", "Caroline, which shelter did you adopt the puppy from?"),
@@ -43,24 +42,6 @@ def _turns(key: str | None) -> list[RememberRequest]:
             for mid, who, text in TURNS]
 
 
-async def _make(kind: str, tmp_path: Path, request: pytest.FixtureRequest,
-                **kw: float) -> MemoryStore:
-    floors = {"relevance_floor": -1.0, "lexical_floor": -1.0}
-    if kind == "sqlite":
-        return SqliteStore(tmp_path / f"m{len(kw)}.db", EMB, FakeClock(), **floors, **kw)
-    if kind == "memory":
-        return InMemoryStore(EMB, FakeClock(), **floors, **kw)
-    from memorywire.store.postgres import PostgresStore
-
-    handle: _pg.PgHandle = request.getfixturevalue("pg_server")
-    return PostgresStore(handle.create_database(), EMB, FakeClock(), **floors, **kw)
-
-
-@pytest.fixture(params=["sqlite", "memory", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def kind(request: pytest.FixtureRequest) -> AsyncIterator[str]:
-    yield str(request.param)
-
-
 async def _ids(store: MemoryStore, reqs: Sequence[RememberRequest], k: int = 2) -> list[str]:
     try:
         await store.remember_many(list(reqs))
@@ -73,19 +54,19 @@ async def _ids(store: MemoryStore, reqs: Sequence[RememberRequest], k: int = 2) 
 @pytest.mark.parametrize("key", ["speaker", "entity_name"])
 async def test_the_named_speakers_turn_comes_first(kind: str, key: str, tmp_path: Path,
                                                    request: pytest.FixtureRequest) -> None:
-    ids = await _ids(await _make(kind, tmp_path, request), _turns(key))
+    ids = await _ids(await make_store(kind, tmp_path, request), _turns(key))
     assert ids[0] == "t2"
 
 
 async def test_without_subjects_the_store_order_stands(kind: str, tmp_path: Path,
                                                        request: pytest.FixtureRequest) -> None:
-    ids = await _ids(await _make(kind, tmp_path, request), _turns(None))
+    ids = await _ids(await make_store(kind, tmp_path, request), _turns(None))
     assert ids[0] == "t1"
 
 
 async def test_subject_weight_zero_turns_the_boost_off(kind: str, tmp_path: Path,
                                                        request: pytest.FixtureRequest) -> None:
-    ids = await _ids(await _make(kind, tmp_path, request, subject_weight=0.0),
+    ids = await _ids(await make_store(kind, tmp_path, request, subject_weight=0.0),
                      _turns("speaker"))
     assert ids[0] == "t1"
 

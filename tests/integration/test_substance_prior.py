@@ -9,24 +9,24 @@ thirty other words. With the substance prior the answer comes first; with
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from memorywire.core.clock import FakeClock
-from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import InvalidRequest
 from memorywire.store.base import MemoryStore
 from memorywire.store.memory import InMemoryStore
 from memorywire.store.sqlite import SqliteStore
 from memorywire.testing import postgres as _pg
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
+from tests.integration import boost_stores
+from tests.integration.boost_stores import EMB, make_store
 
 pytestmark = pytest.mark.anyio
 pg_server = _pg.pg_server
+kind = boost_stores.kind  # each store kind in turn
 
-EMB = HashingEmbedder(64)
 QUESTION = "What books has John read?"
 TURNS = (
     ("remark", "Tim: Books are great! What books has John read?"),
@@ -42,24 +42,6 @@ def _turns(turns: Sequence[tuple[str, str]] = TURNS) -> list[RememberRequest]:
             for mid, text in turns]
 
 
-async def _make(kind: str, tmp_path: Path, request: pytest.FixtureRequest,
-                **kw: float) -> MemoryStore:
-    floors = {"relevance_floor": -1.0, "lexical_floor": -1.0}
-    if kind == "sqlite":
-        return SqliteStore(tmp_path / f"m{len(kw)}.db", EMB, FakeClock(), **floors, **kw)
-    if kind == "memory":
-        return InMemoryStore(EMB, FakeClock(), **floors, **kw)
-    from memorywire.store.postgres import PostgresStore
-
-    handle: _pg.PgHandle = request.getfixturevalue("pg_server")
-    return PostgresStore(handle.create_database(), EMB, FakeClock(), **floors, **kw)
-
-
-@pytest.fixture(params=["sqlite", "memory", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def kind(request: pytest.FixtureRequest) -> AsyncIterator[str]:
-    yield str(request.param)
-
-
 async def _ids(store: MemoryStore, reqs: Sequence[RememberRequest], query: str = QUESTION,
                k: int = 3) -> list[str]:
     try:
@@ -72,13 +54,13 @@ async def _ids(store: MemoryStore, reqs: Sequence[RememberRequest], query: str =
 
 async def test_the_turn_that_states_the_answer_comes_before_the_remark(
         kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    ids = await _ids(await _make(kind, tmp_path, request), _turns())
+    ids = await _ids(await make_store(kind, tmp_path, request), _turns())
     assert ids[:2] == ["answer", "remark"]
 
 
 async def test_substance_weight_zero_turns_the_prior_off(
         kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    ids = await _ids(await _make(kind, tmp_path, request, substance_weight=0.0), _turns())
+    ids = await _ids(await make_store(kind, tmp_path, request, substance_weight=0.0), _turns())
     assert ids[:2] == ["remark", "answer"]
 
 
@@ -86,8 +68,8 @@ async def test_a_store_of_short_facts_keeps_its_order(
         kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     facts = (("tea", "John reads books about tea."), ("dune", "John read Dune."),
              ("dog", "Tim has a dog."))
-    with_prior = await _ids(await _make(kind, tmp_path, request), _turns(facts))
-    without = await _ids(await _make(kind, tmp_path / "off", request, substance_weight=0.0),
+    with_prior = await _ids(await make_store(kind, tmp_path, request), _turns(facts))
+    without = await _ids(await make_store(kind, tmp_path / "off", request, substance_weight=0.0),
                          _turns(facts))
     assert with_prior == without
 

@@ -1,0 +1,43 @@
+"""The three stores a re-ranking boost is wired into, built alike for its behaviour tests.
+
+The subject boost and the substance prior (and any later boost passed through
+``RecallPlan``) must behave the same on SQLite, PostgreSQL and the in-memory store; their
+tests build each store with the floors off, so that only the boost decides the order, and
+with the boost's setting passed as a keyword.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from memorywire.core.clock import FakeClock
+from memorywire.embed.hashing import HashingEmbedder
+from memorywire.store.base import MemoryStore
+from memorywire.store.memory import InMemoryStore
+from memorywire.store.sqlite import SqliteStore
+from memorywire.testing import postgres as _pg
+
+EMB = HashingEmbedder(64)
+
+
+async def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest,
+                     **kw: float) -> MemoryStore:
+    """A fresh store of ``kind`` with the floors off and ``kw`` as its settings."""
+    floors = {"relevance_floor": -1.0, "lexical_floor": -1.0}
+    if kind == "sqlite":
+        return SqliteStore(tmp_path / f"m{len(kw)}.db", EMB, FakeClock(), **floors, **kw)
+    if kind == "memory":
+        return InMemoryStore(EMB, FakeClock(), **floors, **kw)
+    from memorywire.store.postgres import PostgresStore
+
+    handle: _pg.PgHandle = request.getfixturevalue("pg_server")
+    return PostgresStore(handle.create_database(), EMB, FakeClock(), **floors, **kw)
+
+
+@pytest.fixture(params=["sqlite", "memory", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def kind(request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """Each store kind in turn (PostgreSQL under the ``postgres`` mark)."""
+    yield str(request.param)

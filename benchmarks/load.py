@@ -300,7 +300,7 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="mw-load-"))
     srv = start_server(setup, home, agents)
     st, ledger = Stats(), Ledger()
-    seconds = min(args.duration, MAX_SECONDS)
+    seconds = args.duration
     try:
         async def warm() -> None:  # first model call and first scope load are not the steady state
             async with httpx.AsyncClient(base_url=srv.base, timeout=60) as http:
@@ -325,7 +325,7 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
         lost, dup = anyio.run(_verify, srv, ledger)
         anon = None
         if args.anon_health:
-            phase = min(args.anon_seconds, MAX_SECONDS)
+            phase = args.anon_seconds
             alone = anyio.run(_recall_p99, srv, args.clients, phase, 0, agents)
             flooded = anyio.run(_recall_p99, srv, args.clients, phase, args.anon_health, agents)
             p99a, p99f = alone["recall_p99_ms"], flooded["recall_p99_ms"]
@@ -444,9 +444,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     # A killed benchmark must still stop its server (the finally blocks run on SystemExit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    args.clients = max(1, min(args.clients, 64))
-    args.open_workers = max(1, min(args.open_workers, 256))
-    args.max_requests = max(1, min(args.max_requests, MAX_REQUESTS))
+    # a value out of range is refused, naming the flag, rather than quietly clamped
+    for flag, value, lo, hi in (("--clients", args.clients, 1, 64),
+                                ("--open-workers", args.open_workers, 1, 256),
+                                ("--max-requests", args.max_requests, 1, MAX_REQUESTS),
+                                ("--duration", args.duration, 0.1, MAX_SECONDS),
+                                ("--anon-seconds", args.anon_seconds, 0.1, MAX_SECONDS),
+                                ("--rounds", args.rounds, 1, 10)):
+        if not lo <= value <= hi:
+            ap.error(f"{flag} must be between {lo} and {hi}, got {value}")
+    if args.rate is not None and not 0 < args.rate <= 10_000:
+        ap.error(f"--rate must be between 0 (exclusive) and 10000, got {args.rate}")
     server_env = dict(kv.split("=", 1) for kv in args.server_env)
     machine = _machine()
     sink_url, sink = otlp_sink()
@@ -460,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         for t in tracing
     ]
     try:
-        runs = [run_setup(setup, args) for _ in range(max(1, min(args.rounds, 10)))
+        runs = [run_setup(setup, args) for _ in range(args.rounds)
                 for setup in setups]
     finally:
         sink.shutdown()

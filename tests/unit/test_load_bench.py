@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 LOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "load.py"
 
 
@@ -32,3 +34,14 @@ def test_load_json_keeps_its_contract_and_loses_no_write(tmp_path: Path) -> None
     assert run["throughput_ops_s"] > 0 and run["server_cpu_s_per_op"] > 0
     assert {"remember", "recall"} <= set(run["operations"])
     assert run["anon_health"]["flooded"]["health_calls"] > 0
+
+
+@pytest.mark.parametrize(("flag", "value"), [
+    ("--clients", "65"), ("--open-workers", "0"), ("--duration", "601"), ("--rounds", "11"),
+    ("--rate", "0")])
+def test_an_out_of_range_flag_is_refused_by_name(flag: str, value: str) -> None:
+    # before: quietly clamped into range, so the report described a run nobody asked for
+    proc = subprocess.run([sys.executable, str(LOAD), flag, value, "--json"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2
+    assert flag in proc.stderr and "between" in proc.stderr

@@ -8,7 +8,7 @@ with the boost's setting passed as a keyword.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ from memorywire.store.base import MemoryStore
 from memorywire.store.memory import InMemoryStore
 from memorywire.store.sqlite import SqliteStore
 from memorywire.testing import postgres as _pg
+from memorywire.wire.models import RecallRequest, RememberRequest
 
 EMB = HashingEmbedder(64)
 
@@ -35,6 +36,17 @@ async def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest,
 
     handle: _pg.PgHandle = request.getfixturevalue("pg_server")
     return PostgresStore(handle.create_database(), EMB, FakeClock(), **floors, **kw)
+
+
+async def ranked_ids(store: MemoryStore, reqs: Sequence[RememberRequest], query: str,
+                     k: int) -> list[str]:
+    """Write ``reqs`` to a fresh ``store``, ask ``query`` and close it: the ids, best first."""
+    try:
+        await store.remember_many(list(reqs))
+        resp = await store.recall(RecallRequest(agent_id="a", query=query, k=k))
+        return [h.id for h in resp.results]
+    finally:
+        await store.aclose()
 
 
 @pytest.fixture(params=["sqlite", "memory", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -18,9 +18,9 @@ from memorywire.errors import InvalidRequest
 from memorywire.store.base import MemoryStore
 from memorywire.store.sqlite import SqliteStore
 from memorywire.testing import postgres as _pg
-from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
+from memorywire.wire.models import MemoryType, RememberRequest
 from tests.integration import boost_stores
-from tests.integration.boost_stores import EMB, make_store
+from tests.integration.boost_stores import EMB, make_store, ranked_ids
 
 pytestmark = pytest.mark.anyio
 pg_server = _pg.pg_server
@@ -42,13 +42,8 @@ def _turns(key: str | None) -> list[RememberRequest]:
             for mid, who, text in TURNS]
 
 
-async def _ids(store: MemoryStore, reqs: Sequence[RememberRequest], k: int = 2) -> list[str]:
-    try:
-        await store.remember_many(list(reqs))
-        resp = await store.recall(RecallRequest(agent_id="a", query=QUESTION, k=k))
-        return [h.id for h in resp.results]
-    finally:
-        await store.aclose()
+async def _ids(store: MemoryStore, reqs: Sequence[RememberRequest]) -> list[str]:
+    return await ranked_ids(store, reqs, QUESTION, k=2)
 
 
 @pytest.mark.parametrize("key", ["speaker", "entity_name"])

@@ -19,9 +19,9 @@ from memorywire.store.base import MemoryStore
 from memorywire.store.memory import InMemoryStore
 from memorywire.store.sqlite import SqliteStore
 from memorywire.testing import postgres as _pg
-from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
+from memorywire.wire.models import MemoryType, RememberRequest
 from tests.integration import boost_stores
-from tests.integration.boost_stores import EMB, make_store
+from tests.integration.boost_stores import EMB, make_store, ranked_ids
 
 pytestmark = pytest.mark.anyio
 pg_server = _pg.pg_server
@@ -42,14 +42,8 @@ def _turns(turns: Sequence[tuple[str, str]] = TURNS) -> list[RememberRequest]:
             for mid, text in turns]
 
 
-async def _ids(store: MemoryStore, reqs: Sequence[RememberRequest], query: str = QUESTION,
-               k: int = 3) -> list[str]:
-    try:
-        await store.remember_many(list(reqs))
-        resp = await store.recall(RecallRequest(agent_id="a", query=query, k=k))
-        return [h.id for h in resp.results]
-    finally:
-        await store.aclose()
+async def _ids(store: MemoryStore, reqs: Sequence[RememberRequest]) -> list[str]:
+    return await ranked_ids(store, reqs, QUESTION, k=3)
 
 
 async def test_the_turn_that_states_the_answer_comes_before_the_remark(

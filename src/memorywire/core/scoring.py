@@ -235,8 +235,8 @@ def hybrid_rank(
     feedback_weight: float = 0.0,
     keep_cut: bool = False,
 ) -> list[Scored]:
-    """:func:`hybrid_rank_arrays` for candidates named by id: a store that holds them as a
-    mapping (Cognee's best similarity per document) and the tables of tests. Only a
+    """:func:`hybrid_rank_arrays` for candidates named by id (the Letta and Cognee stores,
+    whose candidates come back from a service by id, and the tables of tests). Only a
     translation: the candidates are the ids the lists name, a candidate without a cosine has
     -1.0, and ``demoted`` names the demoted ones."""
     ids = list(dict.fromkeys((*vector_ranked, *lexical_ranked, *feedback_ranked)))

@@ -44,7 +44,7 @@ from memorywire.core.content import embed_text
 from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row
-from memorywire.core.scoring import candidate_pool, exact_top, hybrid_rank_arrays
+from memorywire.core.scoring import candidate_pool, exact_top, hybrid_rank
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
 from memorywire.errors import (
@@ -321,18 +321,17 @@ class LettaStore(RowDelegate[_Row]):
                                      f"archive's {self._dim}")
             sims = (np.stack([r.vector for r in rows]) @ qvec).astype(np.float32)
             pool = candidate_pool(req.k)
+            cosines = {r.id: float(s) for r, s in zip(rows, sims, strict=True)}
+            vector_ranked = [rows[i].id for i in exact_top(sims, pool)]
             terms = set(query_terms(req.query))
             overlap = [(len(terms & set(query_terms(embed_text(r.type, r.stored),
-                                                    max_terms=10_000))), i)
-                       for i, r in enumerate(rows)]
+                                                    max_terms=10_000))), r) for r in rows]
             lexical = sorted((o for o in overlap if o[0] > 0),
-                             key=lambda o: (-o[0], rows[o[1]].created_at, rows[o[1]].id))
-            ranked = hybrid_rank_arrays(
-                sims.astype(np.float64), [r.id for r in rows], exact_top(sims, pool).tolist(),
-                [i for _, i in lexical[:pool]], k=req.k, floor=self._floor,
-                lexical_floor=self._lexical_floor,
-                demoted=np.array([r.demoted for r in rows], dtype=bool),
-                min_relevance=req.min_relevance)
+                             key=lambda o: (-o[0], o[1].created_at, o[1].id))
+            ranked = hybrid_rank(cosines, vector_ranked, [r.id for _, r in lexical[:pool]],
+                                 k=req.k, floor=self._floor, lexical_floor=self._lexical_floor,
+                                 demoted={r.id for r in rows if r.demoted},
+                                 min_relevance=req.min_relevance)
             by_id = {r.id: r for r in rows}
             hits.extend(row_hit(by_id[s.id], s.score, s.relevance, self._name) for s in ranked)
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Required, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +23,7 @@ __all__ = [
     "AGREEMENT_WORDS",
     "DEMOTE_FACTOR",
     "RRF_K",
+    "FusionOptions",
     "Scored",
     "candidate_pool",
     "exact_top",
@@ -217,23 +219,29 @@ def hybrid_rank_arrays(
             for neg_score, neg_cos, mid, c, i in best]
 
 
+class FusionOptions(TypedDict, total=False):
+    """The settings :func:`hybrid_rank` hands to :func:`hybrid_rank_arrays` as they are."""
+
+    k: Required[int]
+    floor: Required[float]
+    lexical_floor: Required[float]
+    rrf_k: int
+    min_relevance: float | None
+    tail_gap: float | None
+    agreement: Callable[[Sequence[str]], bool] | None
+    lexical_weight: float
+    feedback_weight: float
+    keep_cut: bool
+
+
 def hybrid_rank(
     cosines: Mapping[str, float],
     vector_ranked: Sequence[str],
     lexical_ranked: Sequence[str],
     *,
-    k: int,
-    floor: float,
-    lexical_floor: float,
     demoted: Collection[str] = (),
-    rrf_k: int = RRF_K,
-    min_relevance: float | None = None,
-    tail_gap: float | None = None,
-    agreement: Callable[[Sequence[str]], bool] | None = None,
-    lexical_weight: float = 1.0,
     feedback_ranked: Sequence[str] = (),
-    feedback_weight: float = 0.0,
-    keep_cut: bool = False,
+    **options: Unpack[FusionOptions],
 ) -> list[Scored]:
     """:func:`hybrid_rank_arrays` for candidates named by id (the Letta and Cognee stores,
     whose candidates come back from a service by id, and the tables of tests). Only a
@@ -245,11 +253,8 @@ def hybrid_rank(
     return hybrid_rank_arrays(
         np.array([cosines.get(mid, -1.0) for mid in ids], dtype=np.float64), ids,
         [slot[mid] for mid in vector_ranked], [slot[mid] for mid in lexical_ranked],
-        k=k, floor=floor, lexical_floor=lexical_floor,
         demoted=np.array([mid in down for mid in ids], dtype=bool) if down else None,
-        rrf_k=rrf_k, min_relevance=min_relevance, tail_gap=tail_gap, agreement=agreement,
-        lexical_weight=lexical_weight, feedback_ranked=[slot[mid] for mid in feedback_ranked],
-        feedback_weight=feedback_weight, keep_cut=keep_cut)
+        feedback_ranked=[slot[mid] for mid in feedback_ranked], **options)
 
 
 def _clears(cos: float, lexical: bool, floor: float, lexical_floor: float) -> bool:

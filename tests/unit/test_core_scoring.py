@@ -33,7 +33,7 @@ def test_hybrid_rank_rrf_floor_and_demote() -> None:
     assert score["b"] == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + 2))
     assert score["a"] == pytest.approx(1 / RRF_K)
     demoted = hybrid_rank(cos, ["a", "b"], [], k=10, floor=0.45, lexical_floor=0.25,
-                          factors={"a": DEMOTE_FACTOR})
+                          demoted={"a"})
     assert [s.id for s in demoted] == ["b", "a"]
     assert demoted[1].score == pytest.approx(DEMOTE_FACTOR / RRF_K)
 

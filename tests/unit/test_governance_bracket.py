@@ -53,9 +53,18 @@ def seen_at_write(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[l
     yield seen
 
 
-def _governed(tmp_path: Path) -> GovernedStore:
-    return GovernedStore(SqliteStore(tmp_path / "mem.db", embedder=HashingEmbedder()),
+def _governed(tmp_path: Path, store: type[SqliteStore] = SqliteStore,
+              embedder: HashingEmbedder | None = None) -> GovernedStore:
+    return GovernedStore(store(tmp_path / "mem.db", embedder=embedder or HashingEmbedder()),
                          tmp_path / "gov.db")
+
+
+async def _refused_phases(tmp_path: Path, g: GovernedStore, error: type[Exception]) -> list[str]:
+    """Remembers ``m1``, which the store refuses with ``error``; the phases then durable."""
+    with pytest.raises(error):
+        await g.remember(RememberRequest(agent_id=A, type="semantic", id="m1",
+                                         content="the office is in Bergen"))
+    return _phases(tmp_path / "gov.db", "m1")
 
 
 @pytest.mark.parametrize("conflicts", ["report", "off"])
@@ -97,12 +106,8 @@ class _BrokenModel(HashingEmbedder):
 
 
 async def test_a_failure_before_the_write_is_recorded_after_its_intent(tmp_path: Path) -> None:
-    g = GovernedStore(SqliteStore(tmp_path / "mem.db", embedder=_BrokenModel()),
-                      tmp_path / "gov.db")
-    with pytest.raises(BackendUnavailable):
-        await g.remember(RememberRequest(agent_id=A, type="semantic", id="m1",
-                                         content="the office is in Bergen"))
-    assert _phases(tmp_path / "gov.db", "m1") == ["intent", "failed"]
+    g = _governed(tmp_path, embedder=_BrokenModel())
+    assert await _refused_phases(tmp_path, g, BackendUnavailable) == ["intent", "failed"]
     (failed,) = [e for e in g.audit_entries(memory_id="m1") if e["details"]["phase"] == "failed"]
     assert failed["details"]["error"] == "backend_unavailable"
     await g.aclose()
@@ -118,12 +123,8 @@ class _RefusesUpFront(SqliteStore):
 async def test_a_refusal_before_the_thread_is_recorded_as_the_async_path_does(
     tmp_path: Path,
 ) -> None:
-    g = GovernedStore(_RefusesUpFront(tmp_path / "mem.db", embedder=HashingEmbedder()),
-                      tmp_path / "gov.db")
-    with pytest.raises(InvalidRequest):
-        await g.remember(RememberRequest(agent_id=A, type="semantic", id="m1",
-                                         content="the office is in Bergen"))
-    assert _phases(tmp_path / "gov.db", "m1") == ["intent", "failed"]
+    g = _governed(tmp_path, store=_RefusesUpFront)
+    assert await _refused_phases(tmp_path, g, InvalidRequest) == ["intent", "failed"]
     await g.aclose()
 
 

@@ -10,7 +10,6 @@ import pytest
 
 from memorywire.core.session_evidence import (
     SESSION_POOL,
-    check_weight,
     session_of,
     session_ranked,
 )
@@ -76,8 +75,6 @@ def test_only_the_pool_is_reordered() -> None:
 
 @pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf"), True, "1"])
 def test_a_weight_that_cannot_work_is_refused_naming_the_setting(bad: Any) -> None:
-    with pytest.raises(InvalidRequest, match="session_weight"):
-        check_weight(bad)
     with pytest.raises(InvalidRequest, match="session_weight"):
         InMemoryStore(session_weight=bad)
 

@@ -11,6 +11,8 @@ the middle of the batch, and the index is written a bounded number of times per 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,32 @@ async def _found(store: SqliteStore, word: str) -> list[str]:
         conn.close()
 
 
+def _turns(id_format: str) -> list[RememberRequest]:
+    """120 turns, each naming one word with its number, all with one long context."""
+    reply = " ".join(f"{w} said something about the weather today" for w in _WORDS) * 4
+    return [RememberRequest(agent_id="a", type=MemoryType.EPISODIC, id=id_format.format(i),
+                            content=f"turn {i} mentions {_WORDS[i % len(_WORDS)]}{i}",
+                            metadata={"context": reply})
+            for i in range(120)]
+
+
+@contextmanager
+def _index_writes(store: SqliteStore) -> Iterator[list[str]]:
+    """The statements that write full-text index pages while the block runs."""
+    writes: list[str] = []
+
+    def seen(statement: str, _ns: int) -> None:
+        if "memories_fts_data" in statement and not statement.lstrip().startswith("SELECT"):
+            writes.append(statement)
+
+    conn: Any = store._db._conn
+    conn.setprofile(seen)
+    try:
+        yield writes
+    finally:
+        conn.setprofile(None)
+
+
 async def _top(store: SqliteStore, word: str) -> str:
     resp = await store.recall(RecallRequest(agent_id="a", query=word, k=3))
     return resp.results[0].id
@@ -52,24 +80,11 @@ async def _top(store: SqliteStore, word: str) -> str:
 
 async def test_a_batch_writes_the_index_a_bounded_number_of_times(tmp_path: Path) -> None:
     store = _store(tmp_path / "s.db")
-    writes: list[str] = []
-
-    def seen(statement: str, _ns: int) -> None:
-        if "memories_fts_data" in statement and not statement.lstrip().startswith("SELECT"):
-            writes.append(statement)
-
     try:
         await store.remember(RememberRequest(agent_id="a", type=MemoryType.EPISODIC,
                                              content="opening the file"))
-        conn: Any = store._db._conn
-        conn.setprofile(seen)
-        reply = " ".join(f"{w} said something about the weather today" for w in _WORDS) * 4
-        await store.remember_many([
-            RememberRequest(agent_id="a", type=MemoryType.EPISODIC, id=f"t{i}",
-                            content=f"turn {i} mentions {_WORDS[i % len(_WORDS)]}{i}",
-                            metadata={"context": reply})
-            for i in range(120)])
-        conn.setprofile(None)
+        with _index_writes(store) as writes:
+            await store.remember_many(_turns("t{}"))
         # Row by row (before), these 120 rows wrote index pages 495 times; at commit, 11.
         assert 0 < len(writes) < 120
         assert await _found(store, "narwhal1") == ["t1"]
@@ -86,27 +101,14 @@ async def test_an_import_page_writes_the_index_a_bounded_number_of_times(
     """Import (and migration) pages had the same interleaving; a row replaced in the middle
     of a page still ends with its new words only."""
     source, target = _store(tmp_path / "src.db"), _store(tmp_path / "dst.db")
-    writes: list[str] = []
-
-    def seen(statement: str, _ns: int) -> None:
-        if "memories_fts_data" in statement and not statement.lstrip().startswith("SELECT"):
-            writes.append(statement)
-
     try:
-        reply = " ".join(f"{w} said something about the weather today" for w in _WORDS) * 4
-        await source.remember_many([
-            RememberRequest(agent_id="a", type=MemoryType.EPISODIC, id=f"t{i:03d}",
-                            content=f"turn {i} mentions {_WORDS[i % len(_WORDS)]}{i}",
-                            metadata={"context": reply})
-            for i in range(120)])
+        await source.remember_many(_turns("t{:03d}"))
         rows = await source.export_rows("a", None, 1000)
         await target.remember(RememberRequest(agent_id="a", type=MemoryType.EPISODIC,
                                               id="t060", content="an older wombat note"))
-        conn: Any = target._db._conn
-        conn.setprofile(seen)
-        counts = await target.import_rows(rows, OnConflict.REPLACE,
-                                          vectors=await source.vectors_of(rows))
-        conn.setprofile(None)
+        vectors = await source.vectors_of(rows)
+        with _index_writes(target) as writes:
+            counts = await target.import_rows(rows, OnConflict.REPLACE, vectors=vectors)
         assert (counts.inserted, counts.replaced) == (119, 1)
         # Row by row (before), this page wrote index pages 501 times; now 22.
         assert 0 < len(writes) < 120

@@ -8,11 +8,11 @@ import pytest
 
 from memorywire.core.substance_prior import (
     SUBSTANCE_WORDS,
-    check_weight,
     substance_ranked,
     substantive,
 )
 from memorywire.errors import InvalidRequest
+from memorywire.store.memory import InMemoryStore
 from memorywire.wire.models import MemoryType, RecallHit
 
 LONG = " ".join(f"word{i}" for i in range(SUBSTANCE_WORDS))
@@ -61,4 +61,4 @@ def test_a_structured_content_counts_the_words_of_its_values_not_its_keys() -> N
 @pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf"), True])
 def test_a_weight_that_cannot_work_is_refused_naming_the_setting(bad: float) -> None:
     with pytest.raises(InvalidRequest, match="substance_weight"):
-        check_weight(bad)
+        InMemoryStore(substance_weight=bad)

@@ -9,8 +9,9 @@ cosine threshold; a row that only the lexical list found must still clear a lowe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Required, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -22,6 +23,7 @@ __all__ = [
     "AGREEMENT_WORDS",
     "DEMOTE_FACTOR",
     "RRF_K",
+    "FusionOptions",
     "Scored",
     "candidate_pool",
     "exact_top",
@@ -79,25 +81,60 @@ def exact_top(scores: npt.NDArray[np.float32], m: int) -> npt.NDArray[np.intp]:
     return part[order][:m].astype(np.intp)
 
 
-def hybrid_rank(
-    cosines: Mapping[str, float],
-    vector_ranked: Sequence[str],
-    lexical_ranked: Sequence[str],
+def _scored(mid: str, score: float, cos: float, lexical: bool, cut: bool, gap: float,
+            floor: float, lexical_floor: float) -> Scored:
+    """A kept (or, with ``keep_cut``, cut) row: its relevance, and whether it counts as
+    recalled (``core``: the per-row floors hold it, and the tail floor did not cut it)."""
+    core = not cut and (gap == 0.0 or _clears(cos, lexical, floor, lexical_floor))
+    return Scored(mid, score, cos, relevance(cos, lexical=lexical), core, cut)
+
+
+def through_kth_kept(ranked: Sequence[Scored], k: int) -> list[Scored]:
+    """The first ``k`` rows, and further through the ``k``-th row not ``cut``: the rows a
+    floors-off search at ``k`` ranks (so a re-ranking sees the same places) and the ``k``
+    kept rows the floored answer needs. Without cut rows, the first ``k``."""
+    return list(ranked[:_kth_kept_end([s.cut for s in ranked], k)])
+
+
+def _kth_kept_end(cuts: Sequence[bool], k: int) -> int:
+    """How many of a ranked list's rows :func:`through_kth_kept` keeps, from their ``cut``
+    flags (shared with the fusion, so the two cannot disagree on where the list ends)."""
+    kept = 0
+    for i, cut in enumerate(cuts):
+        if i >= k and kept >= k:
+            return i
+        kept += not cut
+    return len(cuts)
+
+
+def hybrid_rank_arrays(
+    cosines: npt.NDArray[np.float64],
+    ids: Sequence[str],
+    vector_ranked: Sequence[int],
+    lexical_ranked: Sequence[int],
     *,
     k: int,
     floor: float,
     lexical_floor: float,
-    factors: Mapping[str, float] | None = None,
+    demoted: npt.NDArray[np.bool_] | None = None,
     rrf_k: int = RRF_K,
     min_relevance: float | None = None,
     tail_gap: float | None = None,
     agreement: Callable[[Sequence[str]], bool] | None = None,
     lexical_weight: float = 1.0,
-    feedback_ranked: Sequence[str] = (),
+    feedback_ranked: Sequence[int] = (),
     feedback_weight: float = 0.0,
     keep_cut: bool = False,
 ) -> list[Scored]:
     """Fuse the two ranked lists with RRF, keep rows that clear the floor, best ``k`` first.
+
+    ``cosines``, ``ids`` and ``demoted`` (the rows demoted by ``DEMOTE_FACTOR``) describe the
+    candidates; the ranked lists hold indices into them (each list names a candidate at most
+    once). Every store fuses here: the candidates are fused with a few vector operations
+    instead of a dictionary entry each (a re-ranker's pool, k=100, fuses ~1,200 of them).
+    A score is the IEEE sum of its RRF terms in one order (vector, full text, feedback); ties
+    on (score, cosine) are settled by id, so the answer does not depend on the candidates'
+    order.
 
     With ``min_relevance`` (a caller's per-recall choice) a row is kept when its calibrated
     relevance reaches it, and the store's cosine floors do not apply.
@@ -129,103 +166,6 @@ def hybrid_rank(
     *how* the kept ones rank: a re-ranking by rank (session evidence counts a session's
     places) would otherwise order the kept rows differently from the floors-off store. It
     cost LongMemEval S dev120 one multi-session question (docs/benchmarks.md, "gate19b").
-    """
-    fused: dict[str, float] = {}
-    for rank, mid in enumerate(vector_ranked):
-        fused[mid] = fused.get(mid, 0.0) + 1.0 / (rrf_k + rank)
-    lexical = set(lexical_ranked)
-    for rank, mid in enumerate(lexical_ranked):
-        fused[mid] = fused.get(mid, 0.0) + lexical_weight / (rrf_k + rank)
-    gap = 0.0
-    if min_relevance is None and tail_gap is not None:
-        if not any(_clears(cosines.get(m, -1.0), m in lexical, floor, lexical_floor)
-                   for m in fused) and (
-                agreement is None or not agreement(list(vector_ranked[:AGREEMENT_DEPTH]))):
-            return []
-        gap = tail_gap
-    for rank, mid in enumerate(feedback_ranked):
-        fused[mid] = fused.get(mid, 0.0) + feedback_weight / (rrf_k + rank)
-    # Rank plain tuples (the sort key itself, then the cut flag) and build a Scored, with its
-    # relevance, only for the rows returned (the ``k`` kept; with ``keep_cut``, through the
-    # ``k``-th kept): at a re-ranker's pool depth (k=100) most of ~1,200 candidates are left
-    # out, and their objects were a third of the fusion's cost. Ids are unique, so the key
-    # orders every candidate as the Scored's own key did (the flag is never compared).
-    keys: list[tuple[float, float, str, bool]] = []
-    lower, lexical_lower = floor - gap, lexical_floor - gap
-    keeps_cut = keep_cut and gap > 0.0
-    for mid, score in fused.items():
-        cos = cosines.get(mid, -1.0)
-        if min_relevance is not None:
-            if relevance(cos, lexical=mid in lexical) < min_relevance:
-                continue
-            cut = False
-        else:
-            cut = not (cos >= lower or (cos >= lexical_lower and mid in lexical))
-            if cut and not keeps_cut:
-                continue
-        factor = 1.0 if factors is None else factors.get(mid, 1.0)
-        keys.append((-(score * factor), -cos, mid, cut))
-    keys.sort()
-    best = keys[:_kth_kept_end([c for *_, c in keys], k)] if keeps_cut else keys[:k]
-    return [_scored(mid, -neg_score, -neg_cos, mid in lexical, cut, gap, floor, lexical_floor)
-            for neg_score, neg_cos, mid, cut in best]
-
-
-def _scored(mid: str, score: float, cos: float, lexical: bool, cut: bool, gap: float,
-            floor: float, lexical_floor: float) -> Scored:
-    """A kept (or, with ``keep_cut``, cut) row: its relevance, and whether it counts as
-    recalled (``core``: the per-row floors hold it, and the tail floor did not cut it)."""
-    core = not cut and (gap == 0.0 or _clears(cos, lexical, floor, lexical_floor))
-    return Scored(mid, score, cos, relevance(cos, lexical=lexical), core, cut)
-
-
-def through_kth_kept(ranked: Sequence[Scored], k: int) -> list[Scored]:
-    """The first ``k`` rows, and further through the ``k``-th row not ``cut``: the rows a
-    floors-off search at ``k`` ranks (so a re-ranking sees the same places) and the ``k``
-    kept rows the floored answer needs. Without cut rows, the first ``k``."""
-    return list(ranked[:_kth_kept_end([s.cut for s in ranked], k)])
-
-
-def _kth_kept_end(cuts: Sequence[bool], k: int) -> int:
-    """How many of a ranked list's rows :func:`through_kth_kept` keeps, from their ``cut``
-    flags (shared by both fusions, so they cannot disagree on where the list ends)."""
-    kept = 0
-    for i, cut in enumerate(cuts):
-        if i >= k and kept >= k:
-            return i
-        kept += not cut
-    return len(cuts)
-
-
-def hybrid_rank_arrays(
-    cosines: npt.NDArray[np.float64],
-    ids: Sequence[str],
-    vector_ranked: Sequence[int],
-    lexical_ranked: Sequence[int],
-    *,
-    k: int,
-    floor: float,
-    lexical_floor: float,
-    demoted: npt.NDArray[np.bool_] | None = None,
-    rrf_k: int = RRF_K,
-    min_relevance: float | None = None,
-    tail_gap: float | None = None,
-    agreement: Callable[[Sequence[str]], bool] | None = None,
-    lexical_weight: float = 1.0,
-    feedback_ranked: Sequence[int] = (),
-    feedback_weight: float = 0.0,
-    keep_cut: bool = False,
-) -> list[Scored]:
-    """:func:`hybrid_rank` over candidate arrays: the same rows, scores and order, and with
-    ``keep_cut`` the same ``cut`` rows in their places through the ``k``-th kept row.
-
-    ``cosines``, ``ids`` and ``demoted`` (the rows demoted by ``DEMOTE_FACTOR``) describe the
-    candidates; the ranked lists hold indices into them. A store that already holds its
-    candidates as arrays (SqliteStore) fuses them with a few vector operations instead of a
-    dictionary entry per candidate: a re-ranker's pool (k=100) fuses ~1,200 of them, and the
-    dictionaries were most of its fusion cost. Every score is the same IEEE sum, added in the
-    same order (vector, full text, feedback), so it is bit-identical; ties on (score, cosine)
-    are settled by id in Python, as :func:`hybrid_rank` settles them.
     """
     n = len(ids)
     score = np.zeros(n, dtype=np.float64)
@@ -277,6 +217,44 @@ def hybrid_rank_arrays(
     best = best[:_kth_kept_end([c for *_, c, _ in best], k)] if keeps_cut else best[:k]
     return [_scored(mid, -neg_score, -neg_cos, bool(lexical[i]), c, gap, floor, lexical_floor)
             for neg_score, neg_cos, mid, c, i in best]
+
+
+class FusionOptions(TypedDict, total=False):
+    """The settings :func:`hybrid_rank` hands to :func:`hybrid_rank_arrays` as they are."""
+
+    k: Required[int]
+    floor: Required[float]
+    lexical_floor: Required[float]
+    rrf_k: int
+    min_relevance: float | None
+    tail_gap: float | None
+    agreement: Callable[[Sequence[str]], bool] | None
+    lexical_weight: float
+    feedback_weight: float
+    keep_cut: bool
+
+
+def hybrid_rank(
+    cosines: Mapping[str, float],
+    vector_ranked: Sequence[str],
+    lexical_ranked: Sequence[str],
+    *,
+    demoted: Collection[str] = (),
+    feedback_ranked: Sequence[str] = (),
+    **options: Unpack[FusionOptions],
+) -> list[Scored]:
+    """:func:`hybrid_rank_arrays` for candidates named by id (the Letta and Cognee stores,
+    whose candidates come back from a service by id, and the tables of tests). Only a
+    translation: the candidates are the ids the lists name, a candidate without a cosine has
+    -1.0, and ``demoted`` names the demoted ones."""
+    ids = list(dict.fromkeys((*vector_ranked, *lexical_ranked, *feedback_ranked)))
+    slot = {mid: i for i, mid in enumerate(ids)}
+    down = set(demoted)
+    return hybrid_rank_arrays(
+        np.array([cosines.get(mid, -1.0) for mid in ids], dtype=np.float64), ids,
+        [slot[mid] for mid in vector_ranked], [slot[mid] for mid in lexical_ranked],
+        demoted=np.array([mid in down for mid in ids], dtype=bool) if down else None,
+        feedback_ranked=[slot[mid] for mid in feedback_ranked], **options)
 
 
 def _clears(cos: float, lexical: bool, floor: float, lexical_floor: float) -> bool:

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memorywire.core.fusion import checked_weight
+from memorywire.core.fusion import DEFAULT_RRF_K
 from memorywire.wire.models import RecallHit
 
-__all__ = ["SESSION_KEY", "SESSION_POOL", "SESSION_TOP", "SESSION_WEIGHT", "check_weight",
-           "session_of", "session_ranked", "sessions_in"]
+__all__ = ["SESSION_KEY", "SESSION_POOL", "SESSION_TOP", "SESSION_WEIGHT", "session_of",
+           "session_ranked", "sessions_in"]
 
 #: The metadata field that names a memory's session.
 SESSION_KEY = "session"
@@ -42,13 +42,6 @@ SESSION_WEIGHT = 0.5
 SESSION_TOP = 2
 #: How many hits (best first) are re-ranked, and how many a store is asked for at least.
 SESSION_POOL = 50
-_RRF_K = 60
-
-
-def check_weight(weight: float) -> float:
-    """``weight`` when usable (:func:`~memorywire.core.fusion.checked_weight`), else
-    ``invalid_request`` naming ``session_weight``."""
-    return checked_weight(weight, "session_weight")
 
 
 def session_of(hit: RecallHit) -> str | None:
@@ -78,10 +71,11 @@ def session_ranked(hits: Sequence[RecallHit], weight: float = SESSION_WEIGHT,
     for rank, group in enumerate(groups):
         terms = evidence.setdefault(group, [])
         if len(terms) < top:
-            terms.append(1.0 / (_RRF_K + rank))
+            terms.append(1.0 / (DEFAULT_RRF_K + rank))
     # ties (equal evidence) keep the order of the sessions' best hits
     order = sorted(evidence, key=lambda g: -sum(evidence[g]))
     session_rank = {g: i for i, g in enumerate(order)}
     fused = sorted(range(len(head)), key=lambda r: (
-        -(1.0 / (_RRF_K + r) + weight / (_RRF_K + session_rank[groups[r]])), r))
+        -(1.0 / (DEFAULT_RRF_K + r) + weight / (DEFAULT_RRF_K + session_rank[groups[r]])),
+        r))
     return [head[r] for r in fused] + list(hits[pool:])

@@ -33,11 +33,11 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from memorywire.core.entity_gate import named_words
-from memorywire.core.fusion import boosted, checked_weight
+from memorywire.core.fusion import boosted
 from memorywire.wire.models import RecallHit
 
-__all__ = ["SUBJECT_KEYS", "SUBJECT_POOL", "SUBJECT_WEIGHT", "check_weight", "names_in",
-           "needs_pool", "subject_ranked", "subject_words"]
+__all__ = ["SUBJECT_KEYS", "SUBJECT_POOL", "SUBJECT_WEIGHT", "names_in", "needs_pool",
+           "subject_ranked", "subject_words"]
 
 #: RRF weight of the named subject's memories against the store's order (weight 1). Fitted
 #: on LoCoMo conversations 0-4 (categories 1-4): 0.1 gave R@5 / R@10 0.620 / 0.710, 0.15
@@ -50,14 +50,7 @@ SUBJECT_WEIGHT = 0.15
 SUBJECT_POOL = 100
 #: The metadata keys whose string values name a memory's subject.
 SUBJECT_KEYS = ("speaker", "entity_name")
-_RRF_K = 60
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-def check_weight(weight: float) -> float:
-    """``weight`` when usable (:func:`~memorywire.core.fusion.checked_weight`), else
-    ``invalid_request`` naming ``subject_weight``."""
-    return checked_weight(weight, "subject_weight")
 
 
 def names_in(query: str, weight: float = SUBJECT_WEIGHT) -> frozenset[str]:
@@ -97,4 +90,4 @@ def subject_ranked(hits: Sequence[RecallHit], names: frozenset[str],
     if not names or weight <= 0:
         return list(hits)
     inside = [bool(subject_words(h) & names) for h in hits]
-    return boosted(hits, inside, weight, _RRF_K)
+    return boosted(hits, inside, weight)

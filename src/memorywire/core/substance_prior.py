@@ -31,11 +31,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from memorywire.core.fusion import boosted, checked_weight
+from memorywire.core.fusion import boosted
 from memorywire.wire.models import RecallHit
 
-__all__ = ["SUBSTANCE_WEIGHT", "SUBSTANCE_WORDS", "check_weight", "substance_ranked",
-           "substantive"]
+__all__ = ["SUBSTANCE_WEIGHT", "SUBSTANCE_WORDS", "substance_ranked", "substantive"]
 
 #: RRF weight of the substantive hits against the store's order (weight 1). Fitted on
 #: LoCoMo conversations 0-4 (categories 1-4, with :data:`SUBSTANCE_WORDS` = 25): 0.05 gave
@@ -46,13 +45,6 @@ SUBSTANCE_WEIGHT = 0.07
 #: How many words make a hit substantive. Fitted with the weight (dev R@5 + R@10 at 0.07:
 #: 15 words 1.384, 20 1.390, 25 1.407, 30 1.394): a flat optimum.
 SUBSTANCE_WORDS = 25
-_RRF_K = 60
-
-
-def check_weight(weight: float) -> float:
-    """``weight`` when usable (:func:`~memorywire.core.fusion.checked_weight`), else
-    ``invalid_request`` naming ``substance_weight``."""
-    return checked_weight(weight, "substance_weight")
 
 
 def _texts(value: Any) -> Iterator[str]:
@@ -83,4 +75,4 @@ def substance_ranked(hits: Sequence[RecallHit],
     """``hits`` (best first) re-ranked with the substantive ones boosted; scores untouched."""
     if weight <= 0:
         return list(hits)
-    return boosted(hits, [substantive(h) for h in hits], weight, _RRF_K)
+    return boosted(hits, [substantive(h) for h in hits], weight)

@@ -30,7 +30,6 @@ TIME_WEIGHT = 0.5
 #: How many hits a store is asked for when the question names a time, so a memory of that
 #: time ranked just below ``k`` can move up.
 TIME_POOL = 50
-_RRF_K = 60
 
 
 def reference_time(req: RecallRequest, now: int) -> int:
@@ -53,4 +52,4 @@ def time_ranked(hits: Sequence[RecallHit], windows: Sequence[TimeWindow],
     if not windows or weight <= 0:
         return list(hits)
     inside = [any(w.contains(event_time(h)) for w in windows) for h in hits]
-    return boosted(hits, inside, weight, _RRF_K)
+    return boosted(hits, inside, weight)

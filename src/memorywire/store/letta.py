@@ -44,7 +44,7 @@ from memorywire.core.content import embed_text
 from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row
-from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
+from memorywire.core.scoring import candidate_pool, exact_top, hybrid_rank
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder
 from memorywire.errors import (
@@ -330,7 +330,7 @@ class LettaStore(RowDelegate[_Row]):
                              key=lambda o: (-o[0], o[1].created_at, o[1].id))
             ranked = hybrid_rank(cosines, vector_ranked, [r.id for _, r in lexical[:pool]],
                                  k=req.k, floor=self._floor, lexical_floor=self._lexical_floor,
-                                 factors={r.id: DEMOTE_FACTOR for r in rows if r.demoted},
+                                 demoted={r.id for r in rows if r.demoted},
                                  min_relevance=req.min_relevance)
             by_id = {r.id: r for r in rows}
             hits.extend(row_hit(by_id[s.id], s.score, s.relevance, self._name) for s in ranked)

@@ -23,7 +23,7 @@ from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
 from memorywire.core.fusion import checked_weight
 from memorywire.core.records import Row
-from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, exact_top, hybrid_rank
+from memorywire.core.scoring import candidate_pool, exact_top, hybrid_rank_arrays
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
@@ -168,21 +168,20 @@ class InMemoryStore(RowDelegate[_Row]):
             qvec = self.embedder.embed([req.query])[0]
             sims = np.stack([r.vector for r in rows]) @ qvec
             pool = candidate_pool(req.k)
-            cosines = {r.id: float(s) for r, s in zip(rows, sims, strict=True)}
-            vector_ranked = [rows[i].id for i in exact_top(sims.astype(np.float32), pool)]
             terms = set(query_terms(req.query))
-            overlap = [(len(terms & r.terms), r) for r in rows]
+            overlap = [(len(terms & r.terms), i) for i, r in enumerate(rows)]
             lexical = sorted((o for o in overlap if o[0] > 0),
-                             key=lambda o: (-o[0], o[1].created_at, o[1].id))
-            lexical_ranked = [r.id for _, r in lexical[:pool]]
-            factors = {r.id: DEMOTE_FACTOR for r in rows if r.demoted}
+                             key=lambda o: (-o[0], rows[o[1]].created_at, rows[o[1]].id))
             gated = (self._entity_gate and req.min_relevance is None and self._floor > -1.0
                      and bool(named_words(req.query)))
-            ranked = hybrid_rank(cosines, vector_ranked, lexical_ranked,
-                                 k=max(req.k, EVIDENCE_DEPTH) if gated else req.k,
-                                 floor=self._floor, lexical_floor=self._lexical_floor,
-                                 factors=factors, min_relevance=req.min_relevance,
-                                 tail_gap=self._tail_gap)
+            ranked = hybrid_rank_arrays(
+                sims.astype(np.float64), [r.id for r in rows],
+                exact_top(sims.astype(np.float32), pool).tolist(),
+                [i for _, i in lexical[:pool]],
+                k=max(req.k, EVIDENCE_DEPTH) if gated else req.k,
+                floor=self._floor, lexical_floor=self._lexical_floor,
+                demoted=np.array([r.demoted for r in rows], dtype=bool),
+                min_relevance=req.min_relevance, tail_gap=self._tail_gap)
             by_id = {r.id: r for r in rows}
             if gated and ranked:
                 best = [by_id[s.id] for s in ranked[:EVIDENCE_DEPTH]]

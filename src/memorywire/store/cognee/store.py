@@ -61,7 +61,7 @@ from memorywire.core.content import embed_text
 from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row as CoreRow
-from memorywire.core.scoring import DEMOTE_FACTOR, candidate_pool, hybrid_rank
+from memorywire.core.scoring import candidate_pool, hybrid_rank
 from memorywire.embed.base import Embedder
 from memorywire.errors import (
     BackendUnavailable,
@@ -333,7 +333,7 @@ class CogneeStore(RowDelegate[Row]):
             order = sorted(cosines, key=lambda i: -cosines[i])
             ranked = hybrid_rank(cosines, order[:candidate_pool(req.k)], [], k=req.k,
                                  floor=self._floor, lexical_floor=self._floor,
-                                 factors={r.id: DEMOTE_FACTOR for r in rows if r.demoted},
+                                 demoted={r.id for r in rows if r.demoted},
                                  min_relevance=req.min_relevance)
             by_id = {r.id: r for r in rows}
             hits.extend(row_hit(by_id[s.id], s.score, s.relevance, self._name) for s in ranked)

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import numpy as np
 import psycopg
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
@@ -37,7 +38,7 @@ from memorywire.core.content import (
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, named_words
 from memorywire.core.fusion import checked_weight
 from memorywire.core.records import ListQuery, Row, UpdateRequest
-from memorywire.core.scoring import candidate_pool, hybrid_rank
+from memorywire.core.scoring import candidate_pool, hybrid_rank_arrays
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
@@ -304,15 +305,20 @@ class PostgresStore:
                     [qvec, *w.params, tsq, tsq, pool],
                 )
                 lexical = await cur.fetchall()
-            cosines = {r["id"]: float(r["cos"]) for r in (*vector, *lexical)}
-            factors = {r["id"]: float(r["score_factor"]) for r in (*vector, *lexical)
-                       if r["score_factor"] != 1.0}
+            # the candidates: both lists' rows, once each (score_factor is DEMOTE_FACTOR
+            # for a demoted row, else 1.0)
+            candidates = {r["id"]: r for r in (*vector, *lexical)}
+            ids = list(candidates)
+            slot = {mid: i for i, mid in enumerate(ids)}
             gated = (self._entity_gate and req.min_relevance is None and self._floor > -1.0
                      and bool(named_words(req.query)))
-            ranked = hybrid_rank(
-                cosines, [r["id"] for r in vector], [r["id"] for r in lexical],
+            ranked = hybrid_rank_arrays(
+                np.array([float(r["cos"]) for r in candidates.values()], dtype=np.float64),
+                ids, [slot[r["id"]] for r in vector], [slot[r["id"]] for r in lexical],
                 k=max(req.k, EVIDENCE_DEPTH) if gated else req.k,
-                floor=self._floor, lexical_floor=self._lexical_floor, factors=factors,
+                floor=self._floor, lexical_floor=self._lexical_floor,
+                demoted=np.array([r["score_factor"] != 1.0 for r in candidates.values()],
+                                 dtype=bool),
                 min_relevance=req.min_relevance,
                 tail_gap=self._tail_gap,
             )

@@ -344,6 +344,9 @@ def add_ablation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--substance-weight", type=float, default=None,
                         help="the stores' substance_weight for every store row (ablation; 0 = "
                              "no substance prior; default: the store's)")
+    parser.add_argument("--turn-weight", type=float, default=None,
+                        help="the stores' turn_weight for every store row (ablation; 0 = no "
+                             "turn focus; default: the store's)")
 
 
 def write_result(result: dict[str, Any], out: Path | None, default_name: str, *,

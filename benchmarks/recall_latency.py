@@ -15,14 +15,14 @@ Variants, all with the relevance floors off as the benchmarks' ``store`` row (a 
 cut the list and, with the entity gate, call the model, which is not the store's cost):
 
 * ``baseline``: turns without ``metadata.context``, ``feedback_weight=0``,
-  ``session_weight=0``, ``subject_weight=0`` and ``substance_weight=0`` (the issue's
-  "today");
+  ``session_weight=0``, ``subject_weight=0``, ``substance_weight=0`` and ``turn_weight=0``
+  (the issue's "today");
 * ``context``: turns with ``metadata.context`` as the benchmarks write it, no feedback, no
-  session evidence, no subject boost, no substance prior;
-* ``no-substance``: the defaults without the substance prior (``substance_weight=0``,
-  the store before it; what the prior itself costs is ``defaults`` against this);
-* ``defaults``: context, the store's default feedback, session evidence, subject boost and
-  substance prior (the store now).
+  session evidence, no subject boost, no substance prior, no turn focus;
+* ``no-turn``: the defaults without turn focus (``turn_weight=0``, the store before it;
+  what turn focus itself costs is ``defaults`` against this);
+* ``defaults``: context, the store's default feedback, session evidence, subject boost,
+  substance prior and turn focus (the store now).
 
 LoCoMo asks every ``--locomo-stride``-th question (k=10, its deepest cut); LongMemEval asks
 every scored question (or the first ``--longmemeval-limit``, question types interleaved) with
@@ -71,13 +71,14 @@ from _retrieval import (
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
+from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.store.sqlite import SqliteStore
 from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
-VARIANTS = ("baseline", "context", "no-substance", "defaults")
+VARIANTS = ("baseline", "context", "no-turn", "defaults")
 GOAL_RATIO = 1.5
 
 
@@ -98,15 +99,16 @@ def _stores(tmp: Path, embedder: Embedder) -> dict[str, SqliteStore]:
     def store(name: str, feedback_weight: float = FEEDBACK_WEIGHT,
               session_weight: float = SESSION_WEIGHT,
               subject_weight: float = SUBJECT_WEIGHT,
-              substance_weight: float = SUBSTANCE_WEIGHT) -> SqliteStore:
+              substance_weight: float = SUBSTANCE_WEIGHT,
+              turn_weight: float = TURN_WEIGHT) -> SqliteStore:
         return SqliteStore(tmp / f"{name}.db", embedder, relevance_floor=-1.0,
                            lexical_floor=-1.0, feedback_weight=feedback_weight,
                            session_weight=session_weight, subject_weight=subject_weight,
-                           substance_weight=substance_weight)
+                           substance_weight=substance_weight, turn_weight=turn_weight)
 
-    return {"baseline": store("baseline", 0.0, 0.0, 0.0, 0.0),
-            "context": store("context", 0.0, 0.0, 0.0, 0.0),
-            "no-substance": store("no-substance", substance_weight=0.0),
+    return {"baseline": store("baseline", 0.0, 0.0, 0.0, 0.0, 0.0),
+            "context": store("context", 0.0, 0.0, 0.0, 0.0, 0.0),
+            "no-turn": store("no-turn", turn_weight=0.0),
             "defaults": store("defaults")}
 
 
@@ -255,13 +257,14 @@ async def run(locomo_path: Path | None, lme_path: Path | None, *, stride: int,
                  "longmemeval": lme_path.name if lme_path else None},
         "locomo_stride": stride, "longmemeval_limit": limit,
         "variants": {"baseline": "no metadata.context, feedback_weight=0, session_weight=0, "
-                                 "subject_weight=0, substance_weight=0 (issue 19's today)",
+                                 "subject_weight=0, substance_weight=0, turn_weight=0 "
+                                 "(issue 19's today)",
                      "context": "metadata.context, feedback_weight=0, session_weight=0, "
-                                "subject_weight=0, substance_weight=0",
-                     "no-substance": "the defaults with substance_weight=0 (the store "
-                                     "before hop19b)",
+                                "subject_weight=0, substance_weight=0, turn_weight=0",
+                     "no-turn": "the defaults with turn_weight=0 (the store before turn19)",
                      "defaults": "metadata.context, default feedback, session evidence, "
-                                 "subject boost and substance prior (the store now)",
+                                 "subject boost, substance prior and turn focus (the store "
+                                 "now)",
                      "all": "relevance_floor=lexical_floor=-1 (the benchmarks' 'store' row), "
                             "recall_by_vector (model not timed)"},
         "goal_ratio_p50": GOAL_RATIO,

@@ -34,7 +34,8 @@ from typing import Any
 from memorywire.core.fusion import boosted
 from memorywire.wire.models import RecallHit
 
-__all__ = ["SUBSTANCE_WEIGHT", "SUBSTANCE_WORDS", "substance_ranked", "substantive"]
+__all__ = ["SUBSTANCE_WEIGHT", "SUBSTANCE_WORDS", "content_texts", "substance_ranked",
+           "substantive"]
 
 #: RRF weight of the substantive hits against the store's order (weight 1). Fitted on
 #: LoCoMo conversations 0-4 (categories 1-4, with :data:`SUBSTANCE_WORDS` = 25): 0.05 gave
@@ -47,23 +48,23 @@ SUBSTANCE_WEIGHT = 0.07
 SUBSTANCE_WORDS = 25
 
 
-def _texts(value: Any) -> Iterator[str]:
+def content_texts(value: Any) -> Iterator[str]:
     """The strings inside a content (a structured one's values, not its keys, which are the
     same few field names in every memory of its kind)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _texts(item)
+            yield from content_texts(item)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _texts(item)
+            yield from content_texts(item)
 
 
 def substantive(hit: RecallHit, words: int = SUBSTANCE_WORDS) -> bool:
     """Whether the hit's content has at least ``words`` words."""
     count = 0
-    for text in _texts(hit.content):
+    for text in content_texts(hit.content):
         count += len(text.split())
         if count >= words:
             return True

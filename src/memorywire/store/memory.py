@@ -28,6 +28,7 @@ from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.textsearch import query_terms
+from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed.base import Embedder
 from memorywire.store._common import (
     DEFAULT_LEXICAL_FLOOR,
@@ -75,12 +76,14 @@ class InMemoryStore(RowDelegate[_Row]):
         session_weight: float = SESSION_WEIGHT,
         subject_weight: float = SUBJECT_WEIGHT,
         substance_weight: float = SUBSTANCE_WEIGHT,
+        turn_weight: float = TURN_WEIGHT,
     ) -> None:
         self._embedder = embedder
         self._entity_gate = entity_gate
         self._session_weight = checked_weight(session_weight, "session_weight")
         self._subject_weight = checked_weight(subject_weight, "subject_weight")
         self._substance_weight = checked_weight(substance_weight, "substance_weight")
+        self._turn_weight = checked_weight(turn_weight, "turn_weight")
         self._clock: Clock = clock or SystemClock()
         self._name = name
         self._floor = relevance_floor
@@ -141,7 +144,8 @@ class InMemoryStore(RowDelegate[_Row]):
         resp = await recall_in_time(req, self._search, now,
                                     session_weight=self._session_weight,
                                     subject_weight=self._subject_weight,
-                                    substance_weight=self._substance_weight)
+                                    substance_weight=self._substance_weight,
+                                    turn_weight=self._turn_weight)
         # Counted here, for the hits returned: a re-ranker's deeper pool (and the first
         # search it replaces) must not count what it passed over, nor count a hit twice.
         rows = self._rows.get(req.agent_id, {})

@@ -37,6 +37,7 @@ from memorywire.core.timeline import (
     time_metadata,
     validity_of,
 )
+from memorywire.core.turn_focus import turn_focused
 from memorywire.embed.base import Vectors
 from memorywire.errors import InvalidRequest, NotFound
 from memorywire.store.base import MemoryStore
@@ -377,17 +378,19 @@ class RecallPlan:
     when the question writes a name and the answer's memories carry subjects,
     ``SESSION_POOL`` when at least two of its hits carry sessions), and for more when the
     answer lost hits to the validity filter; so a scope with none of these costs what it
-    did before. The substance prior asks for no pool of its own: it re-ranks what the
-    other steps fetched.
+    did before. The substance prior and turn focus ask for no pool of their own: they
+    re-rank what the other steps fetched.
     """
 
     def __init__(self, req: RecallRequest, now: int, *, session_weight: float = 0.0,
-                 subject_weight: float = 0.0, substance_weight: float = 0.0) -> None:
+                 subject_weight: float = 0.0, substance_weight: float = 0.0,
+                 turn_weight: float = 0.0) -> None:
         self.req = req
         self._now = now
         self._session_weight = session_weight
         self._subject_weight = subject_weight
         self._substance_weight = substance_weight
+        self._turn_weight = turn_weight
         self._windows = resolve(req.query, reference_time(req, now))
         self._names = names_in(req.query, subject_weight)
         k = min(1000, max(req.k, TIME_POOL)) if self._windows else req.k
@@ -451,6 +454,7 @@ class RecallPlan:
         hits = subject_ranked(hits, self._names, self._subject_weight)
         hits = session_ranked(hits, self._session_weight)
         hits = substance_ranked(hits, self._substance_weight)
+        hits = turn_focused(hits, req.query, self._turn_weight)
         if req.include_superseded or req.as_of is not None:
             hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,
                                       as_of=req.as_of is not None)
@@ -462,19 +466,22 @@ class RecallPlan:
 async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
                          session_weight: float = 0.0,
                          subject_weight: float = 0.0,
-                         substance_weight: float = 0.0) -> RecallResponse:
+                         substance_weight: float = 0.0,
+                         turn_weight: float = 0.0) -> RecallResponse:
     """``search`` (the store's own recall) showing only what is true now or at ``as_of``,
     with memories of a time the question names ranked higher (``core.time_boost``), then
     memories whose subject the question names (``core.subject_boost``, ``subject_weight``),
     then memories whose session holds other good hits (``core.session_evidence``,
     ``session_weight``), then memories long enough to state something
-    (``core.substance_prior``, ``substance_weight``). The weights are the store's settings;
+    (``core.substance_prior``, ``substance_weight``), then, within each session, the turns
+    whose own words match the question (``core.turn_focus``, ``turn_weight``). The weights
+    are the store's settings;
     0 (the default here, for a store that does not pass them) turns a boost off. The
     searches are those of :class:`RecallPlan` (a store may run the plan itself, see its
     docstring).
     """
     plan = RecallPlan(req, now, session_weight=session_weight, subject_weight=subject_weight,
-                      substance_weight=substance_weight)
+                      substance_weight=substance_weight, turn_weight=turn_weight)
     nxt: RecallRequest | None = plan.request()
     while nxt is not None:
         resp = await search(nxt)

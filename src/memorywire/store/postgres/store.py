@@ -43,6 +43,7 @@ from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.textsearch import query_terms
+from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import InvalidRequest, MemorywireError
 from memorywire.store._common import (
@@ -97,7 +98,8 @@ class PostgresStore:
     ``session_weight`` (as on SqliteStore) ranks a memory higher when other good hits share
     its ``metadata.session`` (``core.session_evidence``); 0 turns it off.
     ``subject_weight``: as on SqliteStore (``core.subject_boost``; 0 turns it off).
-    ``substance_weight``: as on SqliteStore (``core.substance_prior``; 0 turns it off)."""
+    ``substance_weight``: as on SqliteStore (``core.substance_prior``; 0 turns it off).
+    ``turn_weight``: as on SqliteStore (``core.turn_focus``; 0 turns it off)."""
 
     #: Parallel workers for the HNSW build at the end of a bulk load (``None``: the server's
     #: ``max_parallel_maintenance_workers``, 2 by default).
@@ -121,12 +123,14 @@ class PostgresStore:
         session_weight: float = SESSION_WEIGHT,
         subject_weight: float = SUBJECT_WEIGHT,
         substance_weight: float = SUBSTANCE_WEIGHT,
+        turn_weight: float = TURN_WEIGHT,
     ) -> None:
         self._name = name
         self._entity_gate = entity_gate
         self._session_weight = checked_weight(session_weight, "session_weight")
         self._subject_weight = checked_weight(subject_weight, "subject_weight")
         self._substance_weight = checked_weight(substance_weight, "substance_weight")
+        self._turn_weight = checked_weight(turn_weight, "turn_weight")
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
         self._tail_gap = tail_gap
@@ -268,7 +272,8 @@ class PostgresStore:
         resp = await recall_in_time(req, self._search, now,
                                     session_weight=self._session_weight,
                                     subject_weight=self._subject_weight,
-                                    substance_weight=self._substance_weight)
+                                    substance_weight=self._substance_weight,
+                                    turn_weight=self._turn_weight)
         # Counted here, for the hits returned: a re-ranker's deeper pool (and the first
         # search it replaces) must not count what it passed over, nor count a hit twice.
         if resp.results:

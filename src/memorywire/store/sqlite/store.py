@@ -50,6 +50,7 @@ from memorywire.core.scoring import through_kth_kept
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
+from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import MemorywireError, NotFound
 from memorywire.store._common import (
@@ -122,7 +123,9 @@ class SqliteStore:
     ``subject_weight`` is the RRF weight of the memories whose ``metadata.speaker`` or
     ``metadata.entity_name`` the question names (``core.subject_boost``); 0 turns it off.
     ``substance_weight`` is the RRF weight of the hits long enough to state something
-    (``core.substance_prior``); 0 turns it off."""
+    (``core.substance_prior``); 0 turns it off.
+    ``turn_weight`` orders each session's hits by how well their own words match the
+    question, within the places the session holds (``core.turn_focus``); 0 turns it off."""
 
     honours_write_bracket = True  # remember runs governance's bracket (store.bracket)
 
@@ -142,6 +145,7 @@ class SqliteStore:
         session_weight: float = SESSION_WEIGHT,
         subject_weight: float = SUBJECT_WEIGHT,
         substance_weight: float = SUBSTANCE_WEIGHT,
+        turn_weight: float = TURN_WEIGHT,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -163,6 +167,7 @@ class SqliteStore:
         self._session_weight = checked_weight(session_weight, "session_weight")
         self._subject_weight = checked_weight(subject_weight, "subject_weight")
         self._substance_weight = checked_weight(substance_weight, "substance_weight")
+        self._turn_weight = checked_weight(turn_weight, "turn_weight")
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)
@@ -306,7 +311,8 @@ class SqliteStore:
         started = time.perf_counter()
         plan = RecallPlan(req, self._clock.now_ms(), session_weight=self._session_weight,
                           subject_weight=self._subject_weight,
-                          substance_weight=self._substance_weight)
+                          substance_weight=self._substance_weight,
+                          turn_weight=self._turn_weight)
 
         def run() -> list[RecallHit]:
             vec = self._embedder.embed([req.query])[0] if qvec is None else qvec

@@ -70,6 +70,8 @@ def _texts(value: Any) -> Iterator[str]:
 
 def substantive(hit: HitView, words: int = SUBSTANCE_WORDS) -> bool:
     """Whether the hit's content has at least ``words`` words."""
+    if isinstance(hit.content, str):  # the common case, without the generator
+        return len(hit.content.split()) >= words
     count = 0
     for text in _texts(hit.content):
         count += len(text.split())

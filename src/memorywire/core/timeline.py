@@ -146,6 +146,14 @@ def annotate(hit: RecallHit) -> RecallHit:
 
 
 def is_visible(hit: HitView, req: RecallRequest, now: int) -> bool:
+    if hit.valid_to is None and hit.superseded_by is None and not (
+            hit.metadata and TIME_KEY in hit.metadata):
+        # No validity of its own (most memories): valid from its start, never closed. The
+        # rule below gives the same answer; a recall's pool judges 100 hits.
+        start = hit.valid_from if hit.valid_from is not None else _created(hit)
+        if req.as_of is not None:
+            return _created(hit) <= req.as_of and start <= req.as_of
+        return req.include_superseded or start <= now
     v = hit_validity(hit)
     if req.as_of is not None:
         return _created(hit) <= req.as_of and v.holds_at(req.as_of)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -39,10 +39,10 @@ from memorywire.wire.models import MemoryType, RecallHit, RecallRequest
 __all__ = ["PlanRunner", "RowView"]
 
 
-@dataclass(frozen=True, slots=True)
-class RowView:
+class RowView(NamedTuple):
     """A ranked row as the plan's rules see a hit (``core.timeline.HitView``): what a
-    :class:`RecallHit` built from the row holds in those fields. Never returned."""
+    :class:`RecallHit` built from the row holds in those fields. Never returned. A tuple:
+    a pool builds 100 of them per recall."""
 
     id: str
     type: MemoryType
@@ -60,6 +60,9 @@ class RowView:
         return typed_fields(str(self.type), self.metadata)
 
 
+_TYPES = {t.value: t for t in MemoryType}
+
+
 def _views(picked: Sequence[Sequence[Any]]) -> list[RowView]:
     """Rows (``COLS``, then the rid) as views; their metadata JSON decoded in one call."""
     if not picked:
@@ -69,7 +72,7 @@ def _views(picked: Sequence[Sequence[Any]]) -> list[RowView]:
     for r, meta in zip(picked, decoded, strict=True):
         if r[13] is not None:
             meta[CONTEXT_FIELD] = r[13]
-        mtype = MemoryType(r[3])
+        mtype = _TYPES[r[3]]
         out.append(RowView(r[0], mtype, content_from_storage(mtype, r[4]), meta, r[8]))
     return out
 

@@ -207,10 +207,11 @@ def ranged_scores(conn: Any, kept: Sequence[str], matched: int,
     ``matched`` rows), with its BM25 score (FTS5's sign: lower is better), best first."""
     if not kept:
         return []
-    return [(int(r[0]), float(r[1])) for r in conn.execute(
+    rows: list[tuple[int, float]] = conn.execute(  # (int, float) tuples as SQLite gives them
         "SELECT rowid, bm25(memories_fts, 1.0, 0.0) AS s FROM memories_fts "
         "WHERE memories_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY s LIMIT ?",
-        (f"body : ({' OR '.join(kept)})", *rid_range, matched))]
+        (f"body : ({' OR '.join(kept)})", *rid_range, matched)).fetchall()
+    return rows
 
 
 def shared_words(conn: Any, rid: int, text: str, enough: int) -> int:
@@ -308,7 +309,7 @@ def rank_scope(
         ranged_scores(conn, units[0], units[1], rid_range)
         if in_range(index.n, units[1], rid_range) else None))
     lexical = _in_scope(
-        [rid for rid, _ in scored] if scored is not None else
+        once("scored_rids", lambda: [rid for rid, _ in scored]) if scored is not None else
         lexical_rids(conn, req.agent_id, req.query, max(20 * pool, 1000),
                      scope_rows=index.n, units=units, rid_range=rid_range),
         index, mask, pool)

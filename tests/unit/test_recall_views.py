@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memorywire.core.clock import DAY_MS, FakeClock
+from memorywire.core.records import UpdateRequest
 from memorywire.core.scoring import Scored
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
@@ -110,3 +111,34 @@ def test_the_plan_ranks_hits_as_it_ranks_them_annotated(seed: int, flavour: str)
     assert [h.id for h in raw] == [h.id for h in annotated_first]
     assert raw == annotated_first
     assert len(raw) > 5
+
+
+async def _contents(store: SqliteStore, query: str) -> dict[str, object]:
+    resp = await store.recall(RecallRequest(agent_id="a", query=query, k=10))
+    return {h.id: (h.content, (h.metadata or {}).get("speaker")) for h in resp.results}
+
+
+@pytest.mark.parametrize("writer", ["same store", "another connection"])
+async def test_rows_kept_between_recalls_give_way_to_a_write(tmp_path: Path,
+                                                             writer: str) -> None:
+    """A recall keeps the rows it read for the next recall of the scope; an update, by this
+    store or by another connection to the file (another process), must show at once."""
+    path = tmp_path / "k.db"
+    store = SqliteStore(path, embedder=HashingEmbedder(), clock=FakeClock(NOW))
+    other = SqliteStore(path, embedder=HashingEmbedder(), clock=FakeClock(NOW))
+    try:
+        await store.remember_many([
+            RememberRequest(agent_id="a", type=MemoryType.EPISODIC, id=f"t{i}",
+                            content=f"Alice talked about the garden, turn {i}",
+                            metadata={"speaker": "Alice", "session": 1})
+            for i in range(6)])
+        before = await _contents(store, "What did Alice say about the garden?")
+        assert before["t2"] == ("Alice talked about the garden, turn 2", "Alice")
+        await (store if writer == "same store" else other).update(UpdateRequest(
+            agent_id="a", id="t2", content="Alice talked about the garden shed, turn 2",
+            metadata_patch={"speaker": "Bob"}))
+        after = await _contents(store, "What did Alice say about the garden?")
+        assert after["t2"] == ("Alice talked about the garden shed, turn 2", "Bob")
+    finally:
+        await store.aclose()
+        await other.aclose()

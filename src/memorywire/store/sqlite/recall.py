@@ -16,6 +16,8 @@ before, so the answer is the same, byte for byte.
 from __future__ import annotations
 
 import json
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -29,6 +31,7 @@ from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_word
 from memorywire.core.scoring import Scored, through_kth_kept
 from memorywire.core.timeline import annotate
 from memorywire.embed.base import Embedder
+from memorywire.store._vector_cache import ScopeIndex
 from memorywire.store.sqlite.contexts import metadata_of
 from memorywire.store.sqlite.db import COLS, IN_JSON, SqliteDb, hits_of, mark_recalled
 from memorywire.store.sqlite.search import rank_scope
@@ -36,7 +39,16 @@ from memorywire.store.timeline import RecallPlan
 from memorywire.wire.fields import typed_fields
 from memorywire.wire.models import MemoryType, RecallHit, RecallRequest
 
-__all__ = ["PlanRunner", "RowView"]
+__all__ = ["KEPT_AGENTS", "KEPT_ROWS", "PlanRunner", "RowView"]
+
+#: A recall's rows (``COLS`` with the recall statistics, which every recall changes, left
+#: out: nothing a recall builds reads them) and then the rid.
+_ROW_SQL = (f"SELECT {COLS.replace('last_recalled_at, recall_count', 'NULL, NULL')}, rid "
+            f"FROM memories WHERE agent_id = ? AND id IN {IN_JSON}")
+#: How many agents' recalled rows (and their views) are kept between recalls ...
+KEPT_AGENTS = 8
+#: ... and at most how many rows of each (beyond it, an agent's are dropped and read again).
+KEPT_ROWS = 2048
 
 
 class RowView(NamedTuple):
@@ -107,6 +119,9 @@ class PlanRunner:
         self._lexical_weight = lexical_weight
         self._feedback_weight = feedback_weight
         self._entity_gate = entity_gate
+        #: agent -> (the scope index its rows were read under, those rows by id)
+        self._rows: OrderedDict[str, tuple[weakref.ref[ScopeIndex], dict[str, Any]]] = (
+            OrderedDict())
 
     def run(self, plan: RecallPlan, qvec: npt.NDArray[np.float32]) -> list[RecallHit]:
         """The plan's answer (blocking: the store's worker thread calls it)."""
@@ -115,23 +130,43 @@ class PlanRunner:
         with self._db.tx(durable=False) as conn:
             now = self._db.clock.now_ms()
             index = self._db.index(conn, plan.req.agent_id)
+            kept = self._kept(plan.req.agent_id, index)
             nxt: RecallRequest | None = plan.request()
             memo: dict[Any, Any] = {}  # what its searches share (they differ only in k)
             found = _NOTHING
             while nxt is not None:
-                found = self._search(conn, index, nxt, qvec, now, memo)
+                found = self._search(conn, index, nxt, qvec, now, memo, kept)
                 nxt = plan.deeper(found.views, hidden=found.cut)
             order = plan.order(found.views, hidden=found.cut)
-            final = [annotate(h) for h in hits_of([found.ranked[v.id] for v in order],
-                                                  memo.get("rows", {}), self._name)]
+            final = [annotate(h) for h in hits_of(
+                [found.ranked[v.id] for v in order], {v.id: kept[v.id][0] for v in order},
+                self._name)]
             mark_recalled(conn, plan.req.agent_id, [h.id for h in final if h.id in found.core],
                           now)
         return final
 
-    def _search(self, conn: Any, index: Any, req: RecallRequest,
-                qvec: npt.NDArray[np.float32], now: int, memo: dict[Any, Any]) -> _Found:
+    def _kept(self, agent_id: str, index: ScopeIndex) -> dict[str, tuple[Any, RowView]]:
+        """The rows (and views) of ``agent_id`` read by earlier recalls, by id, while they
+        are still what the database holds: a row changes only in a write that changes the
+        scope's version (``SqliteDb.bump``; an append adds rows and changes none), and a new
+        version is a new ``index``, so rows kept for another index object are dropped. A
+        question that names someone re-ranks 100 rows, most of them read by the
+        conversation's earlier questions."""
+        entry = self._rows.pop(agent_id, None)
+        rows = entry[1] if entry is not None and entry[0]() is index else {}
+        if len(rows) > KEPT_ROWS:
+            rows = {}
+        self._rows[agent_id] = (weakref.ref(index), rows)
+        while len(self._rows) > KEPT_AGENTS:
+            self._rows.popitem(last=False)
+        return rows
+
+    def _search(self, conn: Any, index: ScopeIndex, req: RecallRequest,
+                qvec: npt.NDArray[np.float32], now: int, memo: dict[Any, Any],
+                kept: dict[str, tuple[Any, RowView]]) -> _Found:
         """One search (``core.scoring.hybrid_rank``'s ``keep_cut``: rows the floors cut keep
-        their places for the plan's re-ranking and are never returned)."""
+        their places for the plan's re-ranking and are never returned). ``kept`` holds the
+        rows already read, by this recall or an earlier one of the same scope version."""
         gated = self._entity_gated(req)
         ranked = rank_scope(
             conn, index, req.model_copy(update={"k": max(req.k, EVIDENCE_DEPTH)})
@@ -141,22 +176,16 @@ class PlanRunner:
             feedback_weight=self._feedback_weight, memo=memo)
         if not ranked:
             return _NOTHING
-        # rows (and their views) already read by an earlier search of this recall (same
-        # snapshot) are reused: a pool's 100 hits hold the first answer's
-        rows: dict[str, Any] = memo.setdefault("rows", {})
-        missing = [s.id for s in ranked if s.id not in rows]
+        missing = [s.id for s in ranked if s.id not in kept]
         if missing:
-            rows.update((r[0], r) for r in conn.execute(
-                f"SELECT {COLS}, rid FROM memories WHERE agent_id = ? AND id IN {IN_JSON}",
-                (req.agent_id, json.dumps(missing))))
-        if gated and not self._answers(req.query, [rows[s.id] for s in ranked if not s.cut],
-                                       index):
+            rows = conn.execute(_ROW_SQL, (req.agent_id, json.dumps(missing))).fetchall()
+            kept.update(zip((r[0] for r in rows), zip(rows, _views(rows), strict=True),
+                            strict=True))
+        if gated and not self._answers(
+                req.query, [kept[s.id][0] for s in ranked if not s.cut], index):
             return _NOTHING
         ranked = through_kth_kept(ranked, req.k)
-        views: dict[str, RowView] = memo.setdefault("views", {})
-        new = [s.id for s in ranked if s.id not in views]
-        views.update(zip(new, _views([rows[i] for i in new]), strict=True))
-        return _Found([views[s.id] for s in ranked], {s.id: s for s in ranked},
+        return _Found([kept[s.id][1] for s in ranked], {s.id: s for s in ranked},
                       {s.id for s in ranked if s.core}, {s.id for s in ranked if s.cut})
 
     def _entity_gated(self, req: RecallRequest) -> bool:
@@ -166,7 +195,7 @@ class PlanRunner:
         return (self._entity_gate and req.min_relevance is None and self._floor > -1.0
                 and bool(named_words(req.query)))
 
-    def _answers(self, query: str, rows: Sequence[Any], index: Any) -> bool:
+    def _answers(self, query: str, rows: Sequence[Any], index: ScopeIndex) -> bool:
         texts = [lexical_text(MemoryType(r[3]), r[4], metadata_of(r[5], r[13]))
                  for r in rows[:EVIDENCE_DEPTH]]
         return has_evidence(query, texts,

@@ -70,9 +70,11 @@ def session_ranked(hits: Sequence[HitT], weight: float = SESSION_WEIGHT,
     """``hits`` (best first) with the first ``pool`` re-ranked by their session's evidence;
     the rest keep their place after them. Scores untouched."""
     head = list(hits[:pool])
-    if weight <= 0 or not sessions_in(head):
+    if weight <= 0:
         return list(hits)
     keys = [session_of(h) for h in head]
+    if sum(k is not None for k in keys) < 2:  # sessions_in(head), from the keys
+        return list(hits)
     groups = [k if k is not None else f"\0{i}" for i, k in enumerate(keys)]
     evidence: dict[str, list[float]] = {}
     for rank, group in enumerate(groups):

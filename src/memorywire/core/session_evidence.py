@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memorywire.core.fusion import DEFAULT_RRF_K
-from memorywire.wire.models import RecallHit
+from memorywire.core.timeline import HitT, HitView
 
 __all__ = ["SESSION_KEY", "SESSION_POOL", "SESSION_TOP", "SESSION_WEIGHT", "session_of",
            "session_ranked", "sessions_in"]
@@ -44,7 +44,7 @@ SESSION_TOP = 2
 SESSION_POOL = 50
 
 
-def session_of(hit: RecallHit) -> str | None:
+def session_of(hit: HitView) -> str | None:
     """The hit's session as a string (``7`` and ``"7"`` are one session), or ``None``."""
     value = (hit.metadata or {}).get(SESSION_KEY)
     if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
@@ -52,20 +52,22 @@ def session_of(hit: RecallHit) -> str | None:
     return str(value)
 
 
-def sessions_in(hits: Sequence[RecallHit]) -> bool:
+def sessions_in(hits: Sequence[HitView]) -> bool:
     """Whether at least two hits carry a session: only then can one help another, and only
     then is a store asked for the deeper pool."""
     return sum(session_of(h) is not None for h in hits) >= 2
 
 
-def session_ranked(hits: Sequence[RecallHit], weight: float = SESSION_WEIGHT,
-                   pool: int = SESSION_POOL, top: int = SESSION_TOP) -> list[RecallHit]:
+def session_ranked(hits: Sequence[HitT], weight: float = SESSION_WEIGHT,
+                   pool: int = SESSION_POOL, top: int = SESSION_TOP) -> list[HitT]:
     """``hits`` (best first) with the first ``pool`` re-ranked by their session's evidence;
     the rest keep their place after them. Scores untouched."""
     head = list(hits[:pool])
-    if weight <= 0 or not sessions_in(head):
+    if weight <= 0:
         return list(hits)
     keys = [session_of(h) for h in head]
+    if sum(k is not None for k in keys) < 2:  # sessions_in(head), from the keys
+        return list(hits)
     groups = [k if k is not None else f"\0{i}" for i, k in enumerate(keys)]
     evidence: dict[str, list[float]] = {}
     for rank, group in enumerate(groups):

@@ -34,7 +34,7 @@ from functools import lru_cache
 
 from memorywire.core.entity_gate import named_words
 from memorywire.core.fusion import boosted
-from memorywire.wire.models import RecallHit
+from memorywire.core.timeline import HitT, HitView
 
 __all__ = ["SUBJECT_KEYS", "SUBJECT_POOL", "SUBJECT_WEIGHT", "names_in", "needs_pool",
            "subject_ranked", "subject_words"]
@@ -59,14 +59,14 @@ def names_in(query: str, weight: float = SUBJECT_WEIGHT) -> frozenset[str]:
     return named_words(query) if weight > 0 else frozenset()
 
 
-def needs_pool(names: frozenset[str], hits: Sequence[RecallHit], k: int) -> bool:
+def needs_pool(names: frozenset[str], hits: Sequence[HitView], k: int) -> bool:
     """Whether the store should be asked again for :data:`SUBJECT_POOL` hits: the query
     names someone, the first answer was asked for fewer (``k``), and some hit has a subject
     at all (a store that records none would only pay for a longer list it cannot re-rank)."""
     return bool(names) and k < SUBJECT_POOL and any(subject_words(h) for h in hits)
 
 
-def subject_words(hit: RecallHit) -> frozenset[str]:
+def subject_words(hit: HitView) -> frozenset[str]:
     """Lower-cased words of the hit's ``metadata.speaker`` and ``metadata.entity_name``."""
     meta = hit.metadata or {}
     words: frozenset[str] = frozenset()
@@ -84,8 +84,8 @@ def _words(value: str) -> frozenset[str]:
     return frozenset(w.lower() for w in _WORD.findall(value))
 
 
-def subject_ranked(hits: Sequence[RecallHit], names: frozenset[str],
-                   weight: float = SUBJECT_WEIGHT) -> list[RecallHit]:
+def subject_ranked(hits: Sequence[HitT], names: frozenset[str],
+                   weight: float = SUBJECT_WEIGHT) -> list[HitT]:
     """``hits`` (best first) re-ranked with the memories of a named subject boosted."""
     if not names or weight <= 0:
         return list(hits)

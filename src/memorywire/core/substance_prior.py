@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memorywire.core.fusion import boosted
-from memorywire.wire.models import RecallHit
+from memorywire.core.timeline import HitT, HitView
 
 __all__ = ["SUBSTANCE_WEIGHT", "SUBSTANCE_WORDS", "content_texts", "substance_ranked",
            "substantive"]
@@ -61,8 +61,10 @@ def content_texts(value: Any) -> Iterator[str]:
             yield from content_texts(item)
 
 
-def substantive(hit: RecallHit, words: int = SUBSTANCE_WORDS) -> bool:
+def substantive(hit: HitView, words: int = SUBSTANCE_WORDS) -> bool:
     """Whether the hit's content has at least ``words`` words."""
+    if isinstance(hit.content, str):  # the common case, without the generator
+        return len(hit.content.split()) >= words
     count = 0
     for text in content_texts(hit.content):
         count += len(text.split())
@@ -71,8 +73,7 @@ def substantive(hit: RecallHit, words: int = SUBSTANCE_WORDS) -> bool:
     return False
 
 
-def substance_ranked(hits: Sequence[RecallHit],
-                     weight: float = SUBSTANCE_WEIGHT) -> list[RecallHit]:
+def substance_ranked(hits: Sequence[HitT], weight: float = SUBSTANCE_WEIGHT) -> list[HitT]:
     """``hits`` (best first) re-ranked with the substantive ones boosted; scores untouched."""
     if weight <= 0:
         return list(hits)

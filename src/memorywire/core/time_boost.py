@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 from memorywire.core.fusion import boosted
 from memorywire.core.time_expressions import TimeWindow
-from memorywire.core.timeline import hit_validity
-from memorywire.wire.models import RecallHit, RecallRequest
+from memorywire.core.timeline import HitT, HitView, hit_validity
+from memorywire.wire.models import RecallRequest
 
 __all__ = ["TIME_POOL", "TIME_WEIGHT", "event_time", "reference_time", "time_ranked"]
 
@@ -39,15 +39,15 @@ def reference_time(req: RecallRequest, now: int) -> int:
     return req.as_of if req.as_of is not None else now
 
 
-def event_time(hit: RecallHit) -> int:
+def event_time(hit: HitView) -> int:
     typed = (hit.model_extra or {}).get("event_time")
     if isinstance(typed, int) and not isinstance(typed, bool):
         return typed
     return hit_validity(hit).valid_from
 
 
-def time_ranked(hits: Sequence[RecallHit], windows: Sequence[TimeWindow],
-                weight: float = TIME_WEIGHT) -> list[RecallHit]:
+def time_ranked(hits: Sequence[HitT], windows: Sequence[TimeWindow],
+                weight: float = TIME_WEIGHT) -> list[HitT]:
     """``hits`` (best first) re-ranked with the in-window ones boosted; scores untouched."""
     if not windows or weight <= 0:
         return list(hits)

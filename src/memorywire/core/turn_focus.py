@@ -50,7 +50,7 @@ from memorywire.core.fusion import DEFAULT_RRF_K
 from memorywire.core.session_evidence import SESSION_POOL, session_of
 from memorywire.core.substance_prior import content_texts
 from memorywire.core.textsearch import query_terms
-from memorywire.wire.models import RecallHit
+from memorywire.core.timeline import HitT, HitView
 
 __all__ = ["CONTEXT_SHARE", "PREFIX_LEN", "PREFIX_MIN_WORD", "TURN_POOL", "TURN_WEIGHT",
            "context_led", "own_scores", "turn_focused"]
@@ -91,7 +91,7 @@ def _whole(text: str, at: int, end: int, prefix: bool) -> bool:
     return False
 
 
-def own_scores(query: str, hits: Sequence[RecallHit]) -> list[float]:
+def own_scores(query: str, hits: Sequence[HitView]) -> list[float]:
     """BM25 of each hit's own text against the query's words, idf over ``hits``.
 
     The texts are joined and lower-cased once and each query word is found with ``str.find``
@@ -132,24 +132,24 @@ def own_scores(query: str, hits: Sequence[RecallHit]) -> list[float]:
     return scores
 
 
-def _own_chars(hit: RecallHit) -> int:
+def _own_chars(hit: HitView) -> int:
     return sum(len(text) for text in content_texts(hit.content))
 
 
-def _context_chars(hit: RecallHit) -> int:
+def _context_chars(hit: HitView) -> int:
     context = (hit.metadata or {}).get(CONTEXT_FIELD)
     return len(context) if isinstance(context, str) else 0
 
 
-def context_led(hits: Sequence[RecallHit], share: float = CONTEXT_SHARE) -> bool:
+def context_led(hits: Sequence[HitView], share: float = CONTEXT_SHARE) -> bool:
     """Whether ``hits`` (one session's) hold at least ``share`` times their own text's
     characters in their contexts: found mostly through what was said around them."""
     context = sum(_context_chars(h) for h in hits)
     return context > 0 and context >= share * sum(_own_chars(h) for h in hits)
 
 
-def turn_focused(hits: Sequence[RecallHit], query: str, weight: float = TURN_WEIGHT,
-                 pool: int = TURN_POOL) -> list[RecallHit]:
+def turn_focused(hits: Sequence[HitT], query: str, weight: float = TURN_WEIGHT,
+                 pool: int = TURN_POOL) -> list[HitT]:
     """``hits`` (best first) with each context-led session's hits among the first ``pool``
     re-ordered within the places the session holds; the rest keep their place. Scores
     untouched."""

@@ -30,6 +30,8 @@ from memorywire.core.substance_prior import substance_ranked
 from memorywire.core.time_boost import TIME_POOL, reference_time, time_ranked
 from memorywire.core.time_expressions import resolve
 from memorywire.core.timeline import (
+    HitT,
+    HitView,
     annotate,
     closing_patch,
     is_visible,
@@ -400,13 +402,13 @@ class RecallPlan:
         self._widened = False
         #: The last results judged visible and those kept: :meth:`deeper` judges the same
         #: list :meth:`finish` then answers from (a pool is 100 hits: judged once, not twice).
-        self._judged: tuple[Sequence[RecallHit], list[RecallHit]] | None = None
+        self._judged: tuple[Sequence[HitView], Sequence[HitView]] | None = None
 
     def request(self) -> RecallRequest:
         """The search to run now (the store's own recall: no time, no validity)."""
         return self._plain
 
-    def deeper(self, results: Sequence[RecallHit],
+    def deeper(self, results: Sequence[HitView],
                hidden: Collection[str] = frozenset()) -> RecallRequest | None:
         """The next, deeper search after one that returned ``results``; ``None`` when these
         are the hits to :meth:`finish`. ``hidden`` (as :meth:`finish` takes them) are listed
@@ -433,24 +435,20 @@ class RecallPlan:
         self._plain = self._plain.model_copy(update={"k": min(1000, k * 4 + 10)})
         return self._plain
 
-    def _visible(self, results: Sequence[RecallHit]) -> list[RecallHit]:
+    def _visible(self, results: Sequence[HitT]) -> list[HitT]:
         """``results`` visible now (or at ``as_of``), in order."""
         if self._judged is None or self._judged[0] is not results:
             self._judged = (results, [h for h in results
                                       if is_visible(h, self.req, self._now)])
-        return self._judged[1]
+        return cast("list[HitT]", self._judged[1])
 
-    def finish(self, results: Sequence[RecallHit],
-               hidden: Collection[str] = frozenset()) -> list[RecallHit]:
-        """The recall's answer from the last search's ``results``: visible now (or at
-        ``as_of``), re-ranked by the boosts, without the ``hidden`` ids, cut to ``k``.
-
-        ``hidden`` are rows a store's floors cut but listed in their places (SQLite): the
-        boosts rank by place, so they re-rank the list a floors-off search returns, and the
-        floors then only take rows out, never reorder the rest."""
+    def order(self, results: Sequence[HitT],
+              hidden: Collection[str] = frozenset()) -> list[HitT]:
+        """:meth:`finish`'s answer before each hit is annotated: the same hits (or views of
+        them) in the same order. A store that ranked views of its rows builds and annotates
+        full hits for these alone."""
         req, now = self.req, self._now
-        kept = self._visible(results)
-        hits = time_ranked([annotate(h) for h in kept], self._windows)
+        hits = time_ranked(self._visible(results), self._windows)
         hits = subject_ranked(hits, self._names, self._subject_weight)
         hits = session_ranked(hits, self._session_weight)
         hits = substance_ranked(hits, self._substance_weight)
@@ -461,6 +459,19 @@ class RecallPlan:
         if hidden:
             hits = [h for h in hits if h.id not in hidden]
         return hits[:req.k]
+
+    def finish(self, results: Sequence[RecallHit],
+               hidden: Collection[str] = frozenset()) -> list[RecallHit]:
+        """The recall's answer from the last search's ``results``: visible now (or at
+        ``as_of``), re-ranked by the boosts, without the ``hidden`` ids, cut to ``k``, each
+        hit with its validity as wire fields (``annotate``).
+
+        ``hidden`` are rows a store's floors cut but listed in their places (SQLite): the
+        boosts rank by place, so they re-rank the list a floors-off search returns, and the
+        floors then only take rows out, never reorder the rest. The boosts read a hit's
+        validity from its metadata or, annotated, from its fields alike, so annotating after
+        ranking (only the hits returned) gives the order annotating first gave."""
+        return [annotate(h) for h in self.order(results, hidden)]
 
 
 async def recall_in_time(req: RecallRequest, search: Search, now: int, *,

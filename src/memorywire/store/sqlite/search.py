@@ -207,10 +207,11 @@ def ranged_scores(conn: Any, kept: Sequence[str], matched: int,
     ``matched`` rows), with its BM25 score (FTS5's sign: lower is better), best first."""
     if not kept:
         return []
-    return [(int(r[0]), float(r[1])) for r in conn.execute(
+    rows: list[tuple[int, float]] = conn.execute(  # (int, float) tuples as SQLite gives them
         "SELECT rowid, bm25(memories_fts, 1.0, 0.0) AS s FROM memories_fts "
         "WHERE memories_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY s LIMIT ?",
-        (f"body : ({' OR '.join(kept)})", *rid_range, matched))]
+        (f"body : ({' OR '.join(kept)})", *rid_range, matched)).fetchall()
+    return rows
 
 
 def shared_words(conn: Any, rid: int, text: str, enough: int) -> int:
@@ -282,8 +283,9 @@ def rank_scope(
     ``memo`` (an empty dict, then passed again) lets searches that differ only in ``k``,
     in one read transaction (a re-ranker's deeper pool), share what does not depend on
     ``k``: the scope mask, the cosines, the full-text counts and MATCHes, the feedback
-    words. Each is a pure function of its inputs and the transaction's snapshot, so every
-    ranking stays exactly what a fresh search returns."""
+    words, the full-text lists' rows in scope (read as deep as the deepest search). Each
+    is a pure function of its inputs and the transaction's snapshot, so every ranking
+    stays exactly what a fresh search returns."""
     memo = {} if memo is None else memo
 
     def once(key: Any, make: Callable[[], Any]) -> Any:
@@ -307,11 +309,12 @@ def rank_scope(
     scored: list[tuple[int, float]] | None = once("scored", lambda: (
         ranged_scores(conn, units[0], units[1], rid_range)
         if in_range(index.n, units[1], rid_range) else None))
-    lexical = _in_scope(
-        [rid for rid, _ in scored] if scored is not None else
-        lexical_rids(conn, req.agent_id, req.query, max(20 * pool, 1000),
-                     scope_rows=index.n, units=units, rid_range=rid_range),
-        index, mask, pool)
+    # Ranged, a list is the same for every search of the recall: its scan is shared.
+    lexical = once("lexical", lambda: _ScopeScan(
+        [rid for rid, _ in scored], index, mask)).first(pool) if scored is not None else \
+        _in_scope(lexical_rids(conn, req.agent_id, req.query, max(20 * pool, 1000),
+                               scope_rows=index.n, units=units, rid_range=rid_range),
+                  index, mask, pool)
     feedback: list[int] = []
     # Feedback expands the query's own words: a query of stop words has none, and its
     # ranking stays the vector ranking.
@@ -322,13 +325,13 @@ def rank_scope(
         if words:
             more = [_quote(w) for w in words]
             both = ([*units[0], *more], units[1] + FEEDBACK_MAX_ROWS * len(more))
-            feedback = _in_scope(
-                fused_scores(scored, once(("added", tuple(more)), lambda: ranged_scores(
-                    conn, more, both[1] - units[1], rid_range)))
-                if scored is not None and in_range(index.n, both[1], rid_range) else
-                lexical_rids(conn, req.agent_id, "", max(20 * pool, 1000), scope_rows=index.n,
-                             units=both, rid_range=rid_range),
-                index, mask, pool)
+            feedback = once(("fed", tuple(more)), lambda: _ScopeScan(fused_scores(
+                scored, ranged_scores(conn, more, both[1] - units[1], rid_range)),
+                index, mask)).first(pool) \
+                if scored is not None and in_range(index.n, both[1], rid_range) else \
+                _in_scope(lexical_rids(conn, req.agent_id, "", max(20 * pool, 1000),
+                                       scope_rows=index.n, units=both, rid_range=rid_range),
+                          index, mask, pool)
     candidates = list(dict.fromkeys([*top, *lexical, *feedback]))
     slot = {p: i for i, p in enumerate(candidates)}  # top's slots are 0..len(top)-1
     at = np.searchsorted(positions, np.asarray(candidates, dtype=np.int64))
@@ -346,24 +349,41 @@ def rank_scope(
 
 def _in_scope(rids: Iterable[int], index: ScopeIndex, mask: npt.NDArray[np.bool_],
               pool: int) -> list[int]:
-    """Index positions of the first ``pool`` of ``rids`` inside the recall's scope.
+    """Index positions of the first ``pool`` of ``rids`` inside the recall's scope."""
+    return _ScopeScan(rids, index, mask).first(pool)
+
+
+class _ScopeScan:
+    """A ranked list's rows mapped to index positions inside the recall's scope, read only
+    as deep as a search needs and kept for a deeper search of the same recall (the first
+    ``pool`` of a longer prefix are the first ``pool``).
 
     Looked up a chunk at a time (a list comprehension of positions, the scope mask applied
     by numpy): a re-ranker's pool walks ~400 rows per list, and one numpy scalar read per
-    row cost more than the lookup itself."""
-    out: list[int] = []
-    get = index.pos.get
-    chunk = max(2 * pool, 64)
-    rest = iter(rids)
-    while len(out) < pool:
-        block = list(islice(rest, chunk))
-        if not block:
-            return out
-        found = [p for p in map(get, block) if p is not None]
-        if found:
-            at = np.asarray(found, dtype=np.intp)
-            out.extend(at[mask[at]].tolist())
-    return out[:pool]
+    row cost more than the lookup itself. A chunk is what is still missing (at least 64):
+    the feedback list is a merge computed row by row, and reading twice the pool cost twice
+    the rows."""
+
+    def __init__(self, rids: Iterable[int], index: ScopeIndex,
+                 mask: npt.NDArray[np.bool_]) -> None:
+        self._rest = iter(rids)
+        self._get = index.pos.get
+        self._mask = mask
+        self._found: list[int] = []
+        self._done = False
+
+    def first(self, pool: int) -> list[int]:
+        out = self._found
+        while len(out) < pool and not self._done:
+            block = list(islice(self._rest, max(pool - len(out), 64)))
+            if not block:
+                self._done = True
+                break
+            found = [p for p in map(self._get, block) if p is not None]
+            if found:
+                at = np.asarray(found, dtype=np.intp)
+                out.extend(at[self._mask[at]].tolist())
+        return out[:pool]
 
 
 def _seeds(top: Sequence[int], lexical: Sequence[int], lexical_weight: float) -> list[int]:

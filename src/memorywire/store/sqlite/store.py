@@ -25,7 +25,8 @@ Blocking work runs in a worker thread; one connection per store is guarded by a 
 
 The package is composed, not inherited: :class:`SqliteStore` holds one
 :class:`~memorywire.store.sqlite.db.SqliteDb` and hands it to the operation modules
-(``writes``, ``maintenance``, ``search``), which run the rules of :mod:`memorywire.core`.
+(``writes``, ``maintenance``, ``search``, ``recall``), which run the rules of
+:mod:`memorywire.core`.
 """
 
 from __future__ import annotations
@@ -41,12 +42,9 @@ import numpy as np
 import numpy.typing as npt
 
 from memorywire.core.clock import Clock, SystemClock
-from memorywire.core.context_key import lexical_text
-from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.filters import matches_filter
 from memorywire.core.fusion import checked_weight
 from memorywire.core.records import ListQuery, Row, UpdateRequest
-from memorywire.core.scoring import through_kth_kept
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
@@ -72,14 +70,13 @@ from memorywire.store.sqlite.db import (
     VISIBLE,
     SqliteDb,
     checked_vectors,
-    hits_of,
-    mark_recalled,
     record_of,
     scope_sql,
 )
 from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT
+from memorywire.store.sqlite.recall import PlanRunner
 from memorywire.store.sqlite.schema import SCHEMA_VERSION
-from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR, rank_scope
+from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR
 from memorywire.store.sqlite.url import sqlite_path
 from memorywire.store.timeline import RecallPlan, remember_in_time
 from memorywire.wire.models import (
@@ -173,6 +170,10 @@ class SqliteStore:
                             reads_need_file=reads_need_file)
         #: The per-agent vector cache (benchmarks and tests read its counters).
         self._caches = self._db.caches
+        self._runner = PlanRunner(self._db, self._embedder, name, floor=relevance_floor,
+                                  lexical_floor=lexical_floor, tail_gap=tail_gap,
+                                  lexical_weight=lexical_weight,
+                                  feedback_weight=feedback_weight, entity_gate=entity_gate)
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> SqliteStore:
@@ -304,10 +305,8 @@ class SqliteStore:
 
     async def _planned_recall(self, req: RecallRequest,
                               qvec: npt.NDArray[np.float32] | None) -> RecallResponse:
-        """``store.timeline``'s recall, its :class:`RecallPlan` run whole (every search it
-        asks, its re-ranking, the returned hits' statistics) in one worker-thread call and
-        one transaction: a deeper pool costs no second thread hop or commit, and only the
-        returned hits count as recalled."""
+        """``store.timeline``'s recall, its :class:`RecallPlan` run whole in one
+        worker-thread call and one transaction (:mod:`memorywire.store.sqlite.recall`)."""
         started = time.perf_counter()
         plan = RecallPlan(req, self._clock.now_ms(), session_weight=self._session_weight,
                           subject_weight=self._subject_weight,
@@ -316,71 +315,11 @@ class SqliteStore:
 
         def run() -> list[RecallHit]:
             vec = self._embedder.embed([req.query])[0] if qvec is None else qvec
-            return self._run_plan(plan, vec)
+            return self._runner.run(plan, vec)
 
         hits = await self._db.call(run)
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
                               latency_ms=int((time.perf_counter() - started) * 1000))
-
-    def _run_plan(self, plan: RecallPlan, qvec: npt.NDArray[np.float32]) -> list[RecallHit]:
-        if self._db.missing():
-            return []
-        with self._db.tx(durable=False) as conn:
-            now = self._clock.now_ms()
-            index = self._db.index(conn, plan.req.agent_id)
-            nxt: RecallRequest | None = plan.request()
-            memo: dict[Any, Any] = {}  # what its searches share (they differ only in k)
-            while nxt is not None:
-                hits, core, cut = self._search_in(conn, index, nxt, qvec, now, memo)
-                nxt = plan.deeper(hits, hidden=cut)
-            final = plan.finish(hits, hidden=cut)
-            mark_recalled(conn, plan.req.agent_id, [h.id for h in final if h.id in core], now)
-        return final
-
-    def _search_in(self, conn: Any, index: Any, req: RecallRequest,
-                   qvec: npt.NDArray[np.float32], now: int,
-                   memo: dict[Any, Any]) -> tuple[list[RecallHit], set[str], set[str]]:
-        """One search's hits, the ids of those that count as recalled when returned (a hit
-        the ranking holds for its core lists), and the ids of those the floors cut: they keep
-        their places for the plan's re-ranking and are never returned
-        (``core.scoring.hybrid_rank``'s ``keep_cut``)."""
-        gated = self._entity_gated(req)
-        ranked = rank_scope(
-            conn, index, req.model_copy(update={"k": max(req.k, EVIDENCE_DEPTH)})
-            if gated else req, qvec, now, floor=self._floor,
-            lexical_floor=self._lexical_floor, tail_gap=self._tail_gap,
-            lexical_weight=self._lexical_weight,
-            feedback_weight=self._feedback_weight, memo=memo)
-        if not ranked:
-            return [], set(), set()
-        # rows already read by an earlier search of this recall (same snapshot) are reused:
-        # a pool's 100 hits hold the first answer's
-        rows: dict[str, Any] = memo.setdefault("rows", {})
-        missing = [s.id for s in ranked if s.id not in rows]
-        if missing:
-            rows.update((r[0], r) for r in conn.execute(
-                f"SELECT {COLS}, rid FROM memories WHERE agent_id = ? AND id IN {IN_JSON}",
-                (req.agent_id, json.dumps(missing))))
-        if gated and not self._answers(req.query, [rows[s.id] for s in ranked if not s.cut],
-                                       index):
-            return [], set(), set()
-        ranked = through_kth_kept(ranked, req.k)
-        return (hits_of(ranked, rows, self._name),
-                {s.id for s in ranked if s.core}, {s.id for s in ranked if s.cut})
-
-    def _entity_gated(self, req: RecallRequest) -> bool:
-        """Whether this recall's list faces the entity-masked evidence rule
-        (``core.entity_gate``): only when the store's floors decide "nothing relevant" (no
-        caller ``min_relevance``, floors not switched off) and the query writes a name."""
-        return (self._entity_gate and req.min_relevance is None and self._floor > -1.0
-                and bool(named_words(req.query)))
-
-    def _answers(self, query: str, rows: Sequence[Any], index: Any) -> bool:
-        texts = [lexical_text(MemoryType(r[3]), r[4], metadata_of(r[5], r[13]))
-                 for r in rows[:EVIDENCE_DEPTH]]
-        return has_evidence(query, texts,
-                            lambda i: index.matrix[index.pos[rows[i][-1]]],
-                            lambda text: self._embedder.embed([text])[0])
 
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
         def run() -> MemoryRecord | None:

@@ -108,7 +108,6 @@ async def measure(plan_dir: Path, flavour: str, repeat: int, warm_all: bool) -> 
             wall = dict.fromkeys(ROWS, 0.0)
             cpu = dict.fromkeys(ROWS, 0.0)
             turns = 0
-            warm_calls = 0
             asks = [RecallRequest(**a) for a in reqs["asks"]]
             timed = plan["timed"]
             untimed = set(range(len(asks))) if warm_all else set(timed)
@@ -133,18 +132,14 @@ async def measure(plan_dir: Path, flavour: str, repeat: int, warm_all: bool) -> 
                 # Asked right after its own batch, before the next is written, as the
                 # benchmarks ask: FTS5's BM25 weighs a word by the whole table, so the
                 # rankings (and the R@k of the check) are theirs only in that state.
-                calls_before = embedder.texts
                 for i in by_agent.get(batch["agent_id"], []):
                     for row in ROWS:
                         resp = await stores[row].recall_by_vector(asks[i], q_vecs[i])
                         ids[row][str(i)] = [h.id for h in resp.results]
-                warm_calls += embedder.texts - calls_before
-            calls_before = embedder.texts
             for i in timed:  # warm again: a later batch's write may have dropped a cache
                 for row in ROWS:
                     await stores[row].recall_by_vector(asks[i], q_vecs[i])
-            warm_calls += embedder.texts - calls_before
-            calls_before = embedder.texts
+            untimed_calls = embedder.texts
             ms: dict[str, list[float]] = {row: [] for row in ROWS}
             for rep in range(repeat):
                 for n, i in enumerate(timed):
@@ -156,8 +151,8 @@ async def measure(plan_dir: Path, flavour: str, repeat: int, warm_all: bool) -> 
                 "turns": turns,
                 "rows": {row: {"write_s": wall[row], "write_cpu_s": cpu[row],
                                "recall_ms": ms[row], "ids": ids[row]} for row in ROWS},
-                "model_calls": {"warm": warm_calls,
-                                "timed": embedder.texts - calls_before - warm_calls},
+                "model_calls": {"untimed": untimed_calls,
+                                "timed": embedder.texts - untimed_calls},
             })
         finally:
             for store in stores.values():

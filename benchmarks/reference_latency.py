@@ -129,9 +129,11 @@ def locomo_plan(path: Path, folder: Path, embedder: Embedder, spec: str, stride:
 
 
 def longmemeval_plan(path: Path, folder: Path, embedder: Embedder, spec: str,
-                     limit: int | None,
-                     cache: Path | None) -> Callable[[dict[str, list[str]], int], float | None]:
-    """Write LongMemEval's plan; return ``r_at(ids, k)``: session recall_all@k."""
+                     limit: int | None, cache: Path | None, time_aware: bool = True,
+                     ) -> Callable[[dict[str, list[str]], int], float | None]:
+    """Write LongMemEval's plan; return ``r_at(ids, k)``: session recall_all@k.
+    ``time_aware`` False leaves today's ``valid_from`` / ``asked_at`` out (``longmemeval.py
+    --no-time``), to see what the time of asking costs."""
     questions, _ = longmemeval.load(path, limit)
     vecs, _ = embed_cached(embedder, [t.content for q in questions for t in q.turns], cache)
     q_vecs, _ = embed_cached(embedder, [q.text for q in questions], cache)
@@ -152,10 +154,11 @@ def longmemeval_plan(path: Path, folder: Path, embedder: Embedder, spec: str,
               "metadata": {"session": t.session, "key": t.key, "date": t.date,
                            **({"context": t.reply[:longmemeval.REPLY_CHARS]}
                               if t.reply.strip() else {})},
-              "valid_from": longmemeval.date_ms(t.date)}
+              **({"valid_from": longmemeval.date_ms(t.date)} if time_aware else {})}
              for i, t in enumerate(q.turns)])
         flavours["main"]["asks"].append({"agent_id": q.qid, "query": q.text, "k": depth,
-                                         "asked_at": longmemeval.date_ms(q.date)})
+                                         **({"asked_at": longmemeval.date_ms(q.date)}
+                                            if time_aware else {})})
     _write_plan(folder, spec, batches, flavours, list(range(len(questions))), vecs, q_vecs)
 
     def r_at(ids: dict[str, list[str]], k: int) -> float | None:
@@ -293,7 +296,7 @@ def bench_one(name: str, plan: Path, r_at: Callable[[dict[str, list[str]], int],
 def run(locomo_path: Path | None, lme_path: Path | None, *, ref: str, ref_src: Path | None,
         main_src: Path, rounds: int, repeat: int, stride: int, limit: int | None,
         work: Path, embedder: Embedder | None = None, embedder_spec: str = "minilm",
-        cache_root: Path | None = None) -> dict[str, Any]:
+        cache_root: Path | None = None, time_aware: bool = True) -> dict[str, Any]:
     started = time.perf_counter()
     machine = machine_info()
     embedder = embedder or default_embedder()
@@ -310,7 +313,7 @@ def run(locomo_path: Path | None, lme_path: Path | None, *, ref: str, ref_src: P
                                       repeat)
     if lme_path is not None:
         r_at = longmemeval_plan(lme_path, work / "plan-lme", embedder, embedder_spec, limit,
-                                cache(lme_path))
+                                cache(lme_path), time_aware)
         results["longmemeval_s"] = bench_one("longmemeval_s", work / "plan-lme", r_at, srcs,
                                              rounds, repeat)
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
@@ -320,7 +323,7 @@ def run(locomo_path: Path | None, lme_path: Path | None, *, ref: str, ref_src: P
         "reference": {"commit": ref if ref_src is None else None, "src": str(srcs["reference"])},
         "main": {"head": head, "src": str(main_src)},
         "embedder": embedder.name, "rounds": rounds, "repeat": repeat,
-        "locomo_stride": stride, "longmemeval_limit": limit,
+        "locomo_stride": stride, "longmemeval_limit": limit, "time_aware": time_aware,
         "rows": {"store": "relevance_floor=lexical_floor=-1 (the benchmarks' store row)",
                  "store-floor": "the constructor's defaults"},
         "goals": {"recall_p50_at_most": GOAL_RECALL, "ingest_at_least": GOAL_INGEST},
@@ -390,6 +393,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="time every N-th LoCoMo question (default 5)")
     parser.add_argument("--longmemeval-limit", type=int, default=None,
                         help="the first N LongMemEval questions (default: all)")
+    parser.add_argument("--no-time", action="store_true",
+                        help="today's LongMemEval requests without valid_from / asked_at "
+                             "(as longmemeval.py --no-time)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--out", type=Path, default=None,
                         help=f"result file (default {DEFAULT_OUT})")
@@ -410,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="mw-reference-latency-") as tmp:
         result = run(args.locomo, args.longmemeval, ref=args.ref, ref_src=args.ref_src,
                      main_src=args.main_src, rounds=args.rounds, repeat=args.repeat,
-                     stride=args.locomo_stride, limit=args.longmemeval_limit, work=Path(tmp))
+                     stride=args.locomo_stride, limit=args.longmemeval_limit, work=Path(tmp),
+                     time_aware=not args.no_time)
     return write_result(result, args.out or DEFAULT_OUT, "reference_latency.json",
                         as_json=args.json, table=table)
 

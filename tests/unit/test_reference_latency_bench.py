@@ -80,6 +80,16 @@ def test_both_sides_run_as_children_and_rank(tmp_path: Path) -> None:
     assert "today/reference" in REF.table(result)
 
 
+def test_no_time_leaves_the_time_of_asking_out_of_todays_requests(tmp_path: Path) -> None:
+    for time_aware in (True, False):
+        folder = tmp_path / f"plan-{time_aware}"
+        REF.longmemeval_plan(_lme_file(tmp_path), folder, HashingEmbedder(64), "hashing:64",
+                             None, tmp_path / "c", time_aware)
+        main = json.loads((folder / "plan.json").read_text())["requests"]["main"]
+        assert all(("asked_at" in a) is time_aware for a in main["asks"])
+        assert all(("valid_from" in t) is time_aware for b in main["turns"] for t in b)
+
+
 def test_a_child_importing_another_package_is_refused(tmp_path: Path) -> None:
     REF.locomo_plan(_locomo_file(tmp_path), tmp_path / "plan", HashingEmbedder(64),
                     "hashing:64", 1, tmp_path / "c")

@@ -14,7 +14,7 @@ from memorywire.core.records import UpdateRequest
 from memorywire.core.scoring import Scored
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
-from memorywire.core.timeline import TIME_KEY, annotate
+from memorywire.core.timeline import TIME_KEY, annotate, annotate_own
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.store.sqlite import SqliteStore
 from memorywire.store.sqlite.db import COLS, hit_of
@@ -142,3 +142,28 @@ async def test_rows_kept_between_recalls_give_way_to_a_write(tmp_path: Path,
     finally:
         await store.aclose()
         await other.aclose()
+
+
+def test_annotating_a_fresh_hit_in_place_gives_what_the_copy_gives() -> None:
+    """SqliteStore annotates the hits it just built in place (``annotate_own``) instead of
+    copying each: the wire JSON and the fields set must be the copy's, for a hit with a
+    validity of its own (typed fields, links, a closed and superseded one) and one without."""
+    validity = {"valid_from": NOW - DAY_MS, "valid_to": NOW, "superseded_by": "m2"}
+
+    def fresh(metadata: dict[str, object] | None) -> RecallHit:
+        return RecallHit(id="m1", type=MemoryType.EPISODIC, content="Met Alice", score=0.5,
+                         relevance=0.7, metadata=metadata, created_at=NOW - 2 * DAY_MS,
+                         supporting=[], source_store="sqlite", user_id=None, source=None,
+                         confidence=1.0)
+
+    for metadata in ({TIME_KEY: validity, "location": "harbour", "links": ["m0"],
+                      "context": "a reply"},
+                     {TIME_KEY: {"valid_from": NOW}}, {"location": "harbour"}, None):
+        copied, own = annotate(fresh(metadata)), annotate_own(fresh(metadata))
+        assert own.model_dump_json() == copied.model_dump_json()
+        assert own.model_fields_set == copied.model_fields_set
+        assert own.model_extra == copied.model_extra
+    closed = annotate_own(fresh({TIME_KEY: validity}))
+    assert (closed.valid_from, closed.valid_to, closed.superseded_by) == (
+        NOW - DAY_MS, NOW, "m2")
+    assert closed.metadata == {}

@@ -50,6 +50,11 @@ def test_words_are_what_whitespace_separates() -> None:
     assert substantive(_hit("a", just))
     assert not substantive(_hit("b", "\n".join(["w"] * (SUBSTANCE_WORDS - 1))))
     assert not substantive(_hit("c", "没有空格的文字" * SUBSTANCE_WORDS))
+    # Counted up to the threshold only: runs of whitespace at either end are no words.
+    short = "  \t" + " \n ".join(["w"] * (SUBSTANCE_WORDS - 1)) + " \n  "
+    assert not substantive(_hit("d", short))
+    assert substantive(_hit("e", short + "w"))
+    assert substantive(_hit("f", "  " + just + " tail " * 500))
 
 
 def test_a_structured_content_counts_the_words_of_its_values_not_its_keys() -> None:

@@ -64,7 +64,8 @@ def content_texts(value: Any) -> Iterator[str]:
 def substantive(hit: HitView, words: int = SUBSTANCE_WORDS) -> bool:
     """Whether the hit's content has at least ``words`` words."""
     if isinstance(hit.content, str):  # the common case, without the generator
-        return len(hit.content.split()) >= words
+        # At most ``words`` pieces: the rest of a long turn stays one piece, unsplit.
+        return len(hit.content.split(None, max(words - 1, 0))) >= words
     count = 0
     for text in content_texts(hit.content):
         count += len(text.split())

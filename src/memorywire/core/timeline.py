@@ -36,6 +36,7 @@ __all__ = [
     "HitView",
     "Validity",
     "annotate",
+    "annotate_own",
     "closing_patch",
     "hit_validity",
     "is_visible",
@@ -88,14 +89,14 @@ class Validity:
 
 def validity_of(metadata: Mapping[str, Any] | None, created_at: int) -> Validity:
     raw = (metadata or {}).get(TIME_KEY) or {}
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):  # a dict: skip the ABC check
         raw = {}
-    start = raw.get("valid_from")
+    # Each key read once: a LongMemEval recall judges ~245 hits, each twice (visible, then
+    # annotated).
+    start, end, by = raw.get("valid_from"), raw.get("valid_to"), raw.get("superseded_by")
     return Validity(valid_from=start if isinstance(start, int) else created_at,
-                    valid_to=raw.get("valid_to") if isinstance(raw.get("valid_to"), int)
-                    else None,
-                    superseded_by=raw.get("superseded_by")
-                    if isinstance(raw.get("superseded_by"), str) else None)
+                    valid_to=end if isinstance(end, int) else None,
+                    superseded_by=by if isinstance(by, str) else None)
 
 
 def time_metadata(req: RememberRequest) -> dict[str, Any] | None:
@@ -143,6 +144,23 @@ def annotate(hit: RecallHit) -> RecallHit:
         metadata = {k: x for k, x in metadata.items() if k != TIME_KEY}
     return hit.model_copy(update={"valid_from": v.valid_from, "valid_to": v.valid_to,
                                   "superseded_by": v.superseded_by, "metadata": metadata})
+
+
+def annotate_own(hit: RecallHit) -> RecallHit:
+    """:func:`annotate` for a hit its caller just built and shares with no one: the same
+    fields set to the same values (``model_copy``'s update: no validation, the keys added to
+    ``model_fields_set``), on the hit itself. A LongMemEval recall returns ~245 hits, and
+    copying each (``model_copy`` copies the hit's ``__dict__``, extras and fields set) was
+    about a tenth of it (docs/benchmarks.md, "lat19d")."""
+    if not (hit.metadata and TIME_KEY in hit.metadata):
+        return hit
+    v = hit_validity(hit)
+    update = {"valid_from": v.valid_from, "valid_to": v.valid_to,
+              "superseded_by": v.superseded_by,
+              "metadata": {k: x for k, x in hit.metadata.items() if k != TIME_KEY}}
+    hit.__dict__.update(update)
+    hit.__pydantic_fields_set__.update(update)
+    return hit
 
 
 def is_visible(hit: HitView, req: RecallRequest, now: int) -> bool:

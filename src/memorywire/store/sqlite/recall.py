@@ -29,7 +29,7 @@ from memorywire.core.content import content_from_storage
 from memorywire.core.context_key import CONTEXT_FIELD, lexical_text
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.scoring import Scored, through_kth_kept
-from memorywire.core.timeline import annotate
+from memorywire.core.timeline import annotate_own
 from memorywire.embed.base import Embedder
 from memorywire.store._vector_cache import ScopeIndex
 from memorywire.store.sqlite.contexts import metadata_of
@@ -138,7 +138,7 @@ class PlanRunner:
                 found = self._search(conn, index, nxt, qvec, now, memo, kept)
                 nxt = plan.deeper(found.views, hidden=found.cut)
             order = plan.order(found.views, hidden=found.cut)
-            final = [annotate(h) for h in hits_of(
+            final = [annotate_own(h) for h in hits_of(
                 [found.ranked[v.id] for v in order], {v.id: kept[v.id][0] for v in order},
                 self._name)]
             mark_recalled(conn, plan.req.agent_id, [h.id for h in final if h.id in found.core],

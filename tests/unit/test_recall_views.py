@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memorywire.core.boosts import Boosts
 from memorywire.core.clock import DAY_MS, FakeClock
 from memorywire.core.records import UpdateRequest
 from memorywire.core.scoring import Scored
@@ -103,8 +104,8 @@ def test_the_plan_ranks_hits_as_it_ranks_them_annotated(seed: int, flavour: str)
     hits = _hits(seed)
 
     def plan() -> RecallPlan:
-        return RecallPlan(req, NOW, session_weight=0.5, subject_weight=SUBJECT_WEIGHT,
-                          substance_weight=SUBSTANCE_WEIGHT)
+        return RecallPlan(req, NOW, Boosts(session=0.5, subject=SUBJECT_WEIGHT,
+                                           substance=SUBSTANCE_WEIGHT))
 
     raw = plan().finish(hits)
     annotated_first = plan().order([annotate(h) for h in hits])

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from memorywire.core.boosts import Boosts
 from memorywire.core.session_evidence import (
     SESSION_POOL,
     session_of,
@@ -103,13 +104,13 @@ class _Search:
 async def test_only_answers_that_carry_sessions_are_asked_for_the_deeper_pool() -> None:
     req = RecallRequest(agent_id="a", query="what did we plan", k=5)
     plain = _Search([None])
-    resp = await recall_in_time(req, plain, 0, session_weight=0.5)
+    resp = await recall_in_time(req, plain, 0, boosts=Boosts(session=0.5))
     assert plain.asked == [5] and len(resp.results) == 5
     with_sessions = _Search(["s1", "s2", "s3"])
-    resp = await recall_in_time(req, with_sessions, 0, session_weight=0.5)
+    resp = await recall_in_time(req, with_sessions, 0, boosts=Boosts(session=0.5))
     assert with_sessions.asked == [5, SESSION_POOL] and len(resp.results) == 5
     off = _Search(["s1", "s2", "s3"])
-    await recall_in_time(req, off, 0, session_weight=0.0)
+    await recall_in_time(req, off, 0, boosts=Boosts(session=0.0))
     assert off.asked == [5]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memorywire.core.boosts import Boosts
 from memorywire.core.subject_boost import (
     SUBJECT_POOL,
     SUBJECT_WEIGHT,
@@ -84,12 +85,12 @@ async def test_a_store_without_subjects_is_searched_once_with_the_callers_k() ->
 
     req = RecallRequest(agent_id="a", query="What did Caroline research?", k=2)
     plain = [_hit("a"), _hit("b"), _hit("c")]
-    await recall_in_time(req, search_with(plain), 10, subject_weight=SUBJECT_WEIGHT)
+    await recall_in_time(req, search_with(plain), 10, boosts=Boosts(subject=SUBJECT_WEIGHT))
     assert asked == [2]
     asked.clear()
     spoken = [_hit("m", speaker="Melanie"), _hit("n", speaker="Melanie"),
               _hit("c", speaker="Caroline")]
-    resp = await recall_in_time(req, search_with(spoken), 10, subject_weight=SUBJECT_WEIGHT)
+    resp = await recall_in_time(req, search_with(spoken), 10, boosts=Boosts(subject=SUBJECT_WEIGHT))
     assert asked == [2, SUBJECT_POOL]
     assert _ids(resp.results) == ["c", "m"]
     asked.clear()

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from memorywire.core.boosts import Boosts
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import embed_text
 from memorywire.core.context_key import CONTEXT_FIELD, check_context, lexical_text
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
-from memorywire.core.fusion import checked_weight
 from memorywire.core.records import Row
 from memorywire.core.scoring import candidate_pool, exact_top, hybrid_rank_arrays
 from memorywire.core.session_evidence import SESSION_WEIGHT
@@ -80,10 +80,10 @@ class InMemoryStore(RowDelegate[_Row]):
     ) -> None:
         self._embedder = embedder
         self._entity_gate = entity_gate
-        self._session_weight = checked_weight(session_weight, "session_weight")
-        self._subject_weight = checked_weight(subject_weight, "subject_weight")
-        self._substance_weight = checked_weight(substance_weight, "substance_weight")
-        self._turn_weight = checked_weight(turn_weight, "turn_weight")
+        self._boosts = Boosts.checked(session_weight=session_weight,
+                                      subject_weight=subject_weight,
+                                      substance_weight=substance_weight,
+                                      turn_weight=turn_weight)
         self._clock: Clock = clock or SystemClock()
         self._name = name
         self._floor = relevance_floor
@@ -141,11 +141,7 @@ class InMemoryStore(RowDelegate[_Row]):
         if req.hops:
             return await graph_recall(self, req, self.recall)
         now = self._clock.now_ms()
-        resp = await recall_in_time(req, self._search, now,
-                                    session_weight=self._session_weight,
-                                    subject_weight=self._subject_weight,
-                                    substance_weight=self._substance_weight,
-                                    turn_weight=self._turn_weight)
+        resp = await recall_in_time(req, self._search, now, boosts=self._boosts)
         # Counted here, for the hits returned: a re-ranker's deeper pool (and the first
         # search it replaces) must not count what it passed over, nor count a hit twice.
         rows = self._rows.get(req.agent_id, {})

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, cast, runtime_checkable
 
+from memorywire.core.boosts import NO_BOOSTS, Boosts
 from memorywire.core.content import Edge, edges_of, edges_to_storage
 from memorywire.core.contradiction import find_conflicts
 from memorywire.core.records import ListQuery, UpdateRequest
@@ -384,17 +385,15 @@ class RecallPlan:
     re-rank what the other steps fetched.
     """
 
-    def __init__(self, req: RecallRequest, now: int, *, session_weight: float = 0.0,
-                 subject_weight: float = 0.0, substance_weight: float = 0.0,
-                 turn_weight: float = 0.0) -> None:
+    def __init__(self, req: RecallRequest, now: int, boosts: Boosts = NO_BOOSTS) -> None:
         self.req = req
         self._now = now
-        self._session_weight = session_weight
-        self._subject_weight = subject_weight
-        self._substance_weight = substance_weight
-        self._turn_weight = turn_weight
+        self._session_weight = boosts.session
+        self._subject_weight = boosts.subject
+        self._substance_weight = boosts.substance
+        self._turn_weight = boosts.turn
         self._windows = resolve(req.query, reference_time(req, now))
-        self._names = names_in(req.query, subject_weight)
+        self._names = names_in(req.query, boosts.subject)
         k = min(1000, max(req.k, TIME_POOL)) if self._windows else req.k
         self._plain = req.model_copy(update={"as_of": None, "include_superseded": False,
                                              "asked_at": None, "k": k})
@@ -475,24 +474,19 @@ class RecallPlan:
 
 
 async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
-                         session_weight: float = 0.0,
-                         subject_weight: float = 0.0,
-                         substance_weight: float = 0.0,
-                         turn_weight: float = 0.0) -> RecallResponse:
+                         boosts: Boosts = NO_BOOSTS) -> RecallResponse:
     """``search`` (the store's own recall) showing only what is true now or at ``as_of``,
     with memories of a time the question names ranked higher (``core.time_boost``), then
     memories whose subject the question names (``core.subject_boost``, ``subject_weight``),
     then memories whose session holds other good hits (``core.session_evidence``,
     ``session_weight``), then memories long enough to state something
     (``core.substance_prior``, ``substance_weight``), then, within each session, the turns
-    whose own words match the question (``core.turn_focus``, ``turn_weight``). The weights
-    are the store's settings;
-    0 (the default here, for a store that does not pass them) turns a boost off. The
+    whose own words match the question (``core.turn_focus``, ``turn_weight``). ``boosts``
+    are the store's settings (``core.boosts``); a store that passes none gets no boost. The
     searches are those of :class:`RecallPlan` (a store may run the plan itself, see its
     docstring).
     """
-    plan = RecallPlan(req, now, session_weight=session_weight, subject_weight=subject_weight,
-                      substance_weight=substance_weight, turn_weight=turn_weight)
+    plan = RecallPlan(req, now, boosts)
     nxt: RecallRequest | None = plan.request()
     while nxt is not None:
         resp = await search(nxt)

@@ -28,6 +28,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 import psycopg
 
+from memorywire.core.boosts import Boosts
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import (
     content_from_storage,
@@ -36,7 +37,6 @@ from memorywire.core.content import (
     fold_request,
 )
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, named_words
-from memorywire.core.fusion import checked_weight
 from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.scoring import candidate_pool, hybrid_rank_arrays
 from memorywire.core.session_evidence import SESSION_WEIGHT
@@ -127,10 +127,10 @@ class PostgresStore:
     ) -> None:
         self._name = name
         self._entity_gate = entity_gate
-        self._session_weight = checked_weight(session_weight, "session_weight")
-        self._subject_weight = checked_weight(subject_weight, "subject_weight")
-        self._substance_weight = checked_weight(substance_weight, "substance_weight")
-        self._turn_weight = checked_weight(turn_weight, "turn_weight")
+        self._boosts = Boosts.checked(session_weight=session_weight,
+                                      subject_weight=subject_weight,
+                                      substance_weight=substance_weight,
+                                      turn_weight=turn_weight)
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
         self._tail_gap = tail_gap
@@ -269,11 +269,7 @@ class PostgresStore:
         if req.hops:
             return await graph_recall(self, req, self.recall)
         now = self._db.clock.now_ms()
-        resp = await recall_in_time(req, self._search, now,
-                                    session_weight=self._session_weight,
-                                    subject_weight=self._subject_weight,
-                                    substance_weight=self._substance_weight,
-                                    turn_weight=self._turn_weight)
+        resp = await recall_in_time(req, self._search, now, boosts=self._boosts)
         # Counted here, for the hits returned: a re-ranker's deeper pool (and the first
         # search it replaces) must not count what it passed over, nor count a hit twice.
         if resp.results:

@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memorywire.core.boosts import Boosts
 from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.filters import matches_filter
-from memorywire.core.fusion import checked_weight
 from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
@@ -161,10 +161,10 @@ class SqliteStore:
             raise ValueError(f"feedback_weight must be >= 0, got {feedback_weight}")
         self._feedback_weight = feedback_weight
         self._entity_gate = entity_gate
-        self._session_weight = checked_weight(session_weight, "session_weight")
-        self._subject_weight = checked_weight(subject_weight, "subject_weight")
-        self._substance_weight = checked_weight(substance_weight, "substance_weight")
-        self._turn_weight = checked_weight(turn_weight, "turn_weight")
+        self._boosts = Boosts.checked(session_weight=session_weight,
+                                      subject_weight=subject_weight,
+                                      substance_weight=substance_weight,
+                                      turn_weight=turn_weight)
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)
@@ -308,10 +308,7 @@ class SqliteStore:
         """``store.timeline``'s recall, its :class:`RecallPlan` run whole in one
         worker-thread call and one transaction (:mod:`memorywire.store.sqlite.recall`)."""
         started = time.perf_counter()
-        plan = RecallPlan(req, self._clock.now_ms(), session_weight=self._session_weight,
-                          subject_weight=self._subject_weight,
-                          substance_weight=self._substance_weight,
-                          turn_weight=self._turn_weight)
+        plan = RecallPlan(req, self._clock.now_ms(), self._boosts)
 
         def run() -> list[RecallHit]:
             vec = self._embedder.embed([req.query])[0] if qvec is None else qvec

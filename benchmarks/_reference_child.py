@@ -45,30 +45,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
+from _counting import CountingEmbedder
 
 ROWS = ("store", "store-floor")
-
-
-class CountingEmbedder:
-    """The real embedder, counting the texts a store asks it for (none is the intent)."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.texts = 0
-
-    @property
-    def name(self) -> str:
-        return str(self._inner.name)
-
-    @property
-    def dim(self) -> int:
-        return int(self._inner.dim)
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        self.texts += len(texts)
-        out: npt.NDArray[np.float32] = self._inner.embed(texts)
-        return out
 
 
 def make_embedder(spec: str) -> CountingEmbedder:

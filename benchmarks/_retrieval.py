@@ -338,16 +338,11 @@ def add_ablation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feedback-weight", type=float, default=None,
                         help="SqliteStore feedback_weight for every store row (ablation; "
                              "0 = no pseudo-relevance feedback; default: the store's)")
-    parser.add_argument("--session-weight", type=float, default=None,
-                        help="the stores' session_weight for every store row (ablation; "
-                             "0 = no session evidence; default: the store's)")
-    parser.add_argument("--substance-weight", type=float, default=None,
-                        help="the stores' substance_weight for every store row (ablation; 0 = "
-                             "no substance prior; default: the store's)")
-    parser.add_argument("--turn-weight", type=float, default=None,
-                        help="the stores' turn_weight for every store row (ablation; 0 = no "
-                             "turn focus; default: the store's)")
-
+    for setting, rule in (("session", "session evidence"), ("substance", "substance prior"),
+                          ("turn", "turn focus")):
+        parser.add_argument(f"--{setting}-weight", type=float, default=None,
+                            help=f"the stores' {setting}_weight for every store row (ablation; "
+                                 f"0 = no {rule}; default: the store's)")
 
 def write_result(result: dict[str, Any], out: Path | None, default_name: str, *,
                  as_json: bool, table: Callable[[dict[str, Any]], str]) -> int:

@@ -26,33 +26,13 @@ from typing import Any
 
 import anyio
 import numpy as np
+from _counting import CountingEmbedder
 from _retrieval import default_cache, embed_cached, machine_info
 from locomo import _metadata, load
 
 from memorywire.embed import default_embedder
-from memorywire.embed.base import Embedder, Vectors
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
-
-
-class _Counting:
-    """The default model, counting calls (only the gate's masked question reaches it)."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.calls = 0
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def embed(self, texts: Any) -> Vectors:
-        self.calls += 1
-        return self.inner.embed(texts)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -65,7 +45,7 @@ async def run(data: Path, limit: int | None, k: int) -> dict[str, Any]:
     cache = default_cache(data)
     turn_vecs, _ = embed_cached(model, [t.content for c in convs for t in c.turns], cache)
     q_vecs, _ = embed_cached(model, [q.text for c in convs for q in c.questions], cache)
-    counting = _Counting(model)
+    counting = CountingEmbedder(model)
     times: dict[str, list[float]] = {"gate": [], "off": []}
     emptied = calls = n = 0
     lost: list[dict[str, Any]] = []

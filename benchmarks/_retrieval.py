@@ -40,16 +40,19 @@ __all__ = [
     "DEFAULT_CACHE_ROOT",
     "EmbedStats",
     "add_ablation_arguments",
+    "add_embedder_argument",
     "add_out_argument",
     "add_vector_cache_argument",
     "bootstrap_ci",
     "dedupe",
     "default_cache",
     "embed_cached",
+    "embedder_of",
     "format_table",
     "machine_info",
     "mean",
     "ndcg_any_at_k",
+    "out_name",
     "percentile",
     "recall_all_at_k",
     "recall_any_at_k",
@@ -328,6 +331,40 @@ def add_out_argument(parser: argparse.ArgumentParser, default_name: str) -> None
     never overwrites a tracked result by accident (see ``write_result``)."""
     parser.add_argument("--out", type=Path, default=None,
                         help=f"result file (default ~/.cache/memorywire/results/{default_name})")
+
+
+def add_embedder_argument(parser: argparse.ArgumentParser) -> None:
+    """``--embedder``: run every row with another model (the issue-19 "stronger embedder"
+    row), e.g. a local text-embeddings server behind ``openai:BASE_URL#MODEL``. Vectors are
+    cached per model name, so a second model never reads the first one's vectors."""
+    parser.add_argument("--embedder", default=None, metavar="SPEC",
+                        help="embedder spec for every row and question (minilm, minilm-int8, "
+                             "openai:BASE_URL#MODEL, sentence-transformers:PATH, hashing:DIM; "
+                             "default: the store's MiniLM)")
+
+
+def embedder_of(parser: argparse.ArgumentParser, spec: str | None) -> Embedder | None:
+    """The embedder ``--embedder`` names (``None``: the script's default), or the parser's
+    error naming the flag when the spec is not one ``embedder_from_spec`` knows."""
+    if spec is None:
+        return None
+    from memorywire.embed import embedder_from_spec
+    from memorywire.errors import MemorywireError
+
+    try:
+        return embedder_from_spec(spec)
+    except MemorywireError as exc:
+        parser.error(f"--embedder {spec}: {exc}")
+
+
+def out_name(default_name: str, embedder: Embedder | None) -> str:
+    """The default result file's name: another model's run gets its own file
+    (``locomo.json`` -> ``locomo-<model>.json``), so it never overwrites the default's."""
+    if embedder is None:
+        return default_name
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", embedder.name).strip("-")
+    stem, dot, ext = default_name.rpartition(".")
+    return f"{stem}-{slug}{dot}{ext}" if dot else f"{default_name}-{slug}"
 
 
 def add_ablation_arguments(parser: argparse.ArgumentParser) -> None:

@@ -46,14 +46,17 @@ import numpy.typing as npt
 from _retrieval import (
     BM25,
     add_ablation_arguments,
+    add_embedder_argument,
     add_out_argument,
     add_vector_cache_argument,
     bootstrap_ci,
     default_cache,
     embed_cached,
+    embedder_of,
     format_table,
     machine_info,
     mean,
+    out_name,
     percentile,
     recall_at_k,
     stderr,
@@ -347,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-context", action="store_true",
                         help="write turns without metadata.context (store-plain always has none)")
     add_ablation_arguments(parser)
+    add_embedder_argument(parser)
     parser.add_argument("--subject-weight", type=float, default=None,
                         help="SqliteStore subject_weight for every store row (ablation; 0 = no "
                              "speaker/subject boost; default: the store's)")
@@ -361,11 +365,13 @@ def main(argv: list[str] | None = None) -> int:
     TURN_WEIGHT = args.turn_weight
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
+    embedder = embedder_of(parser, args.embedder)
     result = anyio.run(run, args.data, sorted(set(args.k)), args.limit_conversations,
-                       args.vector_cache or default_cache(args.data), None,
+                       args.vector_cache or default_cache(args.data), embedder,
                        not args.no_context)
     suffix = f"-limit{args.limit_conversations}" if args.limit_conversations else ""
-    return write_result(result, args.out, f"locomo{suffix}.json", as_json=args.json, table=table)
+    return write_result(result, args.out, out_name(f"locomo{suffix}.json", embedder),
+                        as_json=args.json, table=table)
 
 
 if __name__ == "__main__":

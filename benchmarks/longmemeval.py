@@ -52,16 +52,19 @@ import numpy.typing as npt
 from _retrieval import (
     BM25,
     add_ablation_arguments,
+    add_embedder_argument,
     add_out_argument,
     add_vector_cache_argument,
     bootstrap_ci,
     dedupe,
     default_cache,
     embed_cached,
+    embedder_of,
     format_table,
     machine_info,
     mean,
     ndcg_any_at_k,
+    out_name,
     recall_all_at_k,
     recall_any_at_k,
     stderr,
@@ -376,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="write user turns without the assistant's reply as "
                              "metadata.context (store-plain always has none)")
     add_ablation_arguments(parser)
+    add_embedder_argument(parser)
     parser.add_argument("--no-time", action="store_true",
                         help="write no session date as valid_from and send no asked_at "
                              "(time-aware ranking off; ablation)")
@@ -390,13 +394,16 @@ def main(argv: list[str] | None = None) -> int:
     TURN_WEIGHT = args.turn_weight
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
+    embedder = embedder_of(parser, args.embedder)
     result = anyio.run(run, args.data, sorted(set(args.k)), args.limit,
-                       args.vector_cache or default_cache(args.data), None, not args.no_context)
+                       args.vector_cache or default_cache(args.data), embedder,
+                       not args.no_context)
     stem = args.data.name.removesuffix(".gz").removesuffix(".json")
     if not stem.startswith("longmemeval"):
         stem = f"longmemeval_{stem}"
     suffix = f"-limit{args.limit}" if args.limit else ""
-    return write_result(result, args.out, f"{stem}{suffix}.json", as_json=args.json, table=table)
+    return write_result(result, args.out, out_name(f"{stem}{suffix}.json", embedder),
+                        as_json=args.json, table=table)
 
 
 if __name__ == "__main__":

@@ -263,6 +263,52 @@ def test_locomo_main_writes_the_result_and_prints_json(
     assert "DRAGON" in LOCOMO.table(printed)
 
 
+def test_embedder_flag_runs_every_row_on_the_named_model_and_keeps_its_own_cache(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(LOCOMO, "default_embedder", lambda: pytest.fail("default model used"))
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(LOCOMO, "default_cache", lambda _data: cache)
+    names = _OutName(LOCOMO.write_result)
+    monkeypatch.setattr(LOCOMO, "write_result", names)
+    assert LOCOMO.main(["--data", str(_locomo_file(tmp_path)), "--k", "5", "--json",
+                        "--embedder", "hashing:48", "--out", str(tmp_path / "r.json")]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["embedder"] == "hashing-bow-48"
+    assert printed["timing"]["turns_embedded"] == 9
+    # the default result name carries the model: a run without --out keeps the default run's file
+    assert names.names == ["locomo-hashing-bow-48.json"]
+    # the vectors were cached under the model's own name: a MiniLM run would not read them
+    assert any(path.is_file() for path in cache.rglob("*"))
+    assert LME.out_name("longmemeval_s_dev120.json", None) == "longmemeval_s_dev120.json"
+
+
+class _OutName:
+    """Records the default result name each ``write_result`` call was given."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.names: list[str] = []
+
+    def __call__(self, result: Any, out: Any, default_name: str, **kw: Any) -> int:
+        self.names.append(default_name)
+        return int(self.inner(result, out, default_name, **kw))
+
+
+@pytest.mark.parametrize("script", ["locomo", "longmemeval"])
+def test_embedder_flag_refuses_an_unknown_spec_naming_the_flag(
+        script: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    module = LOCOMO if script == "locomo" else LME
+    data = _locomo_file(tmp_path) if script == "locomo" else _lme_file(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        module.main(["--data", str(data), "--embedder", "word2vec", "--out",
+                     str(tmp_path / "r.json")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--embedder word2vec" in err and "unknown embedder spec" in err
+    assert not (tmp_path / "r.json").exists()
+
+
 # --- LongMemEval ---------------------------------------------------------------------------
 
 def _lme_entry(qid: str, qtype: str, question: str, sessions: dict[str, list[dict[str, Any]]],

@@ -309,6 +309,26 @@ def test_embedder_flag_refuses_an_unknown_spec_naming_the_flag(
     assert not (tmp_path / "r.json").exists()
 
 
+def test_a_served_embedder_gives_the_in_process_vectors() -> None:
+    import threading
+
+    from memorywire.embed import OpenAICompatibleEmbedder
+
+    serve = _load("serve_embedder")
+    server = serve.EmbeddingServer(0, HashingEmbedder(48))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        texts = ["Caroline went to a pride parade", "Melanie paints sunsets", "x"]
+        with OpenAICompatibleEmbedder(f"http://127.0.0.1:{server.server_port}/v1",
+                                      "hashing") as remote:
+            np.testing.assert_allclose(remote.embed(texts), HashingEmbedder(48).embed(texts),
+                                       rtol=1e-6)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 # --- LongMemEval ---------------------------------------------------------------------------
 
 def _lme_entry(qid: str, qtype: str, question: str, sessions: dict[str, list[dict[str, Any]]],

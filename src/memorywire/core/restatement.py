@@ -39,6 +39,7 @@ a threshold set between two pairs' shares is not evidence that it generalises.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from memorywire.core.fusion import checked_weight
@@ -74,9 +75,13 @@ def checked_share(share: float, name: str = "duplicate_share") -> float:
 
 
 def word_grams(text: str, n: int = GRAM) -> frozenset[tuple[str, ...]]:
-    """The lower-cased word ``n``-grams of ``text`` (none for fewer than ``n`` words)."""
+    """The lower-cased word ``n``-grams of ``text`` (none for fewer than ``n`` words).
+
+    Built by ``zip`` over shifted word lists (the tuples made in C): a recall's pool holds
+    tens of thousands of words, and a comprehension slicing each n-gram cost three times as
+    much."""
     words = _WORD.findall(text.lower())
-    return frozenset(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
+    return frozenset(zip(*(words[i:] for i in range(n)), strict=False))
 
 
 def _grams(hit: HitView) -> frozenset[tuple[str, ...]]:
@@ -91,13 +96,16 @@ def restated_last(hits: Sequence[HitT], share: float = DUPLICATE_SHARE,
         return list(hits)
     head = hits[:pool]
     sessions = [session_of(h) for h in head]
-    if sum(s is not None for s in sessions) < 2:
+    # only a session with two hits or more can hold a restatement: the others' texts are
+    # never read (most of a long conversation's pool)
+    shared = {s for s, n in Counter(sessions).items() if s is not None and n > 1}
+    if not shared:
         return list(hits)
     kept: dict[str, list[frozenset[tuple[str, ...]]]] = {}
     out: list[HitT] = []
     waiting: list[HitT] = []
     for hit, session in zip(head, sessions, strict=True):
-        if session is not None:
+        if session in shared:
             grams = _grams(hit)
             if grams and any(len(grams & other) >= share * len(grams)
                              for other in kept.get(session, ())):

@@ -28,10 +28,10 @@ in-memory store.
 Why behind the next distinct hit and not behind the first k or the pool: the copy still says
 something relevant, and which copy the reader (or a benchmark's marks) wants is not known;
 moving every copy behind the pool lost LongMemEval oracle questions whose marked turn was
-the lower copy, one place did not (docs/benchmarks.md, "dup19").
+the lower copy (-2 at @5), one place gained two and lost one (docs/benchmarks.md, "dup19").
 
 Off by default (``duplicate_share`` 0): on LongMemEval S dev120 a share of 0.25-0.3 gains
-one question (+1, -0), 0.2 and below trades one for one, 0.32 and above changes nothing; on
+one question (+1, -0), 0.2 trades one for one, 0.15 loses one, 0.32 and above changes nothing; on
 the oracle it is neutral (+2 -1 at @5, -1 at @10) and LoCoMo is identical. One question at
 a threshold set between two pairs' shares is not evidence that it generalises.
 """

@@ -380,6 +380,11 @@ def add_ablation_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(f"--{setting}-weight", type=float, default=None,
                             help=f"the stores' {setting}_weight for every store row (ablation; "
                                  f"0 = no {rule}; default: the store's)")
+    parser.add_argument("--duplicate-share", type=float, default=None,
+                        help="the stores' duplicate_share for every store row (ablation; a "
+                             "turn sharing that share of its word 5-grams with a higher hit of "
+                             "its session moves behind the next distinct hit; 0 = off; "
+                             "default: the store's)")
 
 def write_result(result: dict[str, Any], out: Path | None, default_name: str, *,
                  as_json: bool, table: Callable[[dict[str, Any]], str]) -> int:

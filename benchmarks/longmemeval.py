@@ -75,6 +75,7 @@ from _retrieval import (
 from _store_variants import DESCRIPTION as STORE_DESCRIPTION
 from _store_variants import StoreVariants, store_timing
 
+from memorywire.core.restatement import DUPLICATE_SHARE as STORE_DUPLICATE_SHARE
 from memorywire.core.session_evidence import SESSION_WEIGHT as STORE_SESSION_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT as STORE_SUBSTANCE_WEIGHT
 from memorywire.core.turn_focus import TURN_WEIGHT as STORE_TURN_WEIGHT
@@ -93,6 +94,8 @@ SESSION_WEIGHT: float | None = None
 SUBSTANCE_WEIGHT: float | None = None
 #: ``--turn-weight``: the stores' turn focus weight (None: their default).
 TURN_WEIGHT: float | None = None
+#: ``--duplicate-share``: the stores' restatement share (None: their default).
+DUPLICATE_SHARE: float | None = None
 RETRIEVERS = ("store", "store-floor", "store-perrow", "store-plain", "vector", "bm25",
               "bm25-stemmed")
 #: ``--no-time``: False writes no session date as valid_from and sends no asked_at.
@@ -200,7 +203,9 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
                              feedback_weight=FEEDBACK_WEIGHT, session_weight=sw,
                              substance_weight=STORE_SUBSTANCE_WEIGHT if SUBSTANCE_WEIGHT is None
                              else SUBSTANCE_WEIGHT,
-                             turn_weight=STORE_TURN_WEIGHT if TURN_WEIGHT is None else TURN_WEIGHT)
+                             turn_weight=STORE_TURN_WEIGHT if TURN_WEIGHT is None else TURN_WEIGHT,
+                             duplicate_share=STORE_DUPLICATE_SHARE if DUPLICATE_SHARE is None
+                             else DUPLICATE_SHARE)
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     try:
         at = 0
@@ -290,6 +295,7 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "session_weight": SESSION_WEIGHT,
         "substance_weight": SUBSTANCE_WEIGHT,
         "turn_weight": TURN_WEIGHT,
+        "duplicate_share": DUPLICATE_SHARE,
         "time": "session dates as valid_from, question_date as asked_at" if TIME_AWARE
                 else "none (--no-time)",
         "context": f"the assistant reply (first {REPLY_CHARS} characters) as metadata.context"
@@ -385,13 +391,14 @@ def main(argv: list[str] | None = None) -> int:
                              "(time-aware ranking off; ablation)")
     args = parser.parse_args(argv)
     global LEXICAL_WEIGHT, FEEDBACK_WEIGHT, SESSION_WEIGHT, SUBSTANCE_WEIGHT, TIME_AWARE
-    global TURN_WEIGHT
+    global TURN_WEIGHT, DUPLICATE_SHARE
     TIME_AWARE = not args.no_time
     LEXICAL_WEIGHT = args.lexical_weight
     FEEDBACK_WEIGHT = args.feedback_weight
     SESSION_WEIGHT = args.session_weight
     SUBSTANCE_WEIGHT = args.substance_weight
     TURN_WEIGHT = args.turn_weight
+    DUPLICATE_SHARE = args.duplicate_share
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     embedder = embedder_of(parser, args.embedder)

@@ -22,7 +22,10 @@ cut the list and, with the entity gate, call the model, which is not the store's
 * ``no-turn``: the defaults without turn focus (``turn_weight=0``, the store before it;
   what turn focus itself costs is ``defaults`` against this);
 * ``defaults``: context, the store's default feedback, session evidence, subject boost,
-  substance prior and turn focus (the store now).
+  substance prior and turn focus (the store now);
+* ``restated`` (only with ``--duplicate-share S``): the defaults with ``duplicate_share=S``
+  (``core.restatement``, off by default); what that rule costs is ``restated`` against
+  ``defaults``.
 
 LoCoMo asks every ``--locomo-stride``-th question (k=10, its deepest cut); LongMemEval asks
 every scored question (or the first ``--longmemeval-limit``, question types interleaved) with
@@ -95,21 +98,25 @@ class Ask:
 Batch = tuple[list[RememberRequest], list[RememberRequest], npt.NDArray[np.float32]]
 
 
-def _stores(tmp: Path, embedder: Embedder) -> dict[str, SqliteStore]:
+def _stores(tmp: Path, embedder: Embedder,
+            duplicate_share: float | None = None) -> dict[str, SqliteStore]:
     def store(name: str, feedback_weight: float = FEEDBACK_WEIGHT,
               session_weight: float = SESSION_WEIGHT,
               subject_weight: float = SUBJECT_WEIGHT,
               substance_weight: float = SUBSTANCE_WEIGHT,
-              turn_weight: float = TURN_WEIGHT) -> SqliteStore:
+              turn_weight: float = TURN_WEIGHT, **more: float) -> SqliteStore:
         return SqliteStore(tmp / f"{name}.db", embedder, relevance_floor=-1.0,
                            lexical_floor=-1.0, feedback_weight=feedback_weight,
                            session_weight=session_weight, subject_weight=subject_weight,
-                           substance_weight=substance_weight, turn_weight=turn_weight)
+                           substance_weight=substance_weight, turn_weight=turn_weight, **more)
 
-    return {"baseline": store("baseline", 0.0, 0.0, 0.0, 0.0, 0.0),
-            "context": store("context", 0.0, 0.0, 0.0, 0.0, 0.0),
-            "no-turn": store("no-turn", turn_weight=0.0),
-            "defaults": store("defaults")}
+    stores = {"baseline": store("baseline", 0.0, 0.0, 0.0, 0.0, 0.0),
+              "context": store("context", 0.0, 0.0, 0.0, 0.0, 0.0),
+              "no-turn": store("no-turn", turn_weight=0.0),
+              "defaults": store("defaults")}
+    if duplicate_share is not None:
+        stores["restated"] = store("restated", duplicate_share=duplicate_share)
+    return stores
 
 
 def _locomo(path: Path, embedder: Embedder, stride: int,
@@ -213,10 +220,10 @@ async def _time(stores: dict[str, SqliteStore], batches: Sequence[Batch], asks: 
 
 
 async def _bench(load: Callable[[], tuple[list[Batch], list[Ask]]], embedder: Embedder,
-                 repeat: int) -> dict[str, Any]:
+                 repeat: int, duplicate_share: float | None = None) -> dict[str, Any]:
     batches, asks = load()
     with tempfile.TemporaryDirectory() as tmp:
-        stores = _stores(Path(tmp), embedder)
+        stores = _stores(Path(tmp), embedder, duplicate_share)
         try:
             return await _time(stores, batches, asks, repeat)
         finally:
@@ -227,7 +234,8 @@ async def _bench(load: Callable[[], tuple[list[Batch], list[Ask]]], embedder: Em
 async def run(locomo_path: Path | None, lme_path: Path | None, *, stride: int,
               limit: int | None,
               repeat: int, embedder: Embedder | None = None,
-              cache_root: Path | None = None) -> dict[str, Any]:
+              cache_root: Path | None = None,
+              duplicate_share: float | None = None) -> dict[str, Any]:
     """``cache_root`` holds one vector cache folder per dataset (default: the benchmarks'
     own, ``_retrieval.default_cache``, so their cached vectors are reused)."""
     started = time.perf_counter()
@@ -241,10 +249,11 @@ async def run(locomo_path: Path | None, lme_path: Path | None, *, stride: int,
     if locomo_path is not None:
         benches["locomo"] = lambda: _bench(
             lambda: _locomo(locomo_path, embedder, stride, cache(locomo_path)), embedder,
-            repeat)
+            repeat, duplicate_share)
     if lme_path is not None:
         benches["longmemeval_s"] = lambda: _bench(
-            lambda: _longmemeval(lme_path, embedder, limit, cache(lme_path)), embedder, repeat)
+            lambda: _longmemeval(lme_path, embedder, limit, cache(lme_path)), embedder, repeat,
+            duplicate_share)
     results: dict[str, Any] = {}
     for name, bench in benches.items():
         stderr(f"{name}: building and timing")
@@ -265,6 +274,8 @@ async def run(locomo_path: Path | None, lme_path: Path | None, *, stride: int,
                      "defaults": "metadata.context, default feedback, session evidence, "
                                  "subject boost, substance prior and turn focus (the store "
                                  "now)",
+                     **({"restated": f"the defaults with duplicate_share={duplicate_share}"}
+                        if duplicate_share is not None else {}),
                      "all": "relevance_floor=lexical_floor=-1 (the benchmarks' 'store' row), "
                             "recall_by_vector (model not timed)"},
         "goal_ratio_p50": GOAL_RATIO,
@@ -277,7 +288,7 @@ async def run(locomo_path: Path | None, lme_path: Path | None, *, stride: int,
 def table(r: dict[str, Any]) -> str:
     rows: list[list[Any]] = []
     for bench, res in r["results"].items():
-        for name in VARIANTS:
+        for name in [n for n in (*VARIANTS, "restated") if n in res["variants"]]:
             v = res["variants"][name]
             met = None if name == "baseline" else (
                 "met" if v["ratio_p50"] <= r["goal_ratio_p50"] else "not met")
@@ -313,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hits", type=Path, default=None,
                         help="also write every variant's returned hits here (to compare "
                              "rankings and metadata before and after a change)")
+    parser.add_argument("--duplicate-share", type=float, default=None,
+                        help="also time 'restated': the defaults with this duplicate_share "
+                             "(core.restatement; off by default)")
     args = parser.parse_args(argv)
     if args.locomo is None and args.longmemeval is None:
         parser.error("name at least one of --locomo, --longmemeval")
@@ -325,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
         if n < 1:
             parser.error(f"{flag} must be at least 1, got {n}")
     result = anyio.run(lambda: run(args.locomo, args.longmemeval, stride=args.locomo_stride,
-                                   limit=args.longmemeval_limit, repeat=args.repeat))
+                                   limit=args.longmemeval_limit, repeat=args.repeat,
+                                   duplicate_share=args.duplicate_share))
     hits = {bench: res.pop("hits") for bench, res in result["results"].items()}
     if args.hits is not None:
         args.hits.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_word
 from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row
+from memorywire.core.restatement import DUPLICATE_SHARE
 from memorywire.core.scoring import candidate_pool, exact_top, hybrid_rank_arrays
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
@@ -77,13 +78,15 @@ class InMemoryStore(RowDelegate[_Row]):
         subject_weight: float = SUBJECT_WEIGHT,
         substance_weight: float = SUBSTANCE_WEIGHT,
         turn_weight: float = TURN_WEIGHT,
+        duplicate_share: float = DUPLICATE_SHARE,
     ) -> None:
         self._embedder = embedder
         self._entity_gate = entity_gate
         self._boosts = Boosts.checked(session_weight=session_weight,
                                       subject_weight=subject_weight,
                                       substance_weight=substance_weight,
-                                      turn_weight=turn_weight)
+                                      turn_weight=turn_weight,
+                                      duplicate_share=duplicate_share)
         self._clock: Clock = clock or SystemClock()
         self._name = name
         self._floor = relevance_floor

@@ -20,6 +20,7 @@ from memorywire.core.boosts import NO_BOOSTS, Boosts
 from memorywire.core.content import Edge, edges_of, edges_to_storage
 from memorywire.core.contradiction import find_conflicts
 from memorywire.core.records import ListQuery, UpdateRequest
+from memorywire.core.restatement import restated_last
 from memorywire.core.session_evidence import SESSION_POOL, session_ranked, sessions_in
 from memorywire.core.subject_boost import (
     SUBJECT_POOL,
@@ -381,8 +382,8 @@ class RecallPlan:
     when the question writes a name and the answer's memories carry subjects,
     ``SESSION_POOL`` when at least two of its hits carry sessions), and for more when the
     answer lost hits to the validity filter; so a scope with none of these costs what it
-    did before. The substance prior and turn focus ask for no pool of their own: they
-    re-rank what the other steps fetched.
+    did before. The substance prior, turn focus and the restatement rule ask for no pool of
+    their own: they re-rank what the other steps fetched.
     """
 
     def __init__(self, req: RecallRequest, now: int, boosts: Boosts = NO_BOOSTS) -> None:
@@ -392,6 +393,7 @@ class RecallPlan:
         self._subject_weight = boosts.subject
         self._substance_weight = boosts.substance
         self._turn_weight = boosts.turn
+        self._duplicate_share = boosts.duplicate
         self._windows = resolve(req.query, reference_time(req, now))
         self._names = names_in(req.query, boosts.subject)
         k = min(1000, max(req.k, TIME_POOL)) if self._windows else req.k
@@ -452,6 +454,7 @@ class RecallPlan:
         hits = session_ranked(hits, self._session_weight)
         hits = substance_ranked(hits, self._substance_weight)
         hits = turn_focused(hits, req.query, self._turn_weight)
+        hits = restated_last(hits, self._duplicate_share)
         if req.include_superseded or req.as_of is not None:
             hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,
                                       as_of=req.as_of is not None)
@@ -481,7 +484,9 @@ async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
     then memories whose session holds other good hits (``core.session_evidence``,
     ``session_weight``), then memories long enough to state something
     (``core.substance_prior``, ``substance_weight``), then, within each session, the turns
-    whose own words match the question (``core.turn_focus``, ``turn_weight``). ``boosts``
+    whose own words match the question (``core.turn_focus``, ``turn_weight``), and last a
+    turn restating a higher hit of its session behind the next distinct hit
+    (``core.restatement``, ``duplicate_share``). ``boosts``
     are the store's settings (``core.boosts``); a store that passes none gets no boost. The
     searches are those of :class:`RecallPlan` (a store may run the plan itself, see its
     docstring).

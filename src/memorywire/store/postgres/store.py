@@ -38,6 +38,7 @@ from memorywire.core.content import (
 )
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, named_words
 from memorywire.core.records import ListQuery, Row, UpdateRequest
+from memorywire.core.restatement import DUPLICATE_SHARE
 from memorywire.core.scoring import candidate_pool, hybrid_rank_arrays
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
@@ -99,7 +100,8 @@ class PostgresStore:
     its ``metadata.session`` (``core.session_evidence``); 0 turns it off.
     ``subject_weight``: as on SqliteStore (``core.subject_boost``; 0 turns it off).
     ``substance_weight``: as on SqliteStore (``core.substance_prior``; 0 turns it off).
-    ``turn_weight``: as on SqliteStore (``core.turn_focus``; 0 turns it off)."""
+    ``turn_weight``: as on SqliteStore (``core.turn_focus``; 0 turns it off).
+    ``duplicate_share``: as on SqliteStore (``core.restatement``; 0, the default, is off)."""
 
     #: Parallel workers for the HNSW build at the end of a bulk load (``None``: the server's
     #: ``max_parallel_maintenance_workers``, 2 by default).
@@ -124,13 +126,15 @@ class PostgresStore:
         subject_weight: float = SUBJECT_WEIGHT,
         substance_weight: float = SUBSTANCE_WEIGHT,
         turn_weight: float = TURN_WEIGHT,
+        duplicate_share: float = DUPLICATE_SHARE,
     ) -> None:
         self._name = name
         self._entity_gate = entity_gate
         self._boosts = Boosts.checked(session_weight=session_weight,
                                       subject_weight=subject_weight,
                                       substance_weight=substance_weight,
-                                      turn_weight=turn_weight)
+                                      turn_weight=turn_weight,
+                                      duplicate_share=duplicate_share)
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
         self._tail_gap = tail_gap

@@ -45,6 +45,7 @@ from memorywire.core.boosts import Boosts
 from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import ListQuery, Row, UpdateRequest
+from memorywire.core.restatement import DUPLICATE_SHARE
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
@@ -122,7 +123,10 @@ class SqliteStore:
     ``substance_weight`` is the RRF weight of the hits long enough to state something
     (``core.substance_prior``); 0 turns it off.
     ``turn_weight`` orders each session's hits by how well their own words match the
-    question, within the places the session holds (``core.turn_focus``); 0 turns it off."""
+    question, within the places the session holds (``core.turn_focus``); 0 turns it off.
+    ``duplicate_share`` moves a hit that restates a higher hit of its session (at least
+    that share of its word 5-grams) behind the next distinct hit (``core.restatement``);
+    0, the default, turns it off."""
 
     honours_write_bracket = True  # remember runs governance's bracket (store.bracket)
 
@@ -143,6 +147,7 @@ class SqliteStore:
         subject_weight: float = SUBJECT_WEIGHT,
         substance_weight: float = SUBSTANCE_WEIGHT,
         turn_weight: float = TURN_WEIGHT,
+        duplicate_share: float = DUPLICATE_SHARE,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -164,7 +169,8 @@ class SqliteStore:
         self._boosts = Boosts.checked(session_weight=session_weight,
                                       subject_weight=subject_weight,
                                       substance_weight=substance_weight,
-                                      turn_weight=turn_weight)
+                                      turn_weight=turn_weight,
+                                      duplicate_share=duplicate_share)
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)

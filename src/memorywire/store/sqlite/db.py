@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,8 +22,6 @@ import numpy as np
 
 from memorywire.core.clock import Clock
 from memorywire.core.content import content_from_storage
-from memorywire.core.context_key import CONTEXT_FIELD
-from memorywire.core.scoring import Scored
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import (
     BackendUnavailable,
@@ -39,7 +37,6 @@ from memorywire.store.sqlite.schema import agent_number, open_database, vid_rang
 from memorywire.wire.models import (
     MemoryRecord,
     MemoryType,
-    RecallHit,
 )
 
 __all__ = [
@@ -48,8 +45,6 @@ __all__ = [
     "VISIBLE",
     "SqliteDb",
     "checked_vectors",
-    "hit_of",
-    "hits_of",
     "mark_recalled",
     "record_of",
     "scope_sql",
@@ -76,31 +71,6 @@ def record_of(row: Sequence[Any]) -> MemoryRecord:
         "confidence": row[6], "source": row[7], "created_at": row[8], "updated_at": row[9],
         "expires_at": row[10], "last_recalled_at": row[11], "recall_count": row[12],
     })
-
-
-def hit_of(s: Scored, r: Sequence[Any], store: str,
-           metadata: dict[str, Any] | None = None) -> RecallHit:
-    """Ranked row ``s`` as a hit, from its row ``r`` (``COLS``, then anything); ``metadata``
-    when the caller already decoded the row's (see :func:`hits_of`)."""
-    mtype = MemoryType(r[3])
-    return RecallHit(
-        id=r[0], type=mtype, content=content_from_storage(mtype, r[4]), score=s.score,
-        relevance=round(s.relevance, 4),
-        metadata=metadata_of(r[5], r[13]) if metadata is None else metadata, created_at=r[8],
-        supporting=[], source_store=store, user_id=r[2], source=r[7], confidence=r[6])
-
-
-def hits_of(ranked: Sequence[Scored], rows: Mapping[str, Sequence[Any]],
-            store: str) -> list[RecallHit]:
-    """Ranked rows as hits (``rows`` by id, as :func:`hit_of` reads them). Their metadata
-    JSON is decoded in one ``json.loads`` (a pool's 100 hits: one call, not 100)."""
-    picked = [rows[s.id] for s in ranked]
-    decoded: list[dict[str, Any]] = json.loads("[" + ",".join(r[5] for r in picked) + "]")
-    for meta, r in zip(decoded, picked, strict=True):
-        if r[13] is not None:
-            meta[CONTEXT_FIELD] = r[13]
-    return [hit_of(s, r, store, meta)
-            for s, r, meta in zip(ranked, picked, decoded, strict=True)]
 
 
 def mark_recalled(conn: Any, agent_id: str, ids: Sequence[str], now: int) -> None:

@@ -29,11 +29,11 @@ from memorywire.core.content import content_from_storage
 from memorywire.core.context_key import CONTEXT_FIELD, lexical_text
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.scoring import Scored, through_kth_kept
-from memorywire.core.timeline import annotate_own
 from memorywire.embed.base import Embedder
 from memorywire.store._vector_cache import ScopeIndex
 from memorywire.store.sqlite.contexts import metadata_of
-from memorywire.store.sqlite.db import COLS, IN_JSON, SqliteDb, hits_of, mark_recalled
+from memorywire.store.sqlite.db import COLS, IN_JSON, SqliteDb, mark_recalled
+from memorywire.store.sqlite.hits import answer_hits
 from memorywire.store.sqlite.search import rank_scope
 from memorywire.store.timeline import RecallPlan
 from memorywire.wire.fields import typed_fields
@@ -138,9 +138,9 @@ class PlanRunner:
                 found = self._search(conn, index, nxt, qvec, now, memo, kept)
                 nxt = plan.deeper(found.views, hidden=found.cut)
             order = plan.order(found.views, hidden=found.cut)
-            final = [annotate_own(h) for h in hits_of(
+            final = answer_hits(
                 [found.ranked[v.id] for v in order], {v.id: kept[v.id][0] for v in order},
-                self._name)]
+                self._name)
             mark_recalled(conn, plan.req.agent_id, [h.id for h in final if h.id in found.core],
                           now)
         return final

@@ -9,7 +9,6 @@ processes visible at once.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -33,6 +32,7 @@ from memorywire.errors import (
 from memorywire.store._vector_cache import CachedRow, ScopeCache, ScopeIndex
 from memorywire.store.bracket import WriteBracket, run_bracketed
 from memorywire.store.sqlite.contexts import CONTEXT_SQL, metadata_of
+from memorywire.store.sqlite.recalls import STATS_SQL
 from memorywire.store.sqlite.schema import agent_number, open_database, vid_range
 from memorywire.wire.models import (
     MemoryRecord,
@@ -45,7 +45,6 @@ __all__ = [
     "VISIBLE",
     "SqliteDb",
     "checked_vectors",
-    "mark_recalled",
     "record_of",
     "scope_sql",
 ]
@@ -53,10 +52,11 @@ __all__ = [
 _T = TypeVar("_T")
 _P = TypeVar("_P")
 
-#: A record's columns; the last is the ``metadata.context`` text kept beside the row.
+#: A record's columns; the recall statistics and the last, the ``metadata.context`` text,
+#: are kept beside the row (``recalls``, ``contexts``).
 COLS = (
     "id, agent_id, user_id, type, content, metadata, confidence, source, created_at, "
-    f"updated_at, expires_at, last_recalled_at, recall_count, {CONTEXT_SQL}"
+    f"updated_at, expires_at, {STATS_SQL}, {CONTEXT_SQL}"
 )
 VISIBLE = (
     "deleted_at IS NULL AND archived_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
@@ -71,16 +71,6 @@ def record_of(row: Sequence[Any]) -> MemoryRecord:
         "confidence": row[6], "source": row[7], "created_at": row[8], "updated_at": row[9],
         "expires_at": row[10], "last_recalled_at": row[11], "recall_count": row[12],
     })
-
-
-def mark_recalled(conn: Any, agent_id: str, ids: Sequence[str], now: int) -> None:
-    """Count memories ``ids`` of ``agent_id`` as recalled at ``now``: a recall calls it once,
-    after re-ranking, for the hits it returns; ``no_recall_in_days`` expiry must not count a
-    memory as recalled because a re-ranker's deeper pool looked at it and passed it over."""
-    if ids:
-        conn.execute(
-            "UPDATE memories SET last_recalled_at = ?, recall_count = recall_count + 1 "
-            f"WHERE agent_id = ? AND id IN {IN_JSON}", (now, agent_id, json.dumps(list(ids))))
 
 
 def checked_vectors(vectors: Any, n: int, dim: int) -> Vectors:

@@ -32,8 +32,9 @@ from memorywire.core.scoring import Scored, through_kth_kept
 from memorywire.embed.base import Embedder
 from memorywire.store._vector_cache import ScopeIndex
 from memorywire.store.sqlite.contexts import metadata_of
-from memorywire.store.sqlite.db import COLS, IN_JSON, SqliteDb, mark_recalled
+from memorywire.store.sqlite.db import COLS, IN_JSON, SqliteDb
 from memorywire.store.sqlite.hits import answer_hits
+from memorywire.store.sqlite.recalls import STATS_SQL, mark_recalled
 from memorywire.store.sqlite.search import rank_scope
 from memorywire.store.timeline import RecallPlan
 from memorywire.wire.fields import typed_fields
@@ -43,7 +44,7 @@ __all__ = ["KEPT_AGENTS", "KEPT_ROWS", "PlanRunner", "RowView"]
 
 #: A recall's rows (``COLS`` with the recall statistics, which every recall changes, left
 #: out: nothing a recall builds reads them) and then the rid.
-_ROW_SQL = (f"SELECT {COLS.replace('last_recalled_at, recall_count', 'NULL, NULL')}, rid "
+_ROW_SQL = (f"SELECT {COLS.replace(STATS_SQL, 'NULL, NULL')}, rid "
             f"FROM memories WHERE agent_id = ? AND id IN {IN_JSON}")
 #: How many agents' recalled rows (and their views) are kept between recalls ...
 KEPT_AGENTS = 8
@@ -141,8 +142,7 @@ class PlanRunner:
             final = answer_hits(
                 [found.ranked[v.id] for v in order], {v.id: kept[v.id][0] for v in order},
                 self._name)
-            mark_recalled(conn, plan.req.agent_id, [h.id for h in final if h.id in found.core],
-                          now)
+            mark_recalled(conn, [kept[h.id][0][-1] for h in final if h.id in found.core], now)
         return final
 
     def _kept(self, agent_id: str, index: ScopeIndex) -> dict[str, tuple[Any, RowView]]:

@@ -18,7 +18,8 @@ from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.timeline import TIME_KEY, annotate, annotate_own
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.store.sqlite import SqliteStore
-from memorywire.store.sqlite.db import COLS, hit_of
+from memorywire.store.sqlite.db import COLS
+from memorywire.store.sqlite.hits import hit_of
 from memorywire.store.sqlite.recall import _views
 from memorywire.store.timeline import RecallPlan
 from memorywire.wire.models import MemoryType, RecallHit, RecallRequest, RememberRequest

@@ -124,10 +124,17 @@ async def test_update_and_hard_delete_leave_no_stale_context(tmp_path: Path) -> 
 
 
 def _downgrade_to_v2(path: Path) -> None:
-    """What a version-2 file held: the context inside the metadata JSON, no contexts table."""
+    """What a version-2 file held: the context inside the metadata JSON, no contexts table
+    (and, as in version 3, the recall statistics in the row, no recalls table)."""
     conn = apsw.Connection(str(path))
     try:
         conn.execute("""
+            UPDATE memories SET
+                last_recalled_at = (SELECT at FROM recalls WHERE recalls.rid = memories.rid),
+                recall_count = (SELECT n FROM recalls WHERE recalls.rid = memories.rid)
+                WHERE rid IN (SELECT rid FROM recalls);
+            DROP TRIGGER recalls_follow_rows;
+            DROP TABLE recalls;
             UPDATE memories SET metadata = json_set(metadata, '$.context',
                 (SELECT text FROM contexts WHERE contexts.rid = memories.rid))
                 WHERE rid IN (SELECT rid FROM contexts);
@@ -162,7 +169,7 @@ async def test_a_version_2_file_is_migrated_with_the_same_answers(tmp_path: Path
     conn = apsw.Connection(str(path))
     try:
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() \
-            == ("3",)
+            == ("4",)
         assert conn.execute("SELECT count(*) FROM contexts").fetchone() == (2,)
         assert not any("quokkashelter" in r[0]
                        for r in conn.execute("SELECT metadata FROM memories"))

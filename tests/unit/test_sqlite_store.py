@@ -367,7 +367,7 @@ async def test_schema_v1_database_is_migrated_with_its_data(tmp_path: Path) -> N
     check = apsw.Connection(str(path))
     try:
         version = check.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        assert version == (str(SCHEMA_VERSION),) == ("3",)
+        assert version == (str(SCHEMA_VERSION),) == ("4",)
         assert check.execute("SELECT agent_id, no FROM agents ORDER BY no").fetchall() == [
             ("a", 1), ("b", 2)]
         assert check.execute("SELECT vid FROM vectors ORDER BY vid").fetchall() == [

@@ -9,9 +9,8 @@ processes visible at once.
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,8 +21,6 @@ import numpy as np
 
 from memorywire.core.clock import Clock
 from memorywire.core.content import content_from_storage
-from memorywire.core.context_key import CONTEXT_FIELD
-from memorywire.core.scoring import Scored
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import (
     BackendUnavailable,
@@ -35,11 +32,11 @@ from memorywire.errors import (
 from memorywire.store._vector_cache import CachedRow, ScopeCache, ScopeIndex
 from memorywire.store.bracket import WriteBracket, run_bracketed
 from memorywire.store.sqlite.contexts import CONTEXT_SQL, metadata_of
+from memorywire.store.sqlite.recalls import STATS_SQL
 from memorywire.store.sqlite.schema import agent_number, open_database, vid_range
 from memorywire.wire.models import (
     MemoryRecord,
     MemoryType,
-    RecallHit,
 )
 
 __all__ = [
@@ -48,9 +45,6 @@ __all__ = [
     "VISIBLE",
     "SqliteDb",
     "checked_vectors",
-    "hit_of",
-    "hits_of",
-    "mark_recalled",
     "record_of",
     "scope_sql",
 ]
@@ -58,10 +52,11 @@ __all__ = [
 _T = TypeVar("_T")
 _P = TypeVar("_P")
 
-#: A record's columns; the last is the ``metadata.context`` text kept beside the row.
+#: A record's columns; the recall statistics and the last, the ``metadata.context`` text,
+#: are kept beside the row (``recalls``, ``contexts``).
 COLS = (
     "id, agent_id, user_id, type, content, metadata, confidence, source, created_at, "
-    f"updated_at, expires_at, last_recalled_at, recall_count, {CONTEXT_SQL}"
+    f"updated_at, expires_at, {STATS_SQL}, {CONTEXT_SQL}"
 )
 VISIBLE = (
     "deleted_at IS NULL AND archived_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
@@ -76,41 +71,6 @@ def record_of(row: Sequence[Any]) -> MemoryRecord:
         "confidence": row[6], "source": row[7], "created_at": row[8], "updated_at": row[9],
         "expires_at": row[10], "last_recalled_at": row[11], "recall_count": row[12],
     })
-
-
-def hit_of(s: Scored, r: Sequence[Any], store: str,
-           metadata: dict[str, Any] | None = None) -> RecallHit:
-    """Ranked row ``s`` as a hit, from its row ``r`` (``COLS``, then anything); ``metadata``
-    when the caller already decoded the row's (see :func:`hits_of`)."""
-    mtype = MemoryType(r[3])
-    return RecallHit(
-        id=r[0], type=mtype, content=content_from_storage(mtype, r[4]), score=s.score,
-        relevance=round(s.relevance, 4),
-        metadata=metadata_of(r[5], r[13]) if metadata is None else metadata, created_at=r[8],
-        supporting=[], source_store=store, user_id=r[2], source=r[7], confidence=r[6])
-
-
-def hits_of(ranked: Sequence[Scored], rows: Mapping[str, Sequence[Any]],
-            store: str) -> list[RecallHit]:
-    """Ranked rows as hits (``rows`` by id, as :func:`hit_of` reads them). Their metadata
-    JSON is decoded in one ``json.loads`` (a pool's 100 hits: one call, not 100)."""
-    picked = [rows[s.id] for s in ranked]
-    decoded: list[dict[str, Any]] = json.loads("[" + ",".join(r[5] for r in picked) + "]")
-    for meta, r in zip(decoded, picked, strict=True):
-        if r[13] is not None:
-            meta[CONTEXT_FIELD] = r[13]
-    return [hit_of(s, r, store, meta)
-            for s, r, meta in zip(ranked, picked, decoded, strict=True)]
-
-
-def mark_recalled(conn: Any, agent_id: str, ids: Sequence[str], now: int) -> None:
-    """Count memories ``ids`` of ``agent_id`` as recalled at ``now``: a recall calls it once,
-    after re-ranking, for the hits it returns; ``no_recall_in_days`` expiry must not count a
-    memory as recalled because a re-ranker's deeper pool looked at it and passed it over."""
-    if ids:
-        conn.execute(
-            "UPDATE memories SET last_recalled_at = ?, recall_count = recall_count + 1 "
-            f"WHERE agent_id = ? AND id IN {IN_JSON}", (now, agent_id, json.dumps(list(ids))))
 
 
 def checked_vectors(vectors: Any, n: int, dim: int) -> Vectors:

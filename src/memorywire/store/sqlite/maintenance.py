@@ -20,6 +20,7 @@ from memorywire.core.records import Row, UpdateRequest, expire_marks, plan_updat
 from memorywire.errors import NotFound
 from memorywire.store.sqlite.contexts import CONTEXT_SQL, metadata_of, put_context, stored_metadata
 from memorywire.store.sqlite.db import COLS, IN_JSON, VISIBLE, SqliteDb, record_of, scope_sql
+from memorywire.store.sqlite.recalls import STATS_SQL, put_stats
 from memorywire.store.sqlite.schema import agent_number, scope_token, vid
 from memorywire.wire.models import (
     ExpireRequest,
@@ -39,7 +40,7 @@ __all__ = ["ROW_COLS", "expire", "forget", "merge", "merged_into", "row_of", "up
 #: The columns :func:`row_of` reads: ``rid`` then every field of a core ``Row``.
 ROW_COLS = ("rid, id, agent_id, user_id, type, content, metadata, confidence, source, "
             "created_at, updated_at, expires_at, deleted_at, archived_at, demoted, "
-            f"last_recalled_at, recall_count, {CONTEXT_SQL}")
+            f"{STATS_SQL}, {CONTEXT_SQL}")
 
 
 def row_of(r: Any) -> tuple[int, Row]:
@@ -74,12 +75,13 @@ def write_row(db: SqliteDb, conn: Any, rid: int, old: Row, new: Row, text_change
     conn.execute(
         "UPDATE memories SET user_id = ?, type = ?, content = ?, metadata = ?, confidence = ?, "
         "source = ?, created_at = ?, updated_at = ?, expires_at = ?, deleted_at = ?, "
-        "archived_at = ?, demoted = ?, last_recalled_at = ?, recall_count = ? WHERE rid = ?",
+        "archived_at = ?, demoted = ? WHERE rid = ?",
         (new.user_id, new.type.value, new.stored, meta,
          new.confidence, new.source, new.created_at, new.updated_at, new.expires_at,
-         new.deleted_at, new.archived_at, int(new.demoted), new.last_recalled_at,
-         new.recall_count, rid))
+         new.deleted_at, new.archived_at, int(new.demoted), rid))
     put_context(conn, rid, context)
+    if (new.last_recalled_at, new.recall_count) != (old.last_recalled_at, old.recall_count):
+        put_stats(conn, rid, new.last_recalled_at, new.recall_count)
     if text_changed:
         _reembed(db, conn, rid, new)
     elif old.metadata.get(CONTEXT_FIELD) != new.metadata.get(CONTEXT_FIELD):

@@ -20,6 +20,7 @@ from memorywire.store.portable import Cursor, ImportCounts, OnConflict, decide, 
 from memorywire.store.sqlite.contexts import put_context, stored_metadata
 from memorywire.store.sqlite.db import SqliteDb, checked_vectors
 from memorywire.store.sqlite.maintenance import ROW_COLS, row_of, write_row
+from memorywire.store.sqlite.recalls import put_stats
 from memorywire.store.sqlite.schema import agent_number, scope_token, vid
 from memorywire.store.sqlite.writes import index_last
 
@@ -73,14 +74,16 @@ def _insert(conn: Any, row: Row, vector: Any, indexed: list[tuple[int, str, str]
     meta, context = stored_metadata(row.metadata)
     rid = conn.execute(
         "INSERT INTO memories(agent_id, id, user_id, type, content, metadata, confidence, "
-        "source, created_at, updated_at, expires_at, deleted_at, archived_at, demoted, "
-        "last_recalled_at, recall_count) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING rid",
+        "source, created_at, updated_at, expires_at, deleted_at, archived_at, demoted) "
+        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING rid",
         (row.agent_id, row.id, row.user_id, row.type.value, row.stored,
          meta, row.confidence, row.source,
          row.created_at, row.updated_at, row.expires_at, row.deleted_at, row.archived_at,
-         int(row.demoted), row.last_recalled_at, row.recall_count),
+         int(row.demoted)),
     ).fetchone()[0]
     put_context(conn, rid, context)
+    if row.last_recalled_at is not None or row.recall_count:
+        put_stats(conn, rid, row.last_recalled_at, row.recall_count)
     number = agent_number(conn, row.agent_id, create=True) or 0
     conn.execute("INSERT OR REPLACE INTO vectors VALUES(?, ?)",
                  (vid(number, rid), np.ascontiguousarray(vector, dtype=np.float32).tobytes()))

@@ -29,11 +29,12 @@ from memorywire.core.content import content_from_storage
 from memorywire.core.context_key import CONTEXT_FIELD, lexical_text
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.scoring import Scored, through_kth_kept
-from memorywire.core.timeline import annotate_own
 from memorywire.embed.base import Embedder
 from memorywire.store._vector_cache import ScopeIndex
 from memorywire.store.sqlite.contexts import metadata_of
-from memorywire.store.sqlite.db import COLS, IN_JSON, SqliteDb, hits_of, mark_recalled
+from memorywire.store.sqlite.db import COLS, IN_JSON, SqliteDb
+from memorywire.store.sqlite.hits import answer_hits
+from memorywire.store.sqlite.recalls import STATS_SQL, mark_recalled
 from memorywire.store.sqlite.search import rank_scope
 from memorywire.store.timeline import RecallPlan
 from memorywire.wire.fields import typed_fields
@@ -43,7 +44,7 @@ __all__ = ["KEPT_AGENTS", "KEPT_ROWS", "PlanRunner", "RowView"]
 
 #: A recall's rows (``COLS`` with the recall statistics, which every recall changes, left
 #: out: nothing a recall builds reads them) and then the rid.
-_ROW_SQL = (f"SELECT {COLS.replace('last_recalled_at, recall_count', 'NULL, NULL')}, rid "
+_ROW_SQL = (f"SELECT {COLS.replace(STATS_SQL, 'NULL, NULL')}, rid "
             f"FROM memories WHERE agent_id = ? AND id IN {IN_JSON}")
 #: How many agents' recalled rows (and their views) are kept between recalls ...
 KEPT_AGENTS = 8
@@ -138,11 +139,10 @@ class PlanRunner:
                 found = self._search(conn, index, nxt, qvec, now, memo, kept)
                 nxt = plan.deeper(found.views, hidden=found.cut)
             order = plan.order(found.views, hidden=found.cut)
-            final = [annotate_own(h) for h in hits_of(
+            final = answer_hits(
                 [found.ranked[v.id] for v in order], {v.id: kept[v.id][0] for v in order},
-                self._name)]
-            mark_recalled(conn, plan.req.agent_id, [h.id for h in final if h.id in found.core],
-                          now)
+                self._name)
+            mark_recalled(conn, [kept[h.id][0][-1] for h in final if h.id in found.core], now)
         return final
 
     def _kept(self, agent_id: str, index: ScopeIndex) -> dict[str, tuple[Any, RowView]]:

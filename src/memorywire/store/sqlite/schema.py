@@ -35,7 +35,7 @@ __all__ = [
     "vid_range",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _HEADER = b"SQLite format 3\x00"
 
 DDL = """
@@ -78,6 +78,12 @@ CREATE TABLE IF NOT EXISTS scopes(agent_id TEXT PRIMARY KEY, version INTEGER NOT
 CREATE TABLE IF NOT EXISTS contexts(rid INTEGER PRIMARY KEY, text TEXT NOT NULL);
 CREATE TRIGGER IF NOT EXISTS contexts_follow_rows AFTER DELETE ON memories BEGIN
     DELETE FROM contexts WHERE rid = old.rid;
+END;
+-- The recall statistics (store/sqlite/recalls.py); memories.last_recalled_at and
+-- memories.recall_count are no longer read or written.
+CREATE TABLE IF NOT EXISTS recalls(rid INTEGER PRIMARY KEY, at INTEGER, n INTEGER NOT NULL);
+CREATE TRIGGER IF NOT EXISTS recalls_follow_rows AFTER DELETE ON memories BEGIN
+    DELETE FROM recalls WHERE rid = old.rid;
 END;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     body, scope, content='', contentless_delete=1,
@@ -165,7 +171,21 @@ def _migrate_2_to_3(conn: apsw.Connection) -> None:
     """)
 
 
-_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
+def _migrate_3_to_4(conn: apsw.Connection) -> None:
+    # The statistics move to their own table and the columns are cleared, so no stale copy
+    # is left in the row; rows never recalled get no entry (read as at NULL, n 0).
+    conn.execute("""
+        CREATE TABLE recalls(rid INTEGER PRIMARY KEY, at INTEGER, n INTEGER NOT NULL);
+        INSERT INTO recalls(rid, at, n)
+            SELECT rid, last_recalled_at, recall_count FROM memories
+            WHERE last_recalled_at IS NOT NULL OR recall_count != 0;
+        UPDATE memories SET last_recalled_at = NULL, recall_count = 0
+            WHERE rid IN (SELECT rid FROM recalls);
+        UPDATE meta SET value = '4' WHERE key = 'schema_version';
+    """)
+
+
+_MIGRATIONS = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
 
 
 def _create(conn: apsw.Connection, embedder: Embedder, existing: bool) -> dict[str, str]:

@@ -1,10 +1,10 @@
 """The weights of a store's re-ranking rules, checked once.
 
-Four rules re-rank a recall's hits after the search (``core.subject_boost``,
-``core.session_evidence``, ``core.substance_prior``, ``core.turn_focus``). Every store that
-runs them takes the same four settings with the same meaning, so they are validated and
-carried as one value: a store holds a :class:`Boosts` and hands it to the recall plan,
-rather than repeating four checks and four keyword arguments of its own.
+Five rules re-rank a recall's hits after the search (``core.subject_boost``,
+``core.session_evidence``, ``core.substance_prior``, ``core.turn_focus``,
+``core.subject_lexical``). Every store that runs them takes the same settings with the same
+meaning, so they are validated and carried as one value: a store holds a :class:`Boosts` and
+hands it to the recall plan, rather than repeating the checks and keyword arguments.
 """
 
 from __future__ import annotations
@@ -18,23 +18,27 @@ __all__ = ["NO_BOOSTS", "Boosts"]
 
 @dataclass(frozen=True)
 class Boosts:
-    """RRF weights of the four rules (0 turns one off). Build it with :meth:`checked`
+    """RRF weights of the rules (0 turns one off). Build it with :meth:`checked`
     from user settings: a weight that cannot work is refused when the store is made."""
 
     session: float = 0.0
     subject: float = 0.0
     substance: float = 0.0
     turn: float = 0.0
+    subject_lexical: float = 0.0
 
     @classmethod
     def checked(cls, *, session_weight: float, subject_weight: float,
-                substance_weight: float, turn_weight: float) -> Boosts:
+                substance_weight: float, turn_weight: float,
+                subject_lexical_weight: float = 0.0) -> Boosts:
         """The weights, each a finite number >= 0, else ``invalid_request`` naming the
         setting (``session_weight``, ``subject_weight``, ...)."""
         return cls(session=checked_weight(session_weight, "session_weight"),
                    subject=checked_weight(subject_weight, "subject_weight"),
                    substance=checked_weight(substance_weight, "substance_weight"),
-                   turn=checked_weight(turn_weight, "turn_weight"))
+                   turn=checked_weight(turn_weight, "turn_weight"),
+                   subject_lexical=checked_weight(subject_lexical_weight,
+                                                  "subject_lexical_weight"))
 
 
 #: No re-ranking: what a store that passes no weights gets (mem0, Letta, Cognee, the router).

@@ -27,6 +27,7 @@ from memorywire.core.subject_boost import (
     needs_pool,
     subject_ranked,
 )
+from memorywire.core.subject_lexical import subject_lexical_ranked
 from memorywire.core.substance_prior import substance_ranked
 from memorywire.core.time_boost import TIME_POOL, reference_time, time_ranked
 from memorywire.core.time_expressions import resolve
@@ -392,8 +393,10 @@ class RecallPlan:
         self._subject_weight = boosts.subject
         self._substance_weight = boosts.substance
         self._turn_weight = boosts.turn
+        self._subject_lexical_weight = boosts.subject_lexical
         self._windows = resolve(req.query, reference_time(req, now))
-        self._names = names_in(req.query, boosts.subject)
+        # The names both subject rules look for (and so the pool they share).
+        self._names = names_in(req.query, max(boosts.subject, boosts.subject_lexical))
         k = min(1000, max(req.k, TIME_POOL)) if self._windows else req.k
         self._plain = req.model_copy(update={"as_of": None, "include_superseded": False,
                                              "asked_at": None, "k": k})
@@ -452,6 +455,8 @@ class RecallPlan:
         hits = session_ranked(hits, self._session_weight)
         hits = substance_ranked(hits, self._substance_weight)
         hits = turn_focused(hits, req.query, self._turn_weight)
+        hits = subject_lexical_ranked(hits, req.query, self._names,
+                                      self._subject_lexical_weight)
         if req.include_superseded or req.as_of is not None:
             hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,
                                       as_of=req.as_of is not None)
@@ -481,7 +486,9 @@ async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
     then memories whose session holds other good hits (``core.session_evidence``,
     ``session_weight``), then memories long enough to state something
     (``core.substance_prior``, ``substance_weight``), then, within each session, the turns
-    whose own words match the question (``core.turn_focus``, ``turn_weight``). ``boosts``
+    whose own words match the question (``core.turn_focus``, ``turn_weight``), then the
+    named subject's memories that a stemmed BM25 ranks first (``core.subject_lexical``,
+    ``subject_lexical_weight``). ``boosts``
     are the store's settings (``core.boosts``); a store that passes none gets no boost. The
     searches are those of :class:`RecallPlan` (a store may run the plan itself, see its
     docstring).

@@ -41,6 +41,7 @@ from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.scoring import candidate_pool, hybrid_rank_arrays
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
+from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.textsearch import query_terms
 from memorywire.core.turn_focus import TURN_WEIGHT
@@ -99,7 +100,9 @@ class PostgresStore:
     its ``metadata.session`` (``core.session_evidence``); 0 turns it off.
     ``subject_weight``: as on SqliteStore (``core.subject_boost``; 0 turns it off).
     ``substance_weight``: as on SqliteStore (``core.substance_prior``; 0 turns it off).
-    ``turn_weight``: as on SqliteStore (``core.turn_focus``; 0 turns it off)."""
+    ``turn_weight``: as on SqliteStore (``core.turn_focus``; 0 turns it off).
+    ``subject_lexical_weight``: as on SqliteStore (``core.subject_lexical``; 0 turns it
+    off): the same rule on the same pool texts, so the same re-ranking of that pool."""
 
     #: Parallel workers for the HNSW build at the end of a bulk load (``None``: the server's
     #: ``max_parallel_maintenance_workers``, 2 by default).
@@ -124,13 +127,15 @@ class PostgresStore:
         subject_weight: float = SUBJECT_WEIGHT,
         substance_weight: float = SUBSTANCE_WEIGHT,
         turn_weight: float = TURN_WEIGHT,
+        subject_lexical_weight: float = SUBJECT_LEXICAL_WEIGHT,
     ) -> None:
         self._name = name
         self._entity_gate = entity_gate
         self._boosts = Boosts.checked(session_weight=session_weight,
                                       subject_weight=subject_weight,
                                       substance_weight=substance_weight,
-                                      turn_weight=turn_weight)
+                                      turn_weight=turn_weight,
+                                      subject_lexical_weight=subject_lexical_weight)
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
         self._tail_gap = tail_gap

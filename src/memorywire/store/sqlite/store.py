@@ -47,6 +47,7 @@ from memorywire.core.filters import matches_filter
 from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
+from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed.base import Embedder, Vectors
@@ -122,7 +123,9 @@ class SqliteStore:
     ``substance_weight`` is the RRF weight of the hits long enough to state something
     (``core.substance_prior``); 0 turns it off.
     ``turn_weight`` orders each session's hits by how well their own words match the
-    question, within the places the session holds (``core.turn_focus``); 0 turns it off."""
+    question, within the places the session holds (``core.turn_focus``); 0 turns it off.
+    ``subject_lexical_weight`` is the RRF weight of the named subject's memories ranked by a
+    stemmed BM25 over the recall's pool (``core.subject_lexical``); 0 turns it off."""
 
     honours_write_bracket = True  # remember runs governance's bracket (store.bracket)
 
@@ -143,6 +146,7 @@ class SqliteStore:
         subject_weight: float = SUBJECT_WEIGHT,
         substance_weight: float = SUBSTANCE_WEIGHT,
         turn_weight: float = TURN_WEIGHT,
+        subject_lexical_weight: float = SUBJECT_LEXICAL_WEIGHT,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -164,7 +168,8 @@ class SqliteStore:
         self._boosts = Boosts.checked(session_weight=session_weight,
                                       subject_weight=subject_weight,
                                       substance_weight=substance_weight,
-                                      turn_weight=turn_weight)
+                                      turn_weight=turn_weight,
+                                      subject_lexical_weight=subject_lexical_weight)
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)

@@ -26,7 +26,9 @@ pool, keeps its order; scores are never changed.
 
 Stems are Snowball's Porter stemmer (``snowballstemmer``: pure Python, no dependencies), each
 word stemmed once per process (a conversation repeats its vocabulary in every recall) and
-each memory's text analysed once while it stays in a small cache.
+each memory's text analysed once while it stays in a cache of 8,192 texts (LoCoMo's ten
+conversations hold 5,882 turns; a cache smaller than a workload's turns is emptied by every
+pass over them, and a text analysed afresh costs ~25 us).
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -78,23 +79,37 @@ def _stemmer() -> Any:
     return found
 
 
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    """A word's Porter stem; ~40 us in pure Python, so each word is stemmed once."""
-    stem: str = _stemmer().stemWord(word)
-    return stem
+#: word -> Porter stem, filled as words are met (a stem is ~40 us of pure Python; a
+#: conversation repeats its vocabulary in every recall). Emptied when it holds
+#: ``_MAX_STEMS`` words.
+_stems: dict[str, str] = {}
+_MAX_STEMS = 65536
 
 
-def _terms(text: str) -> list[str]:
-    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in BM25_STOP_WORDS]
+def _terms(text: str) -> tuple[str, ...]:
+    stems = _stems
+    out = []
+    for word in _WORD.findall(text.lower()):
+        if word in BM25_STOP_WORDS:
+            continue
+        stem = stems.get(word)
+        if stem is None:
+            if len(stems) >= _MAX_STEMS:
+                stems.clear()
+            stem = stems[word] = _stemmer().stemWord(word)
+        out.append(stem)
+    return tuple(out)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=8192)
 def analysed(text: str) -> tuple[dict[str, int], int]:
-    """A text's stem frequencies and its length in terms (cached: a pool of a conversation
-    holds mostly the memories its earlier questions ranked)."""
+    """A text's stem frequencies and its length in stems (cached: a conversation's pool
+    holds mostly memories its earlier questions ranked; ~2-3 KB a text, so at most ~25 MB)."""
+    freqs: dict[str, int] = {}
     terms = _terms(text)
-    return dict(Counter(terms)), len(terms)
+    for term in terms:
+        freqs[term] = freqs.get(term, 0) + 1
+    return freqs, len(terms)
 
 
 def _text(hit: HitView) -> str:
@@ -112,18 +127,16 @@ def bm25_scores(query: str, texts: Sequence[str], k1: float | None = None) -> li
     n = len(docs)
     if not n:
         return []
-    query_terms = _terms(query)
     avg = sum(length for _, length in docs) / n or 1.0
     scores = [0.0] * n
-    for term in query_terms:
-        having = [i for i, (freqs, _) in enumerate(docs) if term in freqs]
+    for term in _terms(query):
+        having = [(i, freqs[term]) for i, (freqs, _) in enumerate(docs) if term in freqs]
         if not having:
             continue
         idf = math.log(1.0 + (n - len(having) + 0.5) / (len(having) + 0.5))
-        for i in having:
-            freqs, length = docs[i]
-            tf = freqs[term]
-            scores[i] += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - _B + _B * length / avg))
+        for i, tf in having:
+            norm = k1 * (1.0 - _B + _B * docs[i][1] / avg)
+            scores[i] += idf * tf * (k1 + 1.0) / (tf + norm)
     return scores
 
 

@@ -376,9 +376,10 @@ def add_ablation_arguments(parser: argparse.ArgumentParser) -> None:
                         help="SqliteStore feedback_weight for every store row (ablation; "
                              "0 = no pseudo-relevance feedback; default: the store's)")
     for setting, rule in (("session", "session evidence"), ("substance", "substance prior"),
-                          ("turn", "turn focus")):
+                          ("turn", "turn focus"), ("subject-lexical", "subject lexical list")):
         parser.add_argument(f"--{setting}-weight", type=float, default=None,
-                            help=f"the stores' {setting}_weight for every store row (ablation; "
+                            help=f"the stores' {setting.replace('-', '_')}_weight for every "
+                                 "store row (ablation; "
                                  f"0 = no {rule}; default: the store's)")
     parser.add_argument("--duplicate-share", type=float, default=None,
                         help="the stores' duplicate_share for every store row (ablation; a "

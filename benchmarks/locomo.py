@@ -71,6 +71,7 @@ from memorywire.core.context_key import MAX_CONTEXT_CHARS
 from memorywire.core.restatement import DUPLICATE_SHARE as STORE_DUPLICATE_SHARE
 from memorywire.core.session_evidence import SESSION_WEIGHT as STORE_SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT as STORE_SUBJECT_WEIGHT
+from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT as STORE_SUBJECT_LEXICAL_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT as STORE_SUBSTANCE_WEIGHT
 from memorywire.core.turn_focus import TURN_WEIGHT as STORE_TURN_WEIGHT
 from memorywire.embed import default_embedder
@@ -92,6 +93,8 @@ SUBSTANCE_WEIGHT: float | None = None
 TURN_WEIGHT: float | None = None
 #: ``--duplicate-share``: the stores' restatement share (None: their default).
 DUPLICATE_SHARE: float | None = None
+#: ``--subject-lexical-weight``: the stores' subject lexical list weight (None: their default).
+SUBJECT_LEXICAL_WEIGHT: float | None = None
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 RETRIEVERS = ("store", "store-floor", "store-perrow", "store-plain", "vector", "bm25",
               "bm25-stemmed")
@@ -204,7 +207,9 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
                              else SUBSTANCE_WEIGHT,
                              turn_weight=STORE_TURN_WEIGHT if TURN_WEIGHT is None else TURN_WEIGHT,
                              duplicate_share=STORE_DUPLICATE_SHARE if DUPLICATE_SHARE is None
-                             else DUPLICATE_SHARE)
+                             else DUPLICATE_SHARE,
+                             subject_lexical_weight=STORE_SUBJECT_LEXICAL_WEIGHT
+                             if SUBJECT_LEXICAL_WEIGHT is None else SUBJECT_LEXICAL_WEIGHT)
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     timing = variants.timing
     timing["bm25_ms"] = []
@@ -284,6 +289,7 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "substance_weight": SUBSTANCE_WEIGHT,
         "turn_weight": TURN_WEIGHT,
         "duplicate_share": DUPLICATE_SHARE,
+        "subject_lexical_weight": SUBJECT_LEXICAL_WEIGHT,
         "context": "previous and next turn of the session as metadata.context" if context
                    else "none (--no-context)",
         "conversations": len(convs),
@@ -362,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
                              "speaker/subject boost; default: the store's)")
     args = parser.parse_args(argv)
     global LEXICAL_WEIGHT, FEEDBACK_WEIGHT, SESSION_WEIGHT, SUBJECT_WEIGHT, SUBSTANCE_WEIGHT
-    global TURN_WEIGHT, DUPLICATE_SHARE
+    global TURN_WEIGHT, DUPLICATE_SHARE, SUBJECT_LEXICAL_WEIGHT
     LEXICAL_WEIGHT = args.lexical_weight
     FEEDBACK_WEIGHT = args.feedback_weight
     SESSION_WEIGHT = args.session_weight
@@ -370,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     SUBSTANCE_WEIGHT = args.substance_weight
     TURN_WEIGHT = args.turn_weight
     DUPLICATE_SHARE = args.duplicate_share
+    SUBJECT_LEXICAL_WEIGHT = args.subject_lexical_weight
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     embedder = embedder_of(parser, args.embedder)

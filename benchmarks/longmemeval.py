@@ -77,6 +77,7 @@ from _store_variants import StoreVariants, store_timing
 
 from memorywire.core.restatement import DUPLICATE_SHARE as STORE_DUPLICATE_SHARE
 from memorywire.core.session_evidence import SESSION_WEIGHT as STORE_SESSION_WEIGHT
+from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT as STORE_SUBJECT_LEXICAL_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT as STORE_SUBSTANCE_WEIGHT
 from memorywire.core.turn_focus import TURN_WEIGHT as STORE_TURN_WEIGHT
 from memorywire.embed import default_embedder
@@ -96,6 +97,8 @@ SUBSTANCE_WEIGHT: float | None = None
 TURN_WEIGHT: float | None = None
 #: ``--duplicate-share``: the stores' restatement share (None: their default).
 DUPLICATE_SHARE: float | None = None
+#: ``--subject-lexical-weight``: the stores' subject lexical list weight (None: their default).
+SUBJECT_LEXICAL_WEIGHT: float | None = None
 RETRIEVERS = ("store", "store-floor", "store-perrow", "store-plain", "vector", "bm25",
               "bm25-stemmed")
 #: ``--no-time``: False writes no session date as valid_from and sends no asked_at.
@@ -205,7 +208,9 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
                              else SUBSTANCE_WEIGHT,
                              turn_weight=STORE_TURN_WEIGHT if TURN_WEIGHT is None else TURN_WEIGHT,
                              duplicate_share=STORE_DUPLICATE_SHARE if DUPLICATE_SHARE is None
-                             else DUPLICATE_SHARE)
+                             else DUPLICATE_SHARE,
+                             subject_lexical_weight=STORE_SUBJECT_LEXICAL_WEIGHT
+                             if SUBJECT_LEXICAL_WEIGHT is None else SUBJECT_LEXICAL_WEIGHT)
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     try:
         at = 0
@@ -296,6 +301,7 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "substance_weight": SUBSTANCE_WEIGHT,
         "turn_weight": TURN_WEIGHT,
         "duplicate_share": DUPLICATE_SHARE,
+        "subject_lexical_weight": SUBJECT_LEXICAL_WEIGHT,
         "time": "session dates as valid_from, question_date as asked_at" if TIME_AWARE
                 else "none (--no-time)",
         "context": f"the assistant reply (first {REPLY_CHARS} characters) as metadata.context"
@@ -391,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
                              "(time-aware ranking off; ablation)")
     args = parser.parse_args(argv)
     global LEXICAL_WEIGHT, FEEDBACK_WEIGHT, SESSION_WEIGHT, SUBSTANCE_WEIGHT, TIME_AWARE
-    global TURN_WEIGHT, DUPLICATE_SHARE
+    global TURN_WEIGHT, DUPLICATE_SHARE, SUBJECT_LEXICAL_WEIGHT
     TIME_AWARE = not args.no_time
     LEXICAL_WEIGHT = args.lexical_weight
     FEEDBACK_WEIGHT = args.feedback_weight
@@ -399,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     SUBSTANCE_WEIGHT = args.substance_weight
     TURN_WEIGHT = args.turn_weight
     DUPLICATE_SHARE = args.duplicate_share
+    SUBJECT_LEXICAL_WEIGHT = args.subject_lexical_weight
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     embedder = embedder_of(parser, args.embedder)

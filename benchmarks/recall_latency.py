@@ -15,14 +15,18 @@ Variants, all with the relevance floors off as the benchmarks' ``store`` row (a 
 cut the list and, with the entity gate, call the model, which is not the store's cost):
 
 * ``baseline``: turns without ``metadata.context``, ``feedback_weight=0``,
-  ``session_weight=0``, ``subject_weight=0``, ``substance_weight=0`` and ``turn_weight=0``
-  (the issue's "today");
+  ``session_weight=0``, ``subject_weight=0``, ``substance_weight=0``, ``turn_weight=0`` and
+  ``subject_lexical_weight=0`` (the issue's "today");
 * ``context``: turns with ``metadata.context`` as the benchmarks write it, no feedback, no
-  session evidence, no subject boost, no substance prior, no turn focus;
+  session evidence, no subject boost, no substance prior, no turn focus, no subject lexical
+  list;
 * ``no-turn``: the defaults without turn focus (``turn_weight=0``, the store before it;
   what turn focus itself costs is ``defaults`` against this);
+* ``no-subject-lexical``: the defaults without the subject lexical list
+  (``subject_lexical_weight=0``, the store before spk19; what the list costs is
+  ``defaults`` against this);
 * ``defaults``: context, the store's default feedback, session evidence, subject boost,
-  substance prior and turn focus (the store now);
+  substance prior, turn focus and subject lexical list (the store now);
 * ``restated`` (only with ``--duplicate-share S``): the defaults with ``duplicate_share=S``
   (``core.restatement``, off by default); what that rule costs is ``restated`` against
   ``defaults``.
@@ -73,6 +77,7 @@ from _retrieval import (
 
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
+from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed import default_embedder
@@ -81,7 +86,7 @@ from memorywire.store.sqlite import SqliteStore
 from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
-VARIANTS = ("baseline", "context", "no-turn", "defaults")
+VARIANTS = ("baseline", "context", "no-turn", "no-subject-lexical", "defaults")
 GOAL_RATIO = 1.5
 
 
@@ -104,15 +109,19 @@ def _stores(tmp: Path, embedder: Embedder,
               session_weight: float = SESSION_WEIGHT,
               subject_weight: float = SUBJECT_WEIGHT,
               substance_weight: float = SUBSTANCE_WEIGHT,
-              turn_weight: float = TURN_WEIGHT, **more: float) -> SqliteStore:
+              turn_weight: float = TURN_WEIGHT,
+              subject_lexical_weight: float = SUBJECT_LEXICAL_WEIGHT,
+              **more: float) -> SqliteStore:
         return SqliteStore(tmp / f"{name}.db", embedder, relevance_floor=-1.0,
                            lexical_floor=-1.0, feedback_weight=feedback_weight,
                            session_weight=session_weight, subject_weight=subject_weight,
-                           substance_weight=substance_weight, turn_weight=turn_weight, **more)
+                           substance_weight=substance_weight, turn_weight=turn_weight,
+                           subject_lexical_weight=subject_lexical_weight, **more)
 
-    stores = {"baseline": store("baseline", 0.0, 0.0, 0.0, 0.0, 0.0),
-              "context": store("context", 0.0, 0.0, 0.0, 0.0, 0.0),
+    stores = {"baseline": store("baseline", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+              "context": store("context", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
               "no-turn": store("no-turn", turn_weight=0.0),
+              "no-subject-lexical": store("no-subject-lexical", subject_lexical_weight=0.0),
               "defaults": store("defaults")}
     if duplicate_share is not None:
         stores["restated"] = store("restated", duplicate_share=duplicate_share)
@@ -266,14 +275,17 @@ async def run(locomo_path: Path | None, lme_path: Path | None, *, stride: int,
                  "longmemeval": lme_path.name if lme_path else None},
         "locomo_stride": stride, "longmemeval_limit": limit,
         "variants": {"baseline": "no metadata.context, feedback_weight=0, session_weight=0, "
-                                 "subject_weight=0, substance_weight=0, turn_weight=0 "
-                                 "(issue 19's today)",
+                                 "subject_weight=0, substance_weight=0, turn_weight=0, "
+                                 "subject_lexical_weight=0 (issue 19's today)",
                      "context": "metadata.context, feedback_weight=0, session_weight=0, "
-                                "subject_weight=0, substance_weight=0, turn_weight=0",
+                                "subject_weight=0, substance_weight=0, turn_weight=0, "
+                                "subject_lexical_weight=0",
                      "no-turn": "the defaults with turn_weight=0 (the store before turn19)",
+                     "no-subject-lexical": "the defaults with subject_lexical_weight=0 "
+                                           "(the store before spk19)",
                      "defaults": "metadata.context, default feedback, session evidence, "
-                                 "subject boost, substance prior and turn focus (the store "
-                                 "now)",
+                                 "subject boost, substance prior, turn focus and subject "
+                                 "lexical list (the store now)",
                      **({"restated": f"the defaults with duplicate_share={duplicate_share}"}
                         if duplicate_share is not None else {}),
                      "all": "relevance_floor=lexical_floor=-1 (the benchmarks' 'store' row), "

@@ -4,7 +4,9 @@ The other speaker's turn repeats the question's words ("which shelter did you ad
 puppy from?") and wins both the full-text and the vector list; the named speaker's answer
 shares only a few of them. With the subject boost (``metadata.speaker`` or
 ``metadata.entity_name`` named by the question) the answer comes first; with
-``subject_weight=0``, or when the memories carry no subject, the store's own order stands.
+``subject_weight=0`` and ``subject_lexical_weight=0`` (the other rule that reads the named
+subject, ``core.subject_lexical``), or when the memories carry no subject, the store's own
+order stands.
 """
 
 from __future__ import annotations
@@ -61,8 +63,8 @@ async def test_without_subjects_the_store_order_stands(kind: str, tmp_path: Path
 
 async def test_subject_weight_zero_turns_the_boost_off(kind: str, tmp_path: Path,
                                                        request: pytest.FixtureRequest) -> None:
-    ids = await _ids(await make_store(kind, tmp_path, request, subject_weight=0.0),
-                     _turns("speaker"))
+    ids = await _ids(await make_store(kind, tmp_path, request, subject_weight=0.0,
+                                      subject_lexical_weight=0.0), _turns("speaker"))
     assert ids[0] == "t1"
 
 

@@ -61,8 +61,10 @@ LAYERS: dict[str, Layer] = {
     "wire": _layer(
         _pkg("memorywire.wire"), "errors", "pydantic jsonschema jsonschema_rs referencing"
     ),
-    # pydantic and transitions are pure libraries: the procedure rules validate with them.
-    "core": _layer(_pkg("memorywire.core"), "errors wire", "numpy pydantic transitions"),
+    # pydantic and transitions are pure libraries: the procedure rules validate with them;
+    # snowballstemmer (pure text functions) gives the subject lexical list its Porter stems.
+    "core": _layer(_pkg("memorywire.core"), "errors wire",
+                   "numpy pydantic transitions snowballstemmer"),
     "embed": _layer(
         _pkg("memorywire.embed"), "errors", "numpy onnx onnxruntime tokenizers safetensors httpx"
     ),

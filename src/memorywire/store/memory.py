@@ -27,6 +27,7 @@ from memorywire.core.restatement import DUPLICATE_SHARE
 from memorywire.core.scoring import candidate_pool, exact_top, hybrid_rank_arrays
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
+from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.textsearch import query_terms
 from memorywire.core.turn_focus import TURN_WEIGHT
@@ -79,6 +80,7 @@ class InMemoryStore(RowDelegate[_Row]):
         substance_weight: float = SUBSTANCE_WEIGHT,
         turn_weight: float = TURN_WEIGHT,
         duplicate_share: float = DUPLICATE_SHARE,
+        subject_lexical_weight: float = SUBJECT_LEXICAL_WEIGHT,
     ) -> None:
         self._embedder = embedder
         self._entity_gate = entity_gate
@@ -86,7 +88,8 @@ class InMemoryStore(RowDelegate[_Row]):
                                       subject_weight=subject_weight,
                                       substance_weight=substance_weight,
                                       turn_weight=turn_weight,
-                                      duplicate_share=duplicate_share)
+                                      duplicate_share=duplicate_share,
+                                      subject_lexical_weight=subject_lexical_weight)
         self._clock: Clock = clock or SystemClock()
         self._name = name
         self._floor = relevance_floor

@@ -28,6 +28,7 @@ from memorywire.core.subject_boost import (
     needs_pool,
     subject_ranked,
 )
+from memorywire.core.subject_lexical import subject_lexical_ranked
 from memorywire.core.substance_prior import substance_ranked
 from memorywire.core.time_boost import TIME_POOL, reference_time, time_ranked
 from memorywire.core.time_expressions import resolve
@@ -394,8 +395,10 @@ class RecallPlan:
         self._substance_weight = boosts.substance
         self._turn_weight = boosts.turn
         self._duplicate_share = boosts.duplicate
+        self._subject_lexical_weight = boosts.subject_lexical
         self._windows = resolve(req.query, reference_time(req, now))
-        self._names = names_in(req.query, boosts.subject)
+        # The names both subject rules look for (and so the pool they share).
+        self._names = names_in(req.query, max(boosts.subject, boosts.subject_lexical))
         k = min(1000, max(req.k, TIME_POOL)) if self._windows else req.k
         self._plain = req.model_copy(update={"as_of": None, "include_superseded": False,
                                              "asked_at": None, "k": k})
@@ -454,6 +457,8 @@ class RecallPlan:
         hits = session_ranked(hits, self._session_weight)
         hits = substance_ranked(hits, self._substance_weight)
         hits = turn_focused(hits, req.query, self._turn_weight)
+        hits = subject_lexical_ranked(hits, req.query, self._names,
+                                      self._subject_lexical_weight)
         hits = restated_last(hits, self._duplicate_share)
         if req.include_superseded or req.as_of is not None:
             hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,
@@ -484,9 +489,10 @@ async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
     then memories whose session holds other good hits (``core.session_evidence``,
     ``session_weight``), then memories long enough to state something
     (``core.substance_prior``, ``substance_weight``), then, within each session, the turns
-    whose own words match the question (``core.turn_focus``, ``turn_weight``), and last a
-    turn restating a higher hit of its session behind the next distinct hit
-    (``core.restatement``, ``duplicate_share``). ``boosts``
+    whose own words match the question (``core.turn_focus``, ``turn_weight``), then the
+    named subject's memories that a stemmed BM25 ranks first (``core.subject_lexical``,
+    ``subject_lexical_weight``), and last a turn restating a higher hit of its session
+    behind the next distinct hit (``core.restatement``, ``duplicate_share``). ``boosts``
     are the store's settings (``core.boosts``); a store that passes none gets no boost. The
     searches are those of :class:`RecallPlan` (a store may run the plan itself, see its
     docstring).

@@ -42,6 +42,7 @@ from memorywire.core.restatement import DUPLICATE_SHARE
 from memorywire.core.scoring import candidate_pool, hybrid_rank_arrays
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
+from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.textsearch import query_terms
 from memorywire.core.turn_focus import TURN_WEIGHT
@@ -101,7 +102,9 @@ class PostgresStore:
     ``subject_weight``: as on SqliteStore (``core.subject_boost``; 0 turns it off).
     ``substance_weight``: as on SqliteStore (``core.substance_prior``; 0 turns it off).
     ``turn_weight``: as on SqliteStore (``core.turn_focus``; 0 turns it off).
-    ``duplicate_share``: as on SqliteStore (``core.restatement``; 0, the default, is off)."""
+    ``duplicate_share``: as on SqliteStore (``core.restatement``; 0, the default, is off).
+    ``subject_lexical_weight``: as on SqliteStore (``core.subject_lexical``; 0 turns it
+    off): the same rule on the same pool texts, so the same re-ranking of that pool."""
 
     #: Parallel workers for the HNSW build at the end of a bulk load (``None``: the server's
     #: ``max_parallel_maintenance_workers``, 2 by default).
@@ -127,6 +130,7 @@ class PostgresStore:
         substance_weight: float = SUBSTANCE_WEIGHT,
         turn_weight: float = TURN_WEIGHT,
         duplicate_share: float = DUPLICATE_SHARE,
+        subject_lexical_weight: float = SUBJECT_LEXICAL_WEIGHT,
     ) -> None:
         self._name = name
         self._entity_gate = entity_gate
@@ -134,7 +138,8 @@ class PostgresStore:
                                       subject_weight=subject_weight,
                                       substance_weight=substance_weight,
                                       turn_weight=turn_weight,
-                                      duplicate_share=duplicate_share)
+                                      duplicate_share=duplicate_share,
+                                      subject_lexical_weight=subject_lexical_weight)
         self._floor = relevance_floor
         self._lexical_floor = lexical_floor
         self._tail_gap = tail_gap

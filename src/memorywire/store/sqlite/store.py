@@ -48,6 +48,7 @@ from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.restatement import DUPLICATE_SHARE
 from memorywire.core.session_evidence import SESSION_WEIGHT
 from memorywire.core.subject_boost import SUBJECT_WEIGHT
+from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed.base import Embedder, Vectors
@@ -126,7 +127,9 @@ class SqliteStore:
     question, within the places the session holds (``core.turn_focus``); 0 turns it off.
     ``duplicate_share`` moves a hit that restates a higher hit of its session (at least
     that share of its word 5-grams) behind the next distinct hit (``core.restatement``);
-    0, the default, turns it off."""
+    0, the default, turns it off.
+    ``subject_lexical_weight`` is the RRF weight of the named subject's memories ranked by a
+    stemmed BM25 over the recall's pool (``core.subject_lexical``); 0 turns it off."""
 
     honours_write_bracket = True  # remember runs governance's bracket (store.bracket)
 
@@ -148,6 +151,7 @@ class SqliteStore:
         substance_weight: float = SUBSTANCE_WEIGHT,
         turn_weight: float = TURN_WEIGHT,
         duplicate_share: float = DUPLICATE_SHARE,
+        subject_lexical_weight: float = SUBJECT_LEXICAL_WEIGHT,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -170,7 +174,8 @@ class SqliteStore:
                                       subject_weight=subject_weight,
                                       substance_weight=substance_weight,
                                       turn_weight=turn_weight,
-                                      duplicate_share=duplicate_share)
+                                      duplicate_share=duplicate_share,
+                                      subject_lexical_weight=subject_lexical_weight)
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)

@@ -85,6 +85,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store.portable",
             "memorywire.store.cascade",
             "memorywire.store.bracket",
+            "memorywire.store.url_settings",
         ),
         "errors wire core embed",
         "anyio numpy",

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import anyio
 import httpx
@@ -65,6 +65,7 @@ from memorywire.store.graph import refuse_hops
 from memorywire.store.portable import ALL_FIELDS
 from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope, row_hit
 from memorywire.store.timeline import recall_in_time
+from memorywire.store.url_settings import Setting, split_query, typed_settings
 from memorywire.wire.models import (
     Fusion,
     RecallHit,
@@ -73,6 +74,10 @@ from memorywire.wire.models import (
 )
 
 __all__ = ["LettaStore"]
+
+#: The URL's query keys (``prefix`` sets the constructor's prefix); any other is refused.
+_URL_KEYS = ("embedding_endpoint", "embedding_model", "embedding_dim", "prefix")
+_DIM = {"embedding_dim": Setting("embedding_dim", "int")}
 
 _KEY = "memorywire"
 _PAGE = 100  # Letta's hard cap on one search
@@ -149,13 +154,14 @@ class LettaStore(RowDelegate[_Row]):
         parts = urlsplit(url)
         if not parts.hostname or parts.port is None:
             raise InvalidRequest(f"Letta URL {url!r} needs host:port (letta://127.0.0.1:8283)")
-        q = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        q = split_query("letta", parts.query, _URL_KEYS)
         if "embedding_endpoint" not in q and "embedding_endpoint" not in kw:
             raise InvalidRequest("Letta URL needs ?embedding_endpoint=http://host:port/v1")
-        for key, cast in (("embedding_endpoint", str), ("embedding_model", str),
-                          ("embedding_dim", int), ("prefix", str)):
+        if "embedding_dim" in q:
+            q["embedding_dim"] = typed_settings("letta", q, _DIM)["embedding_dim"]
+        for key in _URL_KEYS:
             if key in q:
-                kw.setdefault("archive_prefix" if key == "prefix" else key, cast(q[key]))
+                kw.setdefault("archive_prefix" if key == "prefix" else key, q[key])
         return cls(f"http://{parts.hostname}:{parts.port}", **kw)
 
     @property

@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.textsearch import query_terms
 from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed.base import Embedder
+from memorywire.errors import InvalidRequest
 from memorywire.store._common import (
     DEFAULT_LEXICAL_FLOOR,
     DEFAULT_RELEVANCE_FLOOR,
@@ -43,6 +45,7 @@ from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS
 from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope, row_hit
 from memorywire.store.timeline import recall_in_time
+from memorywire.store.url_settings import refusing_bad_values, url_keywords
 from memorywire.wire.models import (
     Fusion,
     MemoryRecord,
@@ -102,8 +105,15 @@ class InMemoryStore(RowDelegate[_Row]):
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> InMemoryStore:
-        """``memory://`` (anything after the scheme is ignored)."""
-        return cls(**kw)
+        """``memory://``, with the constructor's settings as query keys
+        (``memory://?relevance_floor=-1``; :mod:`memorywire.store.url_settings`)."""
+        parts = urlsplit(url)
+        if parts.netloc or parts.path or parts.fragment:
+            raise InvalidRequest(f"memory URL {url!r} names nothing after the scheme "
+                                 "(memory://, with settings as query keys)")
+        args = url_keywords(cls, "memory", parts.query, kw)
+        with refusing_bad_values("memory", args.keys() - kw.keys()):
+            return cls(**args)
 
     @property
     def name(self) -> str:

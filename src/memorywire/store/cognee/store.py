@@ -51,7 +51,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import anyio
 import anyio.to_thread
@@ -80,6 +80,7 @@ from memorywire.store.graph import refuse_hops
 from memorywire.store.portable import ALL_FIELDS
 from memorywire.store.rowstore import RowDelegate, RowOps, row_hit
 from memorywire.store.timeline import recall_in_time, remember_in_time
+from memorywire.store.url_settings import Setting, split_query, typed_settings
 from memorywire.wire.models import (
     ForgetRequest,
     ForgetResponse,
@@ -92,6 +93,10 @@ from memorywire.wire.models import (
 )
 
 __all__ = ["CogneeStore"]
+
+#: The URL's query keys (``prefix`` sets the constructor's prefix); any other is refused.
+_URL_KEYS = ("embedding_endpoint", "embedding_model", "embedding_dim", "prefix")
+_DIM = {"embedding_dim": Setting("embedding_dim", "int")}
 
 T = TypeVar("T")
 _CAPABILITIES = frozenset({
@@ -143,13 +148,14 @@ class CogneeStore(RowDelegate[Row]):
         path = unquote(parts.netloc + parts.path)
         if not path:
             raise InvalidRequest(f"Cognee URL {url!r} needs a directory (cognee:///var/cognee)")
-        q = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        q = split_query("cognee", parts.query, _URL_KEYS)
         if "embedding_endpoint" not in q and "embedding_endpoint" not in kw:
             raise InvalidRequest("Cognee URL needs ?embedding_endpoint=http://host:port/v1")
-        for key, cast in (("embedding_endpoint", str), ("embedding_model", str),
-                          ("embedding_dim", int), ("prefix", str)):
+        if "embedding_dim" in q:
+            q["embedding_dim"] = typed_settings("cognee", q, _DIM)["embedding_dim"]
+        for key in _URL_KEYS:
             if key in q:
-                kw.setdefault("dataset_prefix" if key == "prefix" else key, cast(q[key]))
+                kw.setdefault("dataset_prefix" if key == "prefix" else key, q[key])
         return cls(path, **kw)
 
     @property

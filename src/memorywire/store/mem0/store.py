@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import anyio.to_thread
 
@@ -83,6 +83,7 @@ from memorywire.store.mem0.mapping import (
 from memorywire.store.portable import ALL_FIELDS
 from memorywire.store.rowstore import RowDelegate, RowOps, row_hit
 from memorywire.store.timeline import recall_in_time
+from memorywire.store.url_settings import split_query
 from memorywire.wire.models import (
     Fusion,
     MemoryRecord,
@@ -167,14 +168,11 @@ class Mem0Store(RowDelegate[Mem0Row]):
         parts = urlsplit(url)
         if parts.scheme.lower() != "mem0":
             raise InvalidRequest(f"not a mem0 URL: {url!r}")
-        query = parse_qs(parts.query, keep_blank_values=True)
-        unknown = set(query) - {"path", "collection"}
-        if unknown:
-            raise InvalidRequest(f"unknown mem0 URL parameters: {sorted(unknown)}")
+        query = split_query("mem0", parts.query, ("path", "collection"))
         if "path" in query:
-            kw.setdefault("path", query["path"][-1] or None)
+            kw.setdefault("path", query["path"] or None)
         if "collection" in query:
-            kw.setdefault("collection", query["collection"][-1])
+            kw.setdefault("collection", query["collection"])
         return cls(**kw)
 
     @property

@@ -47,7 +47,7 @@ from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.textsearch import query_terms
 from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed.base import Embedder, Vectors
-from memorywire.errors import InvalidRequest, MemorywireError
+from memorywire.errors import MemorywireError
 from memorywire.store._common import (
     DEFAULT_LEXICAL_FLOOR,
     DEFAULT_RELEVANCE_FLOOR,
@@ -70,7 +70,14 @@ from memorywire.store.postgres.sql import (
     tsquery_text,
     vector_literal,
 )
+from memorywire.store.postgres.url import PG_ALIASES, is_libpq_key
 from memorywire.store.timeline import recall_in_time, remember_in_time
+from memorywire.store.url_settings import (
+    constructor_settings,
+    refusing_bad_values,
+    split_query,
+    typed_settings,
+)
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -151,24 +158,21 @@ class PostgresStore:
     def from_url(cls, url: str, **kw: Any) -> PostgresStore:
         """``postgresql://user:pass@host/db?pool_max=8&exact_scope_limit=50000``.
 
-        ``pool_min``, ``pool_max`` and ``exact_scope_limit`` query keys configure the store;
-        every other key is passed on to libpq.
+        The constructor's settings are query keys (``pool_min``, ``pool_max`` and
+        ``pool_timeout`` for ``min_size``, ``max_size`` and ``timeout``;
+        :mod:`memorywire.store.url_settings`); libpq's connection parameters (``host``,
+        ``sslmode``, ...) pass on to libpq; any other key is refused naming it.
         """
         parts = urlsplit(url)
         scheme = parts.scheme.split("+", 1)[0]
-        ours = {"pool_min": "min_size", "pool_max": "max_size",
-                "exact_scope_limit": "exact_scope_limit"}
-        rest: list[tuple[str, str]] = []
-        for key, value in parse_qsl(parts.query, keep_blank_values=True):
-            if key in ours:
-                try:
-                    kw.setdefault(ours[key], int(value))
-                except ValueError as exc:
-                    raise InvalidRequest(f"{key} must be an integer, got {value!r}") from exc
-            else:
-                rest.append((key, value))
+        settings = constructor_settings(cls, PG_ALIASES)
+        raw = split_query("postgresql", parts.query, settings, passthrough=is_libpq_key)
+        rest = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                if k not in settings]
+        args = {**typed_settings("postgresql", raw, settings), **kw}
         conninfo = urlunsplit((scheme, parts.netloc, parts.path, urlencode(rest), ""))
-        return cls(conninfo, **kw)
+        with refusing_bad_values("postgresql", args.keys() - kw.keys()):
+            return cls(conninfo, **args)
 
     @property
     def name(self) -> str:

@@ -79,8 +79,9 @@ from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT
 from memorywire.store.sqlite.recall import PlanRunner
 from memorywire.store.sqlite.schema import SCHEMA_VERSION
 from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR
-from memorywire.store.sqlite.url import sqlite_path
+from memorywire.store.sqlite.url import SQLITE_URI_HINTS, sqlite_path, sqlite_query
 from memorywire.store.timeline import RecallPlan, remember_in_time
+from memorywire.store.url_settings import refusing_bad_values, url_keywords
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -189,8 +190,11 @@ class SqliteStore:
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> SqliteStore:
         """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (memory);
-        see :mod:`memorywire.store.sqlite.url`."""
-        return cls(sqlite_path(url), **kw)
+        see :mod:`memorywire.store.sqlite.url`. Query keys are the constructor's settings
+        (``?relevance_floor=-1&turn_weight=0``; :mod:`memorywire.store.url_settings`)."""
+        args = url_keywords(cls, "sqlite", sqlite_query(url), kw, hints=SQLITE_URI_HINTS)
+        with refusing_bad_values("sqlite", args.keys() - kw.keys()):
+            return cls(sqlite_path(url), **args)
 
     @property
     def name(self) -> str:

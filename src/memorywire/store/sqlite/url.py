@@ -8,6 +8,11 @@ Before 0.2 this package read ``sqlite:///tmp/m.db`` as the absolute ``/tmp/m.db`
 configuration written then does not silently start an empty store elsewhere, that spelling
 is still read the old way for one version, with a :class:`FutureWarning`, when only the old
 reading points into an existing folder.
+
+The query (``?turn_weight=0``) carries the store's settings
+(:mod:`memorywire.store.url_settings`). SQLite's own URI parameters (``mode=ro``,
+``uri=true``, ``cache=shared``, ...) are refused naming the key rather than dropped: the store
+opens its file read-write, so a ``mode=ro`` quietly ignored would let writes through.
 """
 
 from __future__ import annotations
@@ -17,9 +22,17 @@ from pathlib import Path
 
 from memorywire.errors import InvalidRequest
 
-__all__ = ["SCHEMES", "sqlite_path"]
+__all__ = ["SCHEMES", "SQLITE_URI_HINTS", "sqlite_path", "sqlite_query"]
 
 SCHEMES = ("sqlite", "sqlite-vec")
+
+#: What a refusal adds for the SQLite and SQLAlchemy URL parameters people carry over.
+SQLITE_URI_HINTS = {
+    key: f"({key!r} is a SQLite or SQLAlchemy URL parameter, not a setting of this store, "
+         "which opens its file read-write itself.)"
+    for key in ("mode", "uri", "cache", "immutable", "nolock", "vfs", "psow", "modeof",
+                "check_same_thread")
+} | {"timeout": "(The store's lock wait is busy_timeout_ms.)"}
 
 
 def _old_absolute(rest: str) -> bool:
@@ -30,8 +43,13 @@ def _old_absolute(rest: str) -> bool:
     return Path("/" + rest).parent.is_dir()
 
 
+def sqlite_query(url: str) -> str:
+    """The query of a SQLite store URL (``""`` when it has none)."""
+    return url.partition("?")[2]
+
+
 def sqlite_path(url: str) -> str:
-    """The file (or ``:memory:``) a SQLite store URL names."""
+    """The file (or ``:memory:``) a SQLite store URL names (its query: :func:`sqlite_query`)."""
     scheme, sep, rest = url.partition("://")
     if not sep or scheme.lower() not in SCHEMES:
         raise InvalidRequest(f"not a sqlite URL: {url!r}")

@@ -17,11 +17,11 @@ from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.timeline import TIME_KEY, annotate, annotate_own
 from memorywire.embed.hashing import HashingEmbedder
+from memorywire.store.recall_plan import RecallPlan
 from memorywire.store.sqlite import SqliteStore
 from memorywire.store.sqlite.db import COLS
 from memorywire.store.sqlite.hits import hit_of
 from memorywire.store.sqlite.recall import _views
-from memorywire.store.timeline import RecallPlan
 from memorywire.wire.models import MemoryType, RecallHit, RecallRequest, RememberRequest
 
 pytestmark = pytest.mark.anyio

@@ -17,8 +17,8 @@ from memorywire.core.session_evidence import (
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import InvalidRequest
 from memorywire.store.memory import InMemoryStore
+from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.sqlite import SqliteStore
-from memorywire.store.timeline import recall_in_time
 from memorywire.wire.models import (
     Fusion,
     MemoryType,

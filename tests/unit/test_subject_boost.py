@@ -13,7 +13,7 @@ from memorywire.core.subject_boost import (
     subject_ranked,
     subject_words,
 )
-from memorywire.store.timeline import Search, recall_in_time
+from memorywire.store.recall_plan import Search, recall_in_time
 from memorywire.wire.models import (
     Fusion,
     MemoryType,

@@ -13,7 +13,7 @@ from memorywire.core.subject_lexical import (
     subject_lexical_ranked,
 )
 from memorywire.errors import InvalidRequest
-from memorywire.store.timeline import Search, recall_in_time
+from memorywire.store.recall_plan import Search, recall_in_time
 from memorywire.wire.models import Fusion, MemoryType, RecallHit, RecallRequest, RecallResponse
 
 MELANIE = frozenset({"melanie"})

@@ -63,8 +63,8 @@ from memorywire.store._revision import RevisionRow, revision_fields
 from memorywire.store.base import Capability, Health
 from memorywire.store.graph import refuse_hops
 from memorywire.store.portable import ALL_FIELDS
+from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope, row_hit
-from memorywire.store.timeline import recall_in_time
 from memorywire.store.url_settings import Setting, split_query, typed_settings
 from memorywire.wire.models import (
     Fusion,

@@ -43,8 +43,8 @@ from memorywire.store._common import (
 from memorywire.store.base import STORAGE_CAPABILITIES, Capability, Health
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS
+from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope, row_hit
-from memorywire.store.timeline import recall_in_time
 from memorywire.store.url_settings import refusing_bad_values, url_keywords
 from memorywire.wire.models import (
     Fusion,

@@ -78,8 +78,9 @@ from memorywire.store.cognee.row import KEY, Row, row_from_data
 from memorywire.store.cognee.writes import RememberBatcher
 from memorywire.store.graph import refuse_hops
 from memorywire.store.portable import ALL_FIELDS
+from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.rowstore import RowDelegate, RowOps, row_hit
-from memorywire.store.timeline import recall_in_time, remember_in_time
+from memorywire.store.timeline import remember_in_time
 from memorywire.store.url_settings import Setting, split_query, typed_settings
 from memorywire.wire.models import (
     ForgetRequest,

@@ -81,8 +81,8 @@ from memorywire.store.mem0.mapping import (
     scope_key,
 )
 from memorywire.store.portable import ALL_FIELDS
+from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.rowstore import RowDelegate, RowOps, row_hit
-from memorywire.store.timeline import recall_in_time
 from memorywire.store.url_settings import split_query
 from memorywire.wire.models import (
     Fusion,

@@ -71,7 +71,8 @@ from memorywire.store.postgres.sql import (
     vector_literal,
 )
 from memorywire.store.postgres.url import PG_ALIASES, is_libpq_key
-from memorywire.store.timeline import recall_in_time, remember_in_time
+from memorywire.store.recall_plan import recall_in_time
+from memorywire.store.timeline import remember_in_time
 from memorywire.store.url_settings import (
     constructor_settings,
     refusing_bad_values,

@@ -1,4 +1,4 @@
-"""A recall's :class:`~memorywire.store.timeline.RecallPlan` run whole inside SqliteStore.
+"""A recall's :class:`~memorywire.store.recall_plan.RecallPlan` run whole inside SqliteStore.
 
 Every search the plan asks (the answer, then a re-ranker's deeper pool), its re-ranking and
 the returned hits' statistics run in one worker-thread call and one transaction: a deeper
@@ -31,12 +31,12 @@ from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_word
 from memorywire.core.scoring import Scored, through_kth_kept
 from memorywire.embed.base import Embedder
 from memorywire.store._vector_cache import ScopeIndex
+from memorywire.store.recall_plan import RecallPlan
 from memorywire.store.sqlite.contexts import metadata_of
 from memorywire.store.sqlite.db import COLS, IN_JSON, SqliteDb
 from memorywire.store.sqlite.hits import answer_hits
 from memorywire.store.sqlite.recalls import STATS_SQL, mark_recalled
 from memorywire.store.sqlite.search import rank_scope
-from memorywire.store.timeline import RecallPlan
 from memorywire.wire.fields import typed_fields
 from memorywire.wire.models import MemoryType, RecallHit, RecallRequest
 

@@ -64,6 +64,7 @@ from memorywire.store.bracket import take_bracket
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
+from memorywire.store.recall_plan import RecallPlan
 from memorywire.store.sqlite import maintenance, portable, purge, writes
 from memorywire.store.sqlite.contexts import metadata_of
 from memorywire.store.sqlite.db import (
@@ -80,7 +81,7 @@ from memorywire.store.sqlite.recall import PlanRunner
 from memorywire.store.sqlite.schema import SCHEMA_VERSION
 from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR
 from memorywire.store.sqlite.url import SQLITE_URI_HINTS, sqlite_path, sqlite_query
-from memorywire.store.timeline import RecallPlan, remember_in_time
+from memorywire.store.timeline import remember_in_time
 from memorywire.store.url_settings import refusing_bad_values, url_keywords
 from memorywire.wire.models import (
     ExpireRequest,

@@ -15,7 +15,9 @@ from memorywire.core.restatement import (
     word_grams,
 )
 from memorywire.errors import InvalidRequest
-from memorywire.wire.models import MemoryType, RecallHit
+from memorywire.wire.models import RecallHit
+from tests.unit.test_turn_focus import _hit as _focus_hit
+from tests.unit.test_turn_focus import _ids
 
 GOAL = "My current goal is to reach level 150 in Apex Legends before the end of the year."
 #: The same statement again, a few words around it (9 of its 13 5-grams are GOAL's).
@@ -25,17 +27,8 @@ OLD = "Before that I was determined to reach level 100, which felt like plenty b
 
 def _hit(id: str, content: str | dict[str, Any], session: str | None = "s1",
          context: str | None = None) -> RecallHit:
-    meta: dict[str, Any] = {}
-    if session is not None:
-        meta["session"] = session
-    if context is not None:
-        meta["context"] = context
-    return RecallHit(id=id, type=MemoryType.EPISODIC, content=content, score=1.0,
-                     created_at=1, metadata=meta or None)
-
-
-def _ids(hits: list[RecallHit]) -> list[str]:
-    return [h.id for h in hits]
+    """Turn focus's test hit, in session ``s1`` unless told otherwise."""
+    return _focus_hit(id, content, session, context)
 
 
 def test_word_grams_are_lower_cased_word_sequences_and_none_for_short_texts() -> None:

@@ -17,6 +17,7 @@ from memorywire.core.records import ListQuery, UpdateRequest
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import ForgetRequest, MemoryType, RecallRequest, RememberRequest
+from tests.unit.test_sqlite_recalls import UNDO_V4
 
 pytestmark = pytest.mark.anyio
 
@@ -128,13 +129,7 @@ def _downgrade_to_v2(path: Path) -> None:
     (and, as in version 3, the recall statistics in the row, no recalls table)."""
     conn = apsw.Connection(str(path))
     try:
-        conn.execute("""
-            UPDATE memories SET
-                last_recalled_at = (SELECT at FROM recalls WHERE recalls.rid = memories.rid),
-                recall_count = (SELECT n FROM recalls WHERE recalls.rid = memories.rid)
-                WHERE rid IN (SELECT rid FROM recalls);
-            DROP TRIGGER recalls_follow_rows;
-            DROP TABLE recalls;
+        conn.execute(UNDO_V4 + """
             UPDATE memories SET metadata = json_set(metadata, '$.context',
                 (SELECT text FROM contexts WHERE contexts.rid = memories.rid))
                 WHERE rid IN (SELECT rid FROM contexts);

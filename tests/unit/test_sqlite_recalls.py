@@ -118,19 +118,23 @@ async def test_statistics_follow_updates_imports_and_hard_deletes(tmp_path: Path
         await store.aclose()
 
 
+#: Schema 4 undone: the statistics back in the row's columns, no recalls table (also used by
+#: test_sqlite_contexts to build a version-2 file).
+UNDO_V4 = """
+    UPDATE memories SET
+        last_recalled_at = (SELECT at FROM recalls WHERE recalls.rid = memories.rid),
+        recall_count = (SELECT n FROM recalls WHERE recalls.rid = memories.rid)
+        WHERE rid IN (SELECT rid FROM recalls);
+    DROP TRIGGER recalls_follow_rows;
+    DROP TABLE recalls;
+"""
+
+
 def _downgrade_to_v3(path: Path) -> None:
     """What a version-3 file held: the statistics in the row's columns, no recalls table."""
     conn = apsw.Connection(str(path))
     try:
-        conn.execute("""
-            UPDATE memories SET
-                last_recalled_at = (SELECT at FROM recalls WHERE recalls.rid = memories.rid),
-                recall_count = (SELECT n FROM recalls WHERE recalls.rid = memories.rid)
-                WHERE rid IN (SELECT rid FROM recalls);
-            DROP TRIGGER recalls_follow_rows;
-            DROP TABLE recalls;
-            UPDATE meta SET value = '3' WHERE key = 'schema_version';
-        """)
+        conn.execute(UNDO_V4 + "UPDATE meta SET value = '3' WHERE key = 'schema_version';")
     finally:
         conn.close()
 

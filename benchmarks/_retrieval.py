@@ -49,6 +49,7 @@ __all__ = [
     "embed_cached",
     "embedder_of",
     "format_table",
+    "given",
     "machine_info",
     "mean",
     "ndcg_any_at_k",
@@ -59,6 +60,7 @@ __all__ = [
     "recall_at_k",
     "stderr",
     "stemmed_tokenize",
+    "store_settings",
     "tokenize",
     "top_indices",
     "write_result",
@@ -386,6 +388,18 @@ def add_ablation_arguments(parser: argparse.ArgumentParser) -> None:
                              "turn sharing that share of its word 5-grams with a higher hit of "
                              "its session moves behind the next distinct hit; 0 = off; "
                              "default: the store's)")
+
+def store_settings(args: argparse.Namespace, names: Sequence[str]) -> dict[str, float | None]:
+    """The re-ranking settings ``names`` (``session_weight``, ...) as the flags gave them, in
+    that order; ``None`` where a flag was not given, so the store keeps its own default (the
+    result JSON records them as given)."""
+    return {name: getattr(args, name) for name in names}
+
+
+def given(settings: dict[str, float | None]) -> dict[str, float]:
+    """The settings a flag gave: the store's keywords for them (the rest stay its defaults)."""
+    return {name: value for name, value in settings.items() if value is not None}
+
 
 def write_result(result: dict[str, Any], out: Path | None, default_name: str, *,
                  as_json: bool, table: Callable[[dict[str, Any]], str]) -> int:

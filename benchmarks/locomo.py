@@ -54,6 +54,7 @@ from _retrieval import (
     embed_cached,
     embedder_of,
     format_table,
+    given,
     machine_info,
     mean,
     out_name,
@@ -61,6 +62,7 @@ from _retrieval import (
     recall_at_k,
     stderr,
     stemmed_tokenize,
+    store_settings,
     top_indices,
     write_result,
 )
@@ -68,12 +70,6 @@ from _store_variants import DESCRIPTION as STORE_DESCRIPTION
 from _store_variants import StoreVariants, store_timing
 
 from memorywire.core.context_key import MAX_CONTEXT_CHARS
-from memorywire.core.restatement import DUPLICATE_SHARE as STORE_DUPLICATE_SHARE
-from memorywire.core.session_evidence import SESSION_WEIGHT as STORE_SESSION_WEIGHT
-from memorywire.core.subject_boost import SUBJECT_WEIGHT as STORE_SUBJECT_WEIGHT
-from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT as STORE_SUBJECT_LEXICAL_WEIGHT
-from memorywire.core.substance_prior import SUBSTANCE_WEIGHT as STORE_SUBSTANCE_WEIGHT
-from memorywire.core.turn_focus import TURN_WEIGHT as STORE_TURN_WEIGHT
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
@@ -83,18 +79,11 @@ HERE = Path(__file__).resolve().parent
 LEXICAL_WEIGHT = 1.0
 #: ``--feedback-weight``: SqliteStore's pseudo-relevance feedback weight (None: its default).
 FEEDBACK_WEIGHT: float | None = None
-#: ``--session-weight``: the stores' session evidence weight (None: their default).
-SESSION_WEIGHT: float | None = None
-#: ``--subject-weight``: SqliteStore's speaker/subject boost weight (None: its default).
-SUBJECT_WEIGHT: float | None = None
-#: ``--substance-weight``: the stores' substance prior weight (None: their default).
-SUBSTANCE_WEIGHT: float | None = None
-#: ``--turn-weight``: the stores' turn focus weight (None: their default).
-TURN_WEIGHT: float | None = None
-#: ``--duplicate-share``: the stores' restatement share (None: their default).
-DUPLICATE_SHARE: float | None = None
-#: ``--subject-lexical-weight``: the stores' subject lexical list weight (None: their default).
-SUBJECT_LEXICAL_WEIGHT: float | None = None
+#: ``--session-weight``, ``--substance-weight``, ... : the re-ranking settings every store row
+#: gets, as the flags gave them (None: the store's default).
+SETTINGS: dict[str, float | None] = {}
+SETTING_NAMES = ("session_weight", "subject_weight", "substance_weight", "turn_weight",
+                 "duplicate_share", "subject_lexical_weight")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 RETRIEVERS = ("store", "store-floor", "store-perrow", "store-plain", "vector", "bm25",
               "bm25-stemmed")
@@ -198,18 +187,8 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
                     q_vecs: npt.NDArray[np.float32], embedder: Embedder, depth: int,
                     tmp: Path, context: bool = True,
                     ) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
-    sw = STORE_SESSION_WEIGHT if SESSION_WEIGHT is None else SESSION_WEIGHT
-    subw = STORE_SUBJECT_WEIGHT if SUBJECT_WEIGHT is None else SUBJECT_WEIGHT
     variants = StoreVariants(tmp, embedder, lexical_weight=LEXICAL_WEIGHT,
-                             feedback_weight=FEEDBACK_WEIGHT, session_weight=sw,
-                             subject_weight=subw,
-                             substance_weight=STORE_SUBSTANCE_WEIGHT if SUBSTANCE_WEIGHT is None
-                             else SUBSTANCE_WEIGHT,
-                             turn_weight=STORE_TURN_WEIGHT if TURN_WEIGHT is None else TURN_WEIGHT,
-                             duplicate_share=STORE_DUPLICATE_SHARE if DUPLICATE_SHARE is None
-                             else DUPLICATE_SHARE,
-                             subject_lexical_weight=STORE_SUBJECT_LEXICAL_WEIGHT
-                             if SUBJECT_LEXICAL_WEIGHT is None else SUBJECT_LEXICAL_WEIGHT)
+                             feedback_weight=FEEDBACK_WEIGHT, **given(SETTINGS))
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
     timing = variants.timing
     timing["bm25_ms"] = []
@@ -284,12 +263,7 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "store": STORE_DESCRIPTION,
         "lexical_weight": LEXICAL_WEIGHT,
         "feedback_weight": FEEDBACK_WEIGHT,
-        "session_weight": SESSION_WEIGHT,
-        "subject_weight": SUBJECT_WEIGHT,
-        "substance_weight": SUBSTANCE_WEIGHT,
-        "turn_weight": TURN_WEIGHT,
-        "duplicate_share": DUPLICATE_SHARE,
-        "subject_lexical_weight": SUBJECT_LEXICAL_WEIGHT,
+        **SETTINGS,
         "context": "previous and next turn of the session as metadata.context" if context
                    else "none (--no-context)",
         "conversations": len(convs),
@@ -367,16 +341,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="SqliteStore subject_weight for every store row (ablation; 0 = no "
                              "speaker/subject boost; default: the store's)")
     args = parser.parse_args(argv)
-    global LEXICAL_WEIGHT, FEEDBACK_WEIGHT, SESSION_WEIGHT, SUBJECT_WEIGHT, SUBSTANCE_WEIGHT
-    global TURN_WEIGHT, DUPLICATE_SHARE, SUBJECT_LEXICAL_WEIGHT
+    global LEXICAL_WEIGHT, FEEDBACK_WEIGHT, SETTINGS
     LEXICAL_WEIGHT = args.lexical_weight
     FEEDBACK_WEIGHT = args.feedback_weight
-    SESSION_WEIGHT = args.session_weight
-    SUBJECT_WEIGHT = args.subject_weight
-    SUBSTANCE_WEIGHT = args.substance_weight
-    TURN_WEIGHT = args.turn_weight
-    DUPLICATE_SHARE = args.duplicate_share
-    SUBJECT_LEXICAL_WEIGHT = args.subject_lexical_weight
+    SETTINGS = store_settings(args, SETTING_NAMES)
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     embedder = embedder_of(parser, args.embedder)

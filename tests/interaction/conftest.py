@@ -26,8 +26,8 @@ from memorywire.server.app import http_app
 from memorywire.server.auth import TokenStore
 from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
-from memorywire.server.mcp import is_destructive
-from memorywire.server.mcp_tools import TOOLS
+from memorywire.server.mcp.server import is_destructive
+from memorywire.server.mcp.tools import TOOLS
 from memorywire.server.runtime import Runtime, running
 from memorywire.wire.codec import to_wire
 from memorywire.wire.routes import OPERATIONS as FIVE

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from memorywire.server.auth import Principal, Role
-from memorywire.server.mcp_tools import (
+from memorywire.server.mcp.tools import (
     DESTRUCTIVE,
     TOOLS,
     ToolDefaults,

@@ -427,7 +427,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _mcp(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from memorywire.server.mcp_stdio import run_stdio
+    from memorywire.server.mcp.stdio import run_stdio
 
     try:
         config = _local_config(args)

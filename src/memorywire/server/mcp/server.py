@@ -9,10 +9,10 @@ A model calling tools is not a human at a keyboard: destructive tools (forget, e
 expire) are never executed directly. When the dispatcher's store is a ``GovernedStore`` they
 are staged for a reviewer (the tool answers ``pending_approval``); without governance they
 are refused. Descriptions, defaults for ``agent_id``/``user_id`` and input schemas are in
-:mod:`memorywire.server.mcp_tools`.
+:mod:`memorywire.server.mcp.tools`.
 
-Over stdio (:mod:`memorywire.server.mcp_stdio`) the caller is the process owner. Over HTTP
-(:mod:`memorywire.server.mcp_http`) every request carries its own authenticated principal in
+Over stdio (:mod:`memorywire.server.mcp.stdio`) the caller is the process owner. Over HTTP
+(:mod:`memorywire.server.mcp.http`) every request carries its own authenticated principal in
 the ASGI scope, and each tool call runs as that principal, with the same role and tenancy
 checks as REST.
 """
@@ -30,7 +30,7 @@ from memorywire.errors import Forbidden, InvalidRequest, MemorywireError, NotFou
 from memorywire.governance import GovernedStore
 from memorywire.server.auth import Principal
 from memorywire.server.dispatch import Dispatcher
-from memorywire.server.mcp_tools import (
+from memorywire.server.mcp.tools import (
     DESTRUCTIVE,
     READ_ONLY,
     TOOLS,

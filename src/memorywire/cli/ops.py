@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from memorywire.cli.render import render as _render
 from memorywire.errors import MemorywireError
 from memorywire.wire.codec import to_wire
+from memorywire.wire.operations import by_cli
 
 __all__ = ["REGISTER", "register_ops"]
 
@@ -33,8 +34,9 @@ def _print_json(doc: Any) -> None:
     print(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
-#: One-shot commands that only read: on a store that does not exist yet they fail naming it.
-_READS = frozenset({"recall", "get", "list", "history"})
+#: One-shot commands that only read memories (the operation table's read-only wire
+#: operations): on a store that does not exist yet they fail naming it.
+_READS = frozenset(cli for cli, s in by_cli().items() if s.read_only and s.request is not None)
 
 
 def _local_config(args: argparse.Namespace) -> Any:

@@ -8,6 +8,7 @@ importing a submodule such as :mod:`memorywire.wire` does not pull in the HTTP c
 from typing import TYPE_CHECKING, Any
 
 from memorywire import errors as _errors
+from memorywire._version import __version__ as __version__
 from memorywire.errors import *  # noqa: F403
 from memorywire.wire import models as _models
 from memorywire.wire.models import *  # noqa: F403
@@ -19,11 +20,16 @@ if TYPE_CHECKING:
 
 _CLIENTS = ("Memory", "RemoteMemory", "SyncMemory")
 
-__all__ = [*_CLIENTS, *_errors.__all__, *_models.__all__]
+__all__ = [*_CLIENTS, *_errors.__all__, *_models.__all__, "__version__"]
 
 
 def __getattr__(name: str) -> Any:
     if name in _CLIENTS:
+        from memorywire.installation import problem
+
+        mixed = problem()
+        if mixed is not None:  # the first implementation on the same path: see installation
+            raise ImportError(mixed)
         from memorywire import client
 
         return getattr(client, name)

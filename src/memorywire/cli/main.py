@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from importlib.metadata import PackageNotFoundError, entry_points, version
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -120,11 +120,10 @@ def _plugins() -> list[Register]:
 
 
 def _version() -> str:
-    try:
-        pkg = version("memorywire")
-    except PackageNotFoundError:
-        pkg = "unknown"
-    return f"memorywire {pkg} (wire v{CURRENT})"
+    """The installed metadata's version (and the running code's, where they differ)."""
+    from memorywire.installation import version_line
+
+    return f"{version_line()} (wire v{CURRENT})"
 
 
 def build_parser(extra: Sequence[Register] = ()) -> argparse.ArgumentParser:
@@ -139,6 +138,12 @@ def build_parser(extra: Sequence[Register] = ()) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from memorywire.installation import problem
+
+    mixed = problem()
+    if mixed is not None:  # refused before anything runs: which code would run is unclear
+        print(f"memorywire: {mixed}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)

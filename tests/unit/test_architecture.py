@@ -55,7 +55,9 @@ def _backend(family: str) -> tuple[str, ...]:
 _BELOW_BACKENDS = "errors wire core embed store"
 
 LAYERS: dict[str, Layer] = {
-    "root": _layer(("memorywire",), "errors wire client"),
+    "root": _layer(("memorywire",), "errors wire client installation"),
+    # The version and the check for the first implementation on the path (standard library).
+    "installation": _layer(("memorywire.installation", "memorywire._version")),
     "errors": _layer(("memorywire.errors",)),
     # jsonschema_rs: the optional compiled pre-check (wire/fastcheck.py), imported lazily
     "wire": _layer(
@@ -154,7 +156,7 @@ LAYERS: dict[str, Layer] = {
     "cli": _layer(
         _pkg("memorywire.cli"),
         "errors wire core embed store router governance consolidation server client "
-        "portability portability.formats",
+        "portability portability.formats installation",
         "anyio pydantic rich cryptography",
     ),
     "demo": _layer(

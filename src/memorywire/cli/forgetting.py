@@ -3,11 +3,7 @@
 ``purge`` is the expiry sweep (``--once``, or every ``--every`` seconds until stopped).
 
 ``receipt verify FILE`` needs nothing but the file (exit 0 valid, 1 not, 2 unreadable).
-``recover`` runs on a local ``--store`` (the data directory's by default): it prints the plan,
-and with ``--dry-run`` stops there; otherwise it needs the deployment's Ed25519 signing key
-(``--key`` or ``MEMORYWIRE_SIGNING_KEY``, a PEM file, the one ``audit checkpoint`` uses),
-acts through the configured store (so a governance policy can stage the forgets for review)
-and writes the signed receipt to ``--receipt`` or standard output.
+``recover`` is :mod:`memorywire.cli.recover`.
 """
 
 from __future__ import annotations
@@ -24,17 +20,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from memorywire.cli.guard import guarded
-from memorywire.core.clock import SystemClock
 from memorywire.errors import MemorywireError
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.purge import purgeable, run_sweeper, sweep_once
 from memorywire.governance.receipts import dump_receipt, verify_receipt
-from memorywire.governance.recover import (
-    RecoverySelector,
-    apply_recovery,
-    plan_recovery,
-    scan_all,
-)
 
 __all__ = ["load_signing_key", "register_forgetting"]
 
@@ -60,40 +49,6 @@ def _verify(args: argparse.Namespace) -> int:
     ok, why = verify_receipt(raw, args.trusted_key or None)
     print(json.dumps({"ok": ok, "reason": why}))
     return 0 if ok else 1
-
-
-def _recover(args: argparse.Namespace) -> int:
-    from memorywire.cli.ops import _local_config
-    from memorywire.server.runtime import running
-
-    selector = RecoverySelector(source=args.source, agent_id=args.agent_id,
-                                since_ms=args.since_ms, until_ms=args.until_ms,
-                                ids=args.ids or None)
-    key = None if args.dry_run else load_signing_key(args.key)
-
-    async def go() -> dict[str, Any]:
-        async with running(_local_config(args), reads_need_file=True) as rt:
-            plan = plan_recovery(await scan_all(rt.store), selector)
-            if key is None:
-                return {"dry_run": True, "plan": plan.to_dict()}
-            audit = AuditLog.open(args.governance_db) if args.governance_db else None
-            try:
-                res = await apply_recovery(rt.store, plan, key, audit=audit,
-                                           now_ms=SystemClock().now_ms())
-            finally:
-                if audit is not None:
-                    audit.close()
-            assert res.receipt is not None
-            if args.receipt:
-                Path(args.receipt).write_bytes(dump_receipt(res.receipt))
-            return {"dry_run": False, "plan": plan.to_dict(),
-                    "pending_approval": res.pending_approval,
-                    "receipt": args.receipt or res.receipt,
-                    "part_receipts": res.receipts}
-
-    out = anyio.run(go)
-    print(json.dumps(out, indent=2, ensure_ascii=False))
-    return 0
 
 
 def _purge(args: argparse.Namespace) -> int:
@@ -140,21 +95,9 @@ def register_forgetting(sub: Any) -> None:
                    help="accept only receipts signed by this public key; repeatable")
     v.set_defaults(handler=guarded("receipt", _verify))
 
-    p = sub.add_parser("recover", help="remove poisoned memory by provenance, with a plan")
-    p.add_argument("--store", help="store URL (default: sqlite under the data directory)")
-    p.add_argument("--embedder", choices=["default", "hashing"], default=None,
-                   help=argparse.SUPPRESS)
-    p.add_argument("--governance-db", dest="governance_db",
-                   help="governance database (policies, audit) the receipts are chained into")
-    p.add_argument("--source", help="the compromised source (or token provenance)")
-    p.add_argument("--agent", dest="agent_id", help="only memories of this agent")
-    p.add_argument("--since-ms", type=int, help="created at or after (epoch ms)")
-    p.add_argument("--until-ms", type=int, help="created before (epoch ms)")
-    p.add_argument("--id", dest="ids", action="append", help="a seed id; repeatable")
-    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    p.add_argument("--key", help="Ed25519 signing key, PEM (or MEMORYWIRE_SIGNING_KEY)")
-    p.add_argument("--receipt", metavar="FILE", help="write the signed receipt here")
-    p.set_defaults(handler=guarded("recover", _recover))
+    from memorywire.cli.recover import register_recover
+
+    register_recover(sub)
 
     p = sub.add_parser("purge", help="physically remove memories expired past a grace period")
     p.add_argument("--store", help="store URL (default: sqlite under the data directory)")

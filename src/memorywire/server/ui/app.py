@@ -41,7 +41,7 @@ from memorywire.server.ui.shared_sessions import SessionBook
 __all__ = ["review_app"]
 
 Auth = Callable[[str], str | None]
-_OPERATIONS = ("remember", "forget", "merge", "update")
+_OPERATIONS = ("remember", "forget", "merge", "update", "quarantine")
 _STATUSES = ("pending", "committing", "failed", "approved", "rejected")
 _CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "

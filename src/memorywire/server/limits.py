@@ -40,6 +40,11 @@ class Limits:
     #: Largest dump ``POST /v0/admin/import`` takes (spooled to a temporary file, never
     #: held in memory).
     max_import_bytes: int = 1 << 30
+    #: The same dump once unzipped, one line of it, and its record lines: checked while the
+    #: dump is read, so a gzip bomb stops at the first cap instead of filling memory.
+    max_import_unzipped_bytes: int = 4 << 30
+    max_import_line_bytes: int = 8 << 20
+    max_import_records: int = 5_000_000
     max_content_bytes: int = 256 << 10
     max_json_depth: int = 64
     #: Sustained recall calls per second per token, and the burst allowed above it.

@@ -189,7 +189,7 @@ def _operations() -> dict[str, dict[str, Any]]:
     }
     ops["admin.export"] = {
         "operationId": "admin_export",
-        "summary": "the store as a memorywire/export dump (admin only)",
+        "summary": "the store as a memorywire/export dump (admin, within its scope)",
         "parameters": [
             {"name": "agent_id", "in": "query", "schema": {"type": "string"}},
             {"name": "user_id", "in": "query", "schema": {"type": "string"}},
@@ -215,13 +215,17 @@ def _operations() -> dict[str, dict[str, Any]]:
     }
     ops["admin.import"] = {
         "operationId": "admin_import",
-        "summary": "import a memorywire/export dump (admin only); answers the fidelity report",
+        "summary": "import a memorywire/export dump (admin, within its scope); answers the "
+                   "fidelity report",
         "parameters": [
             {"name": "on_conflict", "in": "query",
              "schema": {"enum": ["skip", "replace", "fail"], "default": "skip"}},
             {"name": "reembed", "in": "query", "schema": {"type": "boolean"}},
             {"name": "allow_loss", "in": "query", "schema": {"type": "string"},
              "description": "comma-separated fields the plan may lose"},
+            {"name": "skip_invalid", "in": "query", "schema": {"type": "boolean"},
+             "description": "leave out records that break remember's rules and report them "
+                            "(default: the first one refuses the whole dump)"},
         ],
         "requestBody": {
             "required": True,

@@ -236,6 +236,13 @@ def _operations() -> dict[str, dict[str, Any]]:
         "responses": {"200": _generic("the fidelity plan and import counts"), **_ERRORS},
     }
     ops["health"] = {"operationId": "health", "responses": {"200": _generic("store health")}}
+    ops["receipts.key"] = {
+        "operationId": "receipts_key",
+        "summary": "the public key this deployment signs deletion receipts with (to pin)",
+        "security": [],
+        "responses": {"200": _generic("kind, algorithm and the base64 Ed25519 public key"),
+                      **_ERRORS},
+    }
     ops["schemas"] = {
         "operationId": "schemas",
         "responses": {"200": _generic("the names of the wire JSON Schemas")},

@@ -67,6 +67,7 @@ ROUTES: tuple[Route, ...] = (
     Route("recover", "POST", "/v0/admin/recover"),
     Route("admin.import", "POST", "/v0/admin/import"),
     Route("health", "GET", "/v0/health"),
+    Route("receipts.key", "GET", "/v0/receipts/key"),
     Route("schemas", "GET", "/v0/schemas", operation="schema"),
     Route("schema", "GET", "/v0/schemas/{name:path}"),
     # Transport-level: every operation by JSON-RPC method name, and this API's description.

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorywire.core.clock import Clock
 from memorywire.core.ids import new_id
-from memorywire.errors import PendingApproval
+from memorywire.errors import Conflict, ErrorDetail, PendingApproval
 from memorywire.governance.actor import current_actor, current_actor_id
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.checks import check_committable
@@ -170,6 +170,11 @@ class StagingDesk:
 
         def run() -> None:
             item = self._queue.open_for_memory(agent_id, memory_id)
+            if item is not None and item.user_id != details.get("user_id"):
+                # Another user's pending write: the answer an id in use gets (see
+                # server/precheck.py), so its approval stays unseen and unprobed.
+                raise Conflict(f"id {memory_id!r} already holds a different memory",
+                               [ErrorDetail("/id", "conflict", "id in use")])
             if item is not None:
                 where = self.approval_url(item.id) or item.id
                 raise PendingApproval(f"{memory_id} is awaiting approval ({where})")

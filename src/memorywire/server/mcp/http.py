@@ -29,7 +29,8 @@ from memorywire.server.config import is_loopback
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import error_response
 from memorywire.server.limits import Timeouts
-from memorywire.server.mcp import PRINCIPAL_SCOPE_KEY, ToolDefaults, build_mcp_server
+from memorywire.server.mcp.server import PRINCIPAL_SCOPE_KEY, build_mcp_server
+from memorywire.server.mcp.tools import ToolDefaults
 from memorywire.server.stream_limit import run_for_at_most
 
 __all__ = ["McpHttp", "origin_allowed"]

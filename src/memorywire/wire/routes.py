@@ -34,8 +34,10 @@ __all__ = [
 ]
 
 #: Routes that run no dispatcher operation: streamed dumps, JSON-RPC itself, this API's
-#: description. Every other route runs an operation of the table.
-TRANSPORT_ROUTES = frozenset({"admin.export", "admin.import", "rpc", "openapi"})
+#: description, the receipt-signing public key. Every other route runs an operation of the
+#: table.
+TRANSPORT_ROUTES = frozenset({"admin.export", "admin.import", "rpc", "openapi",
+                              "receipts.key"})
 
 _PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
 

@@ -26,23 +26,30 @@ import os
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import IO, Any, Protocol, TypeVar
 
 import numpy as np
 
 from memorywire.core.content import edges_of
+from memorywire.core.json_depth import json_depth
+from memorywire.core.records import Row
 from memorywire.errors import ErrorDetail, Forbidden, InvalidRequest, PayloadTooLarge
 from memorywire.wire.codec import OPERATIONS, RECORD_OPERATIONS
 from memorywire.wire.door import MAX_MILLIS, problems
 from memorywire.wire.fields import check_metadata_fields
 from memorywire.wire.validate import issues_at, validate
 
-if TYPE_CHECKING:
-    from memorywire.portability.dump import DumpEntry
-
 __all__ = ["DumpLimits", "LineRules", "Scope", "Skipped", "bounded_lines", "parse_line"]
 
-E = TypeVar("E", bound="DumpEntry")
+
+class _Entry(Protocol):
+    """What a record line becomes (``dump.DumpEntry``): only its row is looked at here."""
+
+    @property
+    def row(self) -> Row: ...
+
+
+E = TypeVar("E", bound=_Entry)
 
 #: ``(agent_id, user_id) -> allowed``: the caller's scope (``None``: every scope).
 Scope = Callable[[str, "str | None"], bool]
@@ -110,8 +117,6 @@ def _depth(raw: bytes, limit: int) -> int:
     """Nesting depth of a JSON line, ignoring brackets inside strings; stops past ``limit``."""
     if raw.count(b"{") + raw.count(b"[") <= limit:
         return 0
-    from memorywire.server.limits import json_depth  # the request body's measure, reused
-
     return json_depth(raw)
 
 

@@ -7,15 +7,13 @@ once per level and a 10,000-deep array would otherwise exhaust the stack of the 
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from memorywire.core.json_depth import json_depth
 from memorywire.errors import ErrorDetail, InvalidRequest, PayloadTooLarge, RateLimited
 from memorywire.wire.codec import parse_json
 
@@ -29,10 +27,6 @@ __all__ = [
     "parse_json_body",
     "rate_limiters",
 ]
-
-# A JSON string literal, matched without backtracking so hostile input stays linear.
-_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
-
 
 @dataclass(frozen=True)
 class Limits:
@@ -70,18 +64,6 @@ class Timeouts:
     body_s: float = 30.0
     #: Keep-alive: an idle connection is closed after this long.
     idle_s: float = 5.0
-
-
-def json_depth(raw: bytes) -> int:
-    """Deepest nesting of arrays/objects in ``raw``, ignoring brackets inside strings."""
-    stripped = _STRING.sub(b'""', raw)
-    arr = np.frombuffer(stripped, dtype=np.uint8)
-    if arr.size == 0:
-        return 0
-    opens = (arr == ord("[")) | (arr == ord("{"))
-    closes = (arr == ord("]")) | (arr == ord("}"))
-    level = np.cumsum(opens.astype(np.int64) - closes.astype(np.int64))
-    return int(level.max(initial=0))
 
 
 def parse_json_body(raw: bytes, limits: Limits) -> Any:

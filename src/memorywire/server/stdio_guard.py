@@ -30,8 +30,9 @@ from anyio.abc import ObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+from memorywire.core.json_depth import json_depth
 from memorywire.errors import ErrorDetail, InvalidRequest, PayloadTooLarge
-from memorywire.server.limits import Limits, json_depth
+from memorywire.server.limits import Limits
 from memorywire.wire.door import problems
 
 __all__ = ["GuardedLines", "guarded_stdio_server", "line_error"]

@@ -246,8 +246,8 @@ def _operations() -> dict[str, dict[str, Any]]:
     ops["health"] = {"operationId": "health", "responses": {"200": _generic("store health")}}
     ops["receipts.key"] = {
         "operationId": "receipts_key",
-        "summary": "the public key this deployment signs deletion receipts with (to pin)",
-        "security": [],
+        "summary": "the public key this deployment signs deletion receipts with (to pin; "
+                   "no token needed)",
         "responses": {"200": _generic("kind, algorithm and the base64 Ed25519 public key"),
                       **_ERRORS},
     }

@@ -153,7 +153,7 @@ LAYERS: dict[str, Layer] = {
         "anyio httpx pydantic",
     ),
     "cli": _layer(
-        _pkg("memorywire.cli"),
+        (*_pkg("memorywire.cli"), "memorywire.__main__"),
         "errors wire core embed store router governance consolidation server client "
         "portability portability.formats",
         "anyio pydantic rich cryptography",

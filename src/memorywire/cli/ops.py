@@ -32,8 +32,14 @@ def _print_json(doc: Any) -> None:
     print(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
-#: One-shot commands that only read: on a store that does not exist yet they fail naming it.
-_READS = frozenset({"recall", "get", "list", "history"})
+def _reads(command: str | None) -> bool:
+    """Whether ``command`` is a one-shot command that only reads memories (the operation
+    table's read-only wire operations): on a store that does not exist yet it fails naming
+    it. The table (and the models it names) is imported here, when a command runs."""
+    from memorywire.wire.operations import by_cli
+
+    spec = by_cli().get(command or "")
+    return spec is not None and spec.read_only and spec.request is not None
 
 
 def _local_config(args: argparse.Namespace) -> ServerConfig:
@@ -49,7 +55,7 @@ def _local_config(args: argparse.Namespace) -> ServerConfig:
             "min_relevance": getattr(args, "min_relevance", None),
         }
     )
-    if getattr(args, "command", None) in _READS:
+    if _reads(getattr(args, "command", None)):
         config = _no_files_for_a_failing_read(config)
     return config
 
@@ -86,7 +92,7 @@ async def _memory(args: argparse.Namespace) -> AsyncIterator[Any]:
     # A person typed the path: a read of a store that does not exist names it. The person
     # is the local operator, not the agent side, so `approvals approve` works on a laptop.
     # `approvals` reads the store to show a diff; before the first commit it has no file.
-    reads = getattr(args, "command", None) in _READS
+    reads = _reads(getattr(args, "command", None))
     async with running(_local_config(args), reads_need_file=reads) as runtime:
         # On the runtime itself: its dispatcher signs receipts and enforces its limits.
         yield Memory(runtime=runtime, principal=Principal.local_operator())
@@ -466,7 +472,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _mcp(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from memorywire.server.mcp_stdio import run_stdio
+    from memorywire.server.mcp.stdio import run_stdio
 
     try:
         config = _local_config(args)

@@ -164,11 +164,16 @@ class Memory:
         and whatever ``config`` opens. ``min_relevance``: the floor of a recall that names
         none (a configuration's ``min_relevance``). ``store_kw`` go to the store a URL opens
         (``embedder=``)."""
-        from memorywire.server.runtime import open_configured_store, open_runtime
+        from memorywire.server.runtime import open_runtime
 
-        if runtime is not None and (store is not None or config is not None or store_kw):
-            raise InvalidRequest("Memory: give runtime alone; its store and configuration are "
-                                 "already chosen")
+        if runtime is not None:
+            extra = [name for name, given in (
+                ("store", store is not None), ("config", config is not None),
+                ("own_store", own_store), ("min_relevance", min_relevance is not None),
+                *((k, True) for k in sorted(store_kw))) if given]
+            if extra:
+                raise InvalidRequest(f"Memory: {', '.join(extra)}: not with runtime, whose "
+                                     "store and configuration are already chosen")
         if store_kw and not isinstance(store, str):
             raise InvalidRequest(f"Memory: {', '.join(sorted(store_kw))}: store settings apply "
                                  "only to a store URL")
@@ -176,7 +181,7 @@ class Memory:
         self._store_owned = own_store or not isinstance(store, MemoryStore)
         if runtime is None:
             cfg = _config_for(store, config, min_relevance)
-            opened = _open_store(store, cfg, store_kw, open_configured_store)
+            opened = _open_store(store, cfg, store_kw)
             try:
                 runtime = open_runtime(cfg, store=opened)
             except BaseException:
@@ -308,10 +313,7 @@ def _config_for(
 
 
 def _open_store(
-    store: MemoryStore | str | None,
-    config: ServerConfig,
-    store_kw: Mapping[str, Any],
-    open_configured: Callable[[ServerConfig], MemoryStore],
+    store: MemoryStore | str | None, config: ServerConfig, store_kw: Mapping[str, Any]
 ) -> MemoryStore:
     if isinstance(store, MemoryStore):
         return store
@@ -319,7 +321,9 @@ def _open_store(
         from memorywire.store.registry import open_store
 
         return open_store(store, **store_kw)
-    return open_configured(config.resolved())
+    from memorywire.server.runtime import open_configured_store
+
+    return open_configured_store(config.resolved())
 
 
 _closing: set[asyncio.Task[None]] = set()

@@ -91,6 +91,10 @@ def test_receipt_flag_refuses_a_soft_forget_and_names_a_missing_key(
                 "--receipt", "r.json", "--embedder", "hashing", "--json", code=1)
     assert "receipt" not in json.loads(done.stdout)  # none signed
     assert "no signing key" in done.stderr and not (home / "r.json").exists()
+    # An erase of an empty scope erased nothing, so nothing was signed: said as such.
+    empty = _cli(home, "erase", "--agent", "nobody", "--yes", "--receipt", "e.json",
+                 "--embedder", "hashing", code=1)
+    assert "nothing was erased" in empty.stderr and not (home / "e.json").exists()
 
 
 def test_recover_and_purge_find_the_deployment_key_without_a_flag(home: Path) -> None:
@@ -181,8 +185,12 @@ async def test_a_store_handed_over_stays_open_unless_owned() -> None:
     assert store.closes == 1
 
 
-def test_memory_refuses_settings_it_would_ignore() -> None:
+@pytest.mark.anyio
+async def test_memory_refuses_settings_it_would_ignore() -> None:
     from memorywire.errors import InvalidRequest
 
     with pytest.raises(InvalidRequest, match="embedder"):
         Memory(InMemoryStore(HashingEmbedder()), embedder=HashingEmbedder())
+    async with running(ServerConfig(store="memory://", embedder="hashing")) as rt:
+        with pytest.raises(InvalidRequest, match="own_store, min_relevance"):
+            Memory(runtime=rt, own_store=True, min_relevance=0.2)

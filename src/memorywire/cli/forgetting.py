@@ -87,13 +87,18 @@ def _recover(args: argparse.Namespace) -> int:
             return await rt.dispatcher.recovery.run(doc, Principal.local_operator())
 
     out = anyio.run(go)
+    code = 0
     if args.receipt and out.get("receipt") is not None:
         from memorywire.governance.receipts import dump_receipt
 
         Path(args.receipt).write_bytes(dump_receipt(out["receipt"]))
         out["receipt"] = args.receipt
+    elif args.receipt and not args.dry_run:  # staged by a policy: signed when approved
+        print(f"memorywire recover: no receipt written to {args.receipt}: the forgets are "
+              "staged for review; the receipts come with the approval", file=sys.stderr)
+        code = 1
     print(json.dumps(out, indent=2, ensure_ascii=False))
-    return 0
+    return code
 
 
 def _purge(args: argparse.Namespace) -> int:

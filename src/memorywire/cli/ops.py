@@ -146,12 +146,16 @@ def save_receipt(args: argparse.Namespace) -> Callable[[Any], int] | None:
 
         from memorywire.governance.receipts import dump_receipt
 
-        receipt = doc.get("receipt") if isinstance(doc, dict) else None
+        got = doc if isinstance(doc, dict) else {}
+        receipt = got.get("receipt")
         if receipt is None:
-            why = ("the operation is staged for review; its receipt comes with the approval"
-                   if isinstance(doc, dict) and doc.get("pending_approval") else
-                   "this store signs no receipts (no signing key: set MEMORYWIRE_SIGNING_KEY "
-                   "or signing_key, or turn governance on)")
+            if got.get("pending_approval"):
+                why = "the operation is staged for review; its receipt comes with the approval"
+            elif not (got.get("forgotten_ids") or got.get("erased_ids")):
+                why = "nothing was erased"
+            else:
+                why = ("this store signs no receipts (no signing key: set "
+                       "MEMORYWIRE_SIGNING_KEY or signing_key, or turn governance on)")
             print(f"memorywire {args.command}: no receipt written to {path}: {why}",
                   file=sys.stderr)
             return 1

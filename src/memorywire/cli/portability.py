@@ -20,28 +20,24 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from memorywire.cli.progress import Progress
-from memorywire.embed.spec import embedder_from_spec
 from memorywire.errors import InvalidRequest, MemorywireError
-from memorywire.governance.actor import acting_as
-from memorywire.portability import export_dump, import_dump, migrate
-from memorywire.portability.dump_rules import DumpLimits
-from memorywire.portability.foreign import FORMATS, import_foreign, open_foreign
-from memorywire.portability.moves import DumpImportCounts
-from memorywire.server.auth import LOCAL_OPERATOR
-from memorywire.store.portable import OnConflict
-from memorywire.store.registry import open_store
 
 __all__ = ["register_portability"]
 
 DUMP_FORMAT = "memorywire-export"
+#: ``portability.foreign.FORMATS`` and ``store.portable.OnConflict``, written out so that
+#: ``--help`` does not import the stores (tests/unit/test_cli_lazy.py keeps them equal).
+FOREIGN_FORMATS = ("memorywire-0.5", "mem0", "letta", "cognee")
+ON_CONFLICT = ("skip", "replace", "fail")
 
 
 def _open(url: str, spec: str | None, governance_db: str | None = None) -> Any:
     """The store, governed by ``governance_db`` when one is named (which must exist: a
     misspelt path would otherwise start an empty log and export no history)."""
+    from memorywire.embed.spec import embedder_from_spec
+    from memorywire.store.registry import open_store
+
     store = open_store(url, embedder=embedder_from_spec(spec or "minilm"))
     if governance_db is None:
         return store
@@ -72,6 +68,8 @@ def _since(text: str | None) -> int | None:
 
 
 def _guard(run: Any, name: str) -> int:
+    import anyio
+
     try:
         return int(anyio.run(run))
     except MemorywireError as exc:
@@ -85,6 +83,8 @@ def _progress(args: argparse.Namespace) -> Progress:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from memorywire.portability import export_dump
+
     async def go() -> int:
         if (args.include_history or args.include_pending or args.audit) and not args.governance_db:
             raise InvalidRequest("--include-history, --include-pending and --audit need "
@@ -111,15 +111,23 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    from memorywire.governance.actor import acting_as
+    from memorywire.portability import import_dump
+    from memorywire.portability.dump_rules import DumpLimits
+    from memorywire.portability.foreign import import_foreign, open_foreign
+    from memorywire.portability.moves import DumpImportCounts
+    from memorywire.server.auth import LOCAL_OPERATOR
+    from memorywire.store.portable import OnConflict
+
     foreign = args.from_format != DUMP_FORMAT
+    caps = {k: v for k, v in (("max_bytes", args.max_bytes),
+                              ("max_line_bytes", args.max_line_bytes),
+                              ("max_records", args.max_records)) if v is not None}
 
     async def go() -> int:
         if not foreign and args.agent is not None:
             raise InvalidRequest("--agent applies to --from-format mem0, letta and cognee only")
-        caps = DumpLimits()
-        if foreign and (args.skip_invalid or (args.max_bytes, args.max_line_bytes,
-                                              args.max_records)
-                        != (caps.max_bytes, caps.max_line_bytes, caps.max_records)):
+        if foreign and (args.skip_invalid or caps):
             raise InvalidRequest("--skip-invalid and --max-bytes/--max-line-bytes/--max-records "
                                  "apply to memorywire/export dumps only")
         source = open_foreign(args.from_format, args.file, args.agent) if foreign else None
@@ -131,13 +139,12 @@ def _import(args: argparse.Namespace) -> int:
                     store, source, on_conflict=OnConflict(args.on_conflict),
                     allow_loss=set(args.allow_loss or ()), progress=progress)
             else:
-                limits = DumpLimits(max_bytes=args.max_bytes, max_line_bytes=args.max_line_bytes,
-                                    max_records=args.max_records)
                 with acting_as(LOCAL_OPERATOR):
                     plan, counts = await import_dump(
                         store, args.file, on_conflict=OnConflict(args.on_conflict),
                         allow_loss=set(args.allow_loss or ()), reembed=args.reembed,
-                        progress=progress, limits=limits, skip_invalid=args.skip_invalid)
+                        progress=progress, limits=DumpLimits(**caps),
+                        skip_invalid=args.skip_invalid)
         finally:
             progress.close()
             await store.aclose()
@@ -167,6 +174,8 @@ def _beside(url: str, name: str) -> Path:
 
 
 def _migrate(args: argparse.Namespace) -> int:
+    from memorywire.portability import migrate
+
     async def go() -> int:
         source = _open(args.source, args.embedder)
         target = _open(args.target, args.embedder)
@@ -227,25 +236,24 @@ def register_portability(sub: Any) -> None:
     p.add_argument("file", metavar="SOURCE",
                    help="a dump; with --from-format: a memorywire 0.5 database file, a mem0 "
                         "configuration JSON, a Letta server URL or a Cognee dataset name")
-    p.add_argument("--from-format", default=DUMP_FORMAT, choices=[DUMP_FORMAT, *FORMATS],
+    p.add_argument("--from-format", default=DUMP_FORMAT, choices=[DUMP_FORMAT, *FOREIGN_FORMATS],
                    help="what SOURCE is (default: a memorywire/export dump)")
     p.add_argument("--agent", metavar="A",
                    help="mem0: the agent for memories without a mem0 agent_id; letta: the "
                         "Letta agent to read; cognee: the agent the dataset becomes")
-    p.add_argument("--on-conflict", choices=[c.value for c in OnConflict], default="skip")
+    p.add_argument("--on-conflict", choices=ON_CONFLICT, default="skip")
     p.add_argument("--reembed", action="store_true",
                    help="embed again even when the dump's vectors match the target's embedder")
     p.add_argument("--allow-loss", nargs="+", metavar="FIELD")
     p.add_argument("--skip-invalid", action="store_true",
                    help="leave out records that break remember's rules and report them "
                         "(default: the first one refuses the whole dump)")
-    caps = DumpLimits()
-    p.add_argument("--max-bytes", type=int, default=caps.max_bytes, metavar="N",
-                   help=f"refuse a dump larger than N bytes unzipped (default {caps.max_bytes})")
-    p.add_argument("--max-line-bytes", type=int, default=caps.max_line_bytes, metavar="N",
-                   help=f"refuse a line longer than N bytes (default {caps.max_line_bytes})")
-    p.add_argument("--max-records", type=int, default=caps.max_records, metavar="N",
-                   help=f"refuse more than N records (default {caps.max_records})")
+    p.add_argument("--max-bytes", type=int, metavar="N",
+                   help="refuse a dump larger than N bytes unzipped (default 4 GiB)")
+    p.add_argument("--max-line-bytes", type=int, metavar="N",
+                   help="refuse a line longer than N bytes (default 8 MiB)")
+    p.add_argument("--max-records", type=int, metavar="N",
+                   help="refuse more than N records (default 5000000)")
     _progress_flags(p)
     p.add_argument("--governance-db", metavar="DB",
                    help="the target's governance database: restores history and pending "

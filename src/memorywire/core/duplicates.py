@@ -22,6 +22,7 @@ is left out. Both are reported, never acted on.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -45,17 +46,25 @@ NEAR_DUPLICATE_LIMIT = 5
 _WORD = re.compile(r"\w+")
 
 
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 @lru_cache(maxsize=65536)
-def _keys(text: str) -> tuple[str, str]:
-    """(content key, words key) of a text: cached, as a write compares its text with each
-    of the scope's newest memories, mostly the same texts from one write to the next."""
+def _keys(text: str) -> tuple[bytes, bytes | None]:
+    """Digests of a text's normalised content and of its words (``None``: it has none):
+    cached, as a write compares its text with each of the scope's newest memories, mostly
+    the same texts from one write to the next; digests, so a cache of long texts stays
+    small."""
     folded = unicodedata.normalize("NFC", text).casefold()
-    return " ".join(folded.split()), " ".join(_WORD.findall(folded))
+    words = _WORD.findall(folded)
+    return _digest(" ".join(folded.split())), _digest(" ".join(words)) if words else None
 
 
-def content_key(mtype: MemoryType, stored: str) -> str:
-    """What two contents must share to be one memory (``stored``: the text a store keeps)."""
-    return stored if mtype is MemoryType.PROCEDURAL else _keys(stored)[0]
+def content_key(mtype: MemoryType, stored: str) -> bytes:
+    """What two contents must share to be one memory (``stored``: the text a store keeps):
+    a 128-bit digest of the normalised text (a procedure's canonical JSON as it is)."""
+    return _digest(stored) if mtype is MemoryType.PROCEDURAL else _keys(stored)[0]
 
 
 @dataclass(frozen=True)
@@ -73,14 +82,14 @@ def likeness(mtype: MemoryType, stored: str,
     if mtype is MemoryType.PROCEDURAL:
         return Likeness([mid for mid, text in candidates if text == stored], [])
     key, words = _keys(stored)
-    identical: list[str] = []
-    same_words: list[str] = []
-    for mid, text in candidates:
-        other = _keys(text)
-        if other[0] == key:
-            identical.append(mid)
-        elif other[1] == words and words:
-            same_words.append(mid)
+    rows = list(candidates)
+    # Keys of every candidate first, then only the few that match are looked at (a write
+    # into a full scope compares 1,000 texts).
+    keys = list(map(_keys, [text for _, text in rows]))
+    hits = [n for n, k in enumerate(keys)
+            if k[0] == key or (words is not None and k[1] == words)]
+    identical = [rows[n][0] for n in hits if keys[n][0] == key]
+    same_words = [rows[n][0] for n in hits if keys[n][0] != key]
     return Likeness(identical, same_words)
 
 
@@ -103,8 +112,8 @@ def near_duplicates(like: Likeness, closeness: Mapping[str, float] | None,
     for mid in like.same_words:
         if mid not in left_out:
             found[mid] = round(min(max(float(cos.get(mid, 1.0)), 0.0), 1.0), 4)
-    for mid, sim in cos.items():
-        if mid not in left_out and mid not in found and sim >= NEAR_DUPLICATE_COSINE:
-            found[mid] = round(min(float(sim), 1.0), 4)
+    for mid in [m for m, sim in cos.items() if sim >= NEAR_DUPLICATE_COSINE]:
+        if mid not in left_out and mid not in found:
+            found[mid] = round(min(float(cos[mid]), 1.0), 4)
     ranked = sorted(found.items(), key=lambda item: (-item[1], item[0]))
     return ranked[:NEAR_DUPLICATE_LIMIT]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar, cast
 
@@ -147,12 +147,19 @@ class Memory:
     * nothing: ``load_config()``, the deployment the ``memorywire`` command uses (the default
       store under the data directory, governed, unless the environment says otherwise);
     * ``runtime``: one the caller opened (``async with running(config) as rt``) and closes.
+
+    The first implementation's shape works too (:mod:`memorywire.client05`):
+    ``Memory(agent_id="bot", stores=[URL or store, ...])`` (several stores are a router),
+    then ``remember("text", type=...)``, ``recall("query", k=5)`` iterated for its hits,
+    ``forget(filter=...)``, ``health()`` and ``close()``.
     """
 
     def __init__(
         self,
         store: MemoryStore | str | None = None,
         *,
+        agent_id: str | None = None,
+        stores: Sequence[str | MemoryStore] | None = None,
         config: ServerConfig | None = None,
         runtime: Runtime | None = None,
         principal: Principal | None = None,
@@ -163,9 +170,23 @@ class Memory:
         """A URL is opened here and closed by :meth:`aclose`; so is a store with ``own_store``
         and whatever ``config`` opens. ``min_relevance``: the floor of a recall that names
         none (a configuration's ``min_relevance``). ``store_kw`` go to the store a URL opens
-        (``embedder=``)."""
+        (``embedder=``). ``agent_id``: every call is this agent's unless it names another;
+        ``stores``: 0.5's list of stores, owned (closed) by this memory."""
         from memorywire.server.runtime import open_runtime
 
+        if stores is not None:
+            if isinstance(store, str) and "://" not in store and agent_id is None:
+                agent_id, store = store, None  # 0.5's Memory("bot", stores=[...])
+            if store is not None or runtime is not None:
+                raise InvalidRequest("Memory: stores: not with store or runtime (give one)")
+            from memorywire.client05 import open_stores
+
+            store = open_stores(stores, store_kw, _close_now)
+            store_kw, own_store = {}, True
+        if agent_id is not None and not agent_id:
+            raise InvalidRequest("Memory: agent_id must not be empty")
+        #: The agent every call is for unless it names one (0.5's ``Memory(agent_id=...)``).
+        self.agent_id = agent_id
         if runtime is not None:
             extra = [name for name, given in (
                 ("store", store is not None), ("config", config is not None),
@@ -193,22 +214,43 @@ class Memory:
         self._dispatcher = runtime.dispatcher
         self._principal = principal or Principal.local_admin()
 
+    def _bound(self, req: Any, kw: Mapping[str, Any], first: str) -> dict[str, Any]:
+        """The request document, with 0.5's unnamed first argument (``content``/``query``)
+        and this memory's agent where the call names none."""
+        doc = _doc(None, {first: req, **kw}) if isinstance(req, str) else _doc(req, kw)
+        if self.agent_id is not None:
+            doc.setdefault("agent_id", self.agent_id)
+        return doc
+
     async def remember(
-        self, req: RememberRequest | Mapping[str, Any] | None = None, **kw: Any
+        self, req: RememberRequest | Mapping[str, Any] | str | None = None, **kw: Any
     ) -> RememberResponse:
-        r = validate_request(RememberRequest, _doc(req, kw), "remember")
+        doc = self._bound(req, kw, "content")
+        if self.agent_id is not None:
+            doc.setdefault("type", "semantic")  # 0.5's default for a bound memory
+        r = validate_request(RememberRequest, doc, "remember")
         return await self._dispatcher.remember(r, self._principal)
 
     async def recall(
-        self, req: RecallRequest | Mapping[str, Any] | None = None, **kw: Any
+        self, req: RecallRequest | Mapping[str, Any] | str | None = None, **kw: Any
     ) -> RecallResponse:
-        r = validate_request(RecallRequest, _doc(req, kw), "recall")
-        return await self._dispatcher.recall(r, self._principal)
+        r = validate_request(RecallRequest, self._bound(req, kw, "query"), "recall")
+        resp = await self._dispatcher.recall(r, self._principal)
+        if self.agent_id is None:
+            return resp
+        from memorywire.client05 import RecallHits
+
+        return RecallHits.of(resp)
 
     async def forget(
         self, req: ForgetRequest | Mapping[str, Any] | None = None, **kw: Any
     ) -> ForgetResponse:
-        r = validate_request(ForgetRequest, _doc(req, kw), "forget")
+        doc = self._bound(req, kw, "ids")
+        if self.agent_id is not None and doc.get("filter"):
+            from memorywire.client05 import forget_doc
+
+            doc = await forget_doc(self.store, doc)
+        r = validate_request(ForgetRequest, doc, "forget")
         return await self._dispatcher.forget(r, self._principal)
 
     async def merge(
@@ -272,6 +314,17 @@ class Memory:
             kw["key"] = source.get() if source is not None else None
         kw.setdefault("audit", self.runtime.governed)
         return await recover(self.store, self._principal, **kw)
+
+    async def health(self) -> dict[str, Any]:
+        """0.5's health dictionary: ``status`` and one row per store (``backend``,
+        ``status``, ``memory_count``); ``call("health")`` is the server's answer."""
+        from memorywire.client05 import health_doc
+
+        return await health_doc(self.store)
+
+    async def close(self) -> None:
+        """:meth:`aclose` under 0.5's name."""
+        await self.aclose()
 
     async def aclose(self) -> None:
         """Close what this object opened: its runtime (a ``runtime`` passed in is the

@@ -27,7 +27,7 @@ __all__ = ["FIRST_IMPLEMENTATION", "Distribution", "installed", "problem", "vers
 FIRST_IMPLEMENTATION = ("0.2.", "0.3.", "0.4.", "0.5.")
 #: Modules only the first implementation had; one of them inside this package's folder means
 #: its files were copied over this one's.
-_ITS_MODULES = ("api.py", "transformer.py", "recovery/engine.py", "store/sqlite_vec.py")
+_ITS_MODULES = ("api.py", "transformer.py", "recovery/engine.py", "store/mem0_adapter.py")
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 

@@ -149,9 +149,10 @@ LAYERS: dict[str, Layer] = {
         # cryptography: in-process recover takes the deployment's Ed25519 signing key
         "opentelemetry swagger_ui_bundle cryptography",
     ),
+    # router: 0.5's Memory(stores=[...]) with several stores is a router (client05)
     "client": _layer(
-        ("memorywire.client", "memorywire.sync_loop"),
-        "errors wire store server",
+        ("memorywire.client", "memorywire.client05", "memorywire.sync_loop"),
+        "errors wire store router server",
         "anyio httpx pydantic",
     ),
     "cli": _layer(

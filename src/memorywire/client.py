@@ -300,9 +300,11 @@ class Memory:
         return (await self._dispatcher.dispatch(op, dict(doc or {}), self._principal)).body
 
     async def recover(self, **kw: Any) -> RecoveryResult:
-        """Remove poisoned memory by provenance, as ``memorywire recover`` does: keyword
-        arguments of :func:`memorywire.server.recovery.recover` (``source``, ``agent_id``,
-        ``since_ms``, ``until_ms``, ``ids``, ``key``, ``dry_run``, ``reason``, ``audit``).
+        """Clean poisoned memory as ``memorywire recover`` does: keyword arguments of
+        :func:`memorywire.server.recovery.recover` (seeds ``source``/``sources``, ``ids``,
+        ``since_ms``, ``until_ms``, or ``agent_id`` alone for 0.5's verdicts with
+        ``trusted``, ``detectors``, ``quarantine``, ``hard``, ``expire_low_conf``; ``key``,
+        ``dry_run``, ``reason``, ``audit``).
         Admins only. :meth:`RemoteMemory.recover` asks a server's admin route instead and
         returns its JSON (plan, receipt), with ``approval=True`` to stage the plan.
         Without ``key`` the runtime's signing key signs the receipt, and without ``audit``
@@ -313,6 +315,7 @@ class Memory:
             source = self._dispatcher.signing_key
             kw["key"] = source.get() if source is not None else None
         kw.setdefault("audit", self.runtime.governed)
+        kw.setdefault("hold", self._dispatcher.recovery.quarantine)
         return await recover(self.store, self._principal, **kw)
 
     async def health(self) -> dict[str, Any]:

@@ -183,3 +183,22 @@ def test_a_reviewer_releases_or_erases_a_quarantined_memory(
     assert "p1" not in live
     for f in home.glob("mem.db*"):
         assert b"4411-2290-7781" not in f.read_bytes(), f.name
+
+
+def test_the_sdk_gives_the_same_verdicts_and_holds_the_quarantine(home: Path) -> None:
+    from memorywire.client import Memory
+    from memorywire.server.config import load_config
+
+    _fill(home)
+
+    async def go() -> Any:
+        mem = Memory(config=load_config(None, overrides={"embedder": "hashing"}))
+        try:
+            return await mem.recover(agent_id="a")
+        finally:
+            await mem.aclose()
+
+    res = anyio.run(go)
+    assert [i.id for i in res.plan.goes] == ["w1"] and res.removed_ids == ["w1"]
+    assert [r["memory_id"] for r in res.review] == ["p1"]
+    assert res.receipt is not None and sorted(res.receipt["details"]["quarantined"]) == ["p1"]

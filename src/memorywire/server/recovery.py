@@ -291,11 +291,13 @@ async def recover(
     expire_low_conf: bool = False,
     confidence_below: float = 0.75,
     purge_unknown: bool = False,
+    hold: QuarantineDesk | None = None,
 ) -> RecoveryResult:
     """Plan over ``store``, then (unless ``dry_run``) act through its own forget, so a
     governance policy can stage it; ``dry_run`` returns the plan with no receipt.
     ``detectors``: ``True``, or detector hooks to run beside the built-in rules (callables
-    ``content -> bool``, objects with ``inspect``; see ``governance.directives``)."""
+    ``content -> bool``, objects with ``inspect``; see ``governance.directives``).
+    ``hold``: the desk that puts each quarantined memory before a reviewer."""
     principal.require_for("recover")
     selector = RecoverySelector(source=source, agent_id=agent_id, since_ms=since_ms,
                                 until_ms=until_ms, ids=ids, sources=tuple(sources))
@@ -312,4 +314,4 @@ async def recover(
                              "receipt (or pass dry_run=True)")
     with acting_as(principal.name, principal.token_id):
         return await apply_recovery(store, plan, key, audit=audit, reason=reason,
-                                    now_ms=SystemClock().now_ms())
+                                    now_ms=SystemClock().now_ms(), hold=hold)

@@ -156,3 +156,13 @@ def test_on_write_stage_holds_a_directive_for_a_reviewer(tmp_path: Path) -> None
     resp, (entries, _) = _remember(tmp_path / "c", {"directives": "off"}, ATTACKS[0])
     assert not resp.pending_approval
     assert not any("directive" in (e.get("details") or {}) for e in entries)
+
+
+def test_the_configuration_file_takes_the_directives_policy(tmp_path: Path) -> None:
+    from memorywire.server.config import load_config
+
+    conf = tmp_path / "m.toml"
+    conf.write_text('[governance]\ndatabase = "g.db"\ndirectives = "stage"\n', encoding="utf-8")
+    policies = load_config(str(conf)).policies
+    assert isinstance(policies, dict)
+    assert PolicySet.from_dict(policies).directives.action == "stage"

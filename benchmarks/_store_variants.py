@@ -40,7 +40,8 @@ class StoreVariants:
     ``feedback_weight`` None keeps the store's default; ``settings`` (e.g.
     ``session_weight``) go to every row's store alike, so the rows differ only in what their
     names say. ``timing`` accumulates write seconds and per-query recall milliseconds; a
-    script may add keys of its own to it.
+    script may add keys of its own to it. ``returned`` keeps every row's ``[id, score,
+    relevance]`` per question, best first (what ``--hits`` writes).
     """
 
     def __init__(self, tmp: Path, embedder: Embedder, *, lexical_weight: float,
@@ -60,6 +61,8 @@ class StoreVariants:
         self.timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [],
                                        "plain_recall_ms": [], "floor_recall_ms": [],
                                        "plain_write_s": 0.0}
+        self.returned: dict[str, list[list[tuple[str, float, float | None]]]] = {
+            name: [] for name in self.stores}
 
     async def remember(self, reqs: Sequence[RememberRequest], plain: Sequence[RememberRequest],
                        vectors: npt.NDArray[np.float32]) -> None:
@@ -84,6 +87,7 @@ class StoreVariants:
             if name in _TIMED:
                 self.timing[_TIMED[name]].append((time.perf_counter() - started) * 1e3)
             ranked[name] = [h.id for h in resp.results]
+            self.returned[name].append([(h.id, h.score, h.relevance) for h in resp.results])
         return ranked
 
     async def aclose(self) -> None:

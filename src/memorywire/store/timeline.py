@@ -5,7 +5,7 @@ backend.
 own ``remember_many`` and ``recall`` (which know nothing of time): it folds the validity into
 the record, closes the memories a write supersedes through the store's ``update``, looks for
 contradiction candidates among the scope's memories. Recall's side (what is true now or at
-``as_of``, and the re-ranking rules) is :mod:`memorywire.store.recall_plan`. Because both
+``as_of``, and the ranking rules) is :mod:`memorywire.recall.plan`. Because both
 only call the protocol, every backend behaves identically.
 """
 

@@ -41,37 +41,22 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from memorywire.core.fusion import checked_weight
-from memorywire.core.session_evidence import SESSION_POOL, session_of
-from memorywire.core.substance_prior import content_texts
 from memorywire.core.timeline import HitT, HitView
-from memorywire.errors import InvalidRequest
+from memorywire.recall.rule import RecallContext
+from memorywire.recall.session_evidence import SESSION_POOL, session_of
+from memorywire.recall.settings import DUPLICATE_SHARE
+from memorywire.recall.substance_prior import content_texts
 
-__all__ = ["DUPLICATE_POOL", "DUPLICATE_SHARE", "GRAM", "checked_share", "restated_last",
+__all__ = ["DUPLICATE_POOL", "DUPLICATE_SHARE", "GRAM", "RULE", "Restatement", "restated_last",
            "word_grams"]
 
-#: The default share of a hit's word 5-grams a higher hit of its session must hold for the
-#: hit to count as a restatement; 0 turns the rule off (the default: see the module text).
-#: LongMemEval S dev120 turn recall_all@5 (0.798 off): 0.15 0.788, 0.2 0.798 (+1 -1),
-#: 0.25-0.3 0.808, 0.32-0.5 0.798.
-DUPLICATE_SHARE = 0.0
 #: How many hits (best first) are looked at: the session evidence pool.
 DUPLICATE_POOL = SESSION_POOL
 #: Words per compared sequence.
 GRAM = 5
 _WORD = re.compile(r"\w+")
-
-
-def checked_share(share: float, name: str = "duplicate_share") -> float:
-    """``share`` when it is a finite number in [0, 1] (0 turns the rule off), else
-    ``invalid_request`` naming the setting: a share above 1 could never be reached, so the
-    rule would be silently off."""
-    value = checked_weight(share, name)
-    if value > 1.0:
-        raise InvalidRequest(f"{name} must be at most 1 (a share of word 5-grams), "
-                             f"got {share!r}")
-    return value
 
 
 def word_grams(text: str, n: int = GRAM) -> frozenset[tuple[str, ...]]:
@@ -116,3 +101,21 @@ def restated_last(hits: Sequence[HitT], share: float = DUPLICATE_SHARE,
         out.extend(waiting)
         waiting.clear()
     return out + waiting + list(hits[pool:])
+
+
+@dataclass(frozen=True)
+class Restatement:
+    """The rule: a hit restating a higher hit of its session yields its place to the next
+    distinct hit (``duplicate_share``; off by default); asks for no pool."""
+
+    name: str = "restatement"
+    settings: tuple[str, ...] = ("duplicate_share",)
+
+    def pool(self, context: RecallContext, found: Sequence[HitView] | None, asked: int) -> int:
+        return 0
+
+    def apply(self, hits: Sequence[HitT], context: RecallContext) -> list[HitT]:
+        return restated_last(hits, context.settings.duplicate_share)
+
+
+RULE = Restatement()

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -43,16 +44,15 @@ import snowballstemmer
 
 from memorywire.core.context_key import CONTEXT_FIELD
 from memorywire.core.fusion import DEFAULT_RRF_K
-from memorywire.core.subject_boost import subject_words
-from memorywire.core.substance_prior import content_texts
 from memorywire.core.timeline import HitT, HitView
+from memorywire.recall.rule import RecallContext
+from memorywire.recall.settings import SUBJECT_LEXICAL_WEIGHT
+from memorywire.recall.subject_boost import SUBJECT_POOL, names_of, needs_pool, subject_words
+from memorywire.recall.substance_prior import content_texts
 
-__all__ = ["BM25_STOP_WORDS", "K1", "SUBJECT_LEXICAL_WEIGHT", "analysed", "bm25_scores",
-           "subject_lexical_ranked"]
+__all__ = ["BM25_STOP_WORDS", "K1", "RULE", "SUBJECT_LEXICAL_WEIGHT", "SubjectLexical",
+           "analysed", "bm25_scores", "subject_lexical_ranked"]
 
-#: RRF weight of the named subject's BM25 list against the plan's order (weight 1). Fitted
-#: on LoCoMo conversations 0-4 (docs/benchmarks.md, "spk19").
-SUBJECT_LEXICAL_WEIGHT = 0.3
 #: BM25's term-frequency saturation (``b`` is 0.75). Fitted with the weight (1.2, 1.5, 2.0):
 #: the three differ by at most 0.1 point of R@5 at weight 0.3.
 K1 = 2.0
@@ -150,3 +150,26 @@ def subject_lexical_ranked(hits: Sequence[HitT], query: str, names: frozenset[st
     for rank, i in enumerate(listed):
         fused[i] += weight / (DEFAULT_RRF_K + rank)
     return [hits[i] for i in sorted(range(len(hits)), key=lambda i: (-fused[i], i))]
+
+
+@dataclass(frozen=True)
+class SubjectLexical:
+    """The rule: the named person's memories ranked by a stemmed BM25 over the pool
+    (``subject_lexical_weight``); it ranks the same :data:`SUBJECT_POOL` the subject boost
+    asks for, so it needs that pool too, and nothing more."""
+
+    name: str = "subject_lexical"
+    settings: tuple[str, ...] = ("subject_lexical_weight",)
+
+    def pool(self, context: RecallContext, found: Sequence[HitView] | None, asked: int) -> int:
+        if found is None or context.settings.subject_lexical_weight <= 0:
+            return 0
+        return SUBJECT_POOL if needs_pool(names_of(context), found, asked) else 0
+
+    def apply(self, hits: Sequence[HitT], context: RecallContext) -> list[HitT]:
+        weight = context.settings.subject_lexical_weight
+        return subject_lexical_ranked(hits, context.req.query,
+                                      names_of(context) if weight > 0 else frozenset(), weight)
+
+
+RULE = SubjectLexical()

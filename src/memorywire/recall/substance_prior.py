@@ -29,22 +29,19 @@ The values are fitted on LoCoMo conversations 0-4 and checked on 5-9 and LongMem
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from memorywire.core.fusion import boosted
 from memorywire.core.timeline import HitT, HitView
+from memorywire.recall.rule import RecallContext
+from memorywire.recall.settings import SUBSTANCE_WEIGHT
 
-__all__ = ["SUBSTANCE_WEIGHT", "SUBSTANCE_WORDS", "content_texts", "substance_ranked",
-           "substantive"]
+__all__ = ["RULE", "SUBSTANCE_WEIGHT", "SUBSTANCE_WORDS", "SubstancePrior", "content_texts",
+           "substance_ranked", "substantive"]
 
-#: RRF weight of the substantive hits against the store's order (weight 1). Fitted on
-#: LoCoMo conversations 0-4 (categories 1-4, with :data:`SUBSTANCE_WORDS` = 25): 0.05 gave
-#: R@5 / R@10 0.660 / 0.739, 0.07 0.660 / 0.746 (chosen: the best sum); without the prior
-#: 0.636 / 0.734. From about 0.2 on, every long turn outranks every short
-#: one and recall falls below the store's own order.
-SUBSTANCE_WEIGHT = 0.07
-#: How many words make a hit substantive. Fitted with the weight (dev R@5 + R@10 at 0.07:
-#: 15 words 1.384, 20 1.390, 25 1.407, 30 1.394): a flat optimum.
+#: How many words make a hit substantive. Fitted with the weight, on a flat optimum
+#: (docs/benchmarks.md, "hop19b").
 SUBSTANCE_WORDS = 25
 
 
@@ -79,3 +76,21 @@ def substance_ranked(hits: Sequence[HitT], weight: float = SUBSTANCE_WEIGHT) -> 
     if weight <= 0:
         return list(hits)
     return boosted(hits, [substantive(h) for h in hits], weight)
+
+
+@dataclass(frozen=True)
+class SubstancePrior:
+    """The rule: a hit long enough to state something rises (``substance_weight``); it
+    re-ranks what the other rules fetched and asks for no pool."""
+
+    name: str = "substance_prior"
+    settings: tuple[str, ...] = ("substance_weight",)
+
+    def pool(self, context: RecallContext, found: Sequence[HitView] | None, asked: int) -> int:
+        return 0
+
+    def apply(self, hits: Sequence[HitT], context: RecallContext) -> list[HitT]:
+        return substance_ranked(hits, context.settings.substance_weight)
+
+
+RULE = SubstancePrior()

@@ -44,24 +44,23 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from memorywire.core.context_key import CONTEXT_FIELD
 from memorywire.core.fusion import DEFAULT_RRF_K
-from memorywire.core.session_evidence import SESSION_POOL, session_of
-from memorywire.core.substance_prior import content_texts
 from memorywire.core.textsearch import query_terms
 from memorywire.core.timeline import HitT, HitView
+from memorywire.recall.rule import RecallContext
+from memorywire.recall.session_evidence import SESSION_POOL, session_of
+from memorywire.recall.settings import TURN_WEIGHT
+from memorywire.recall.substance_prior import content_texts
 
-__all__ = ["CONTEXT_SHARE", "PREFIX_LEN", "PREFIX_MIN_WORD", "TURN_POOL", "TURN_WEIGHT",
-           "context_led", "own_scores", "turn_focused"]
+__all__ = ["CONTEXT_SHARE", "PREFIX_LEN", "PREFIX_MIN_WORD", "RULE", "TURN_POOL", "TURN_WEIGHT",
+           "TurnFocus", "context_led", "own_scores", "turn_focused"]
 
-#: RRF weight of the own-text order against the store's order within a session (weight 1).
-#: LongMemEval S dev120 turn recall_all@5 (floors off): 0.5 0.768, 1 0.778, 1.5 0.788,
-#: **2 0.798**, 3 0.788, 5 0.778, own order alone 0.778; off 0.748.
-TURN_WEIGHT = 2.0
-#: How many times its hits' own text a session's contexts must hold for the rule to act.
-#: LongMemEval S dev120 turn recall_all@5 at weight 2: 0 (always) to 6 0.798, 8 0.758;
-#: LoCoMo R@5 (0.633 without the rule): 0 0.554, 2 0.603, 3 0.631, 4 and above 0.633.
+#: How many times its hits' own text a session's contexts must hold for the rule to act:
+#: the lowest share at which LoCoMo's short contexts are left alone while LongMemEval's
+#: long replies still get the rule (docs/benchmarks.md, "turn19").
 CONTEXT_SHARE = 4.0
 #: How many hits (best first) are re-ranked: the session evidence pool.
 TURN_POOL = SESSION_POOL
@@ -175,3 +174,21 @@ def turn_focused(hits: Sequence[HitT], query: str, weight: float = TURN_WEIGHT,
         for place, i in zip(slots, fused, strict=True):
             out[place] = head[slots[i]]
     return out + list(hits[pool:])
+
+
+@dataclass(frozen=True)
+class TurnFocus:
+    """The rule: within a context-led session, the turn whose own words match the question
+    takes the session's first place (``turn_weight``); asks for no pool."""
+
+    name: str = "turn_focus"
+    settings: tuple[str, ...] = ("turn_weight",)
+
+    def pool(self, context: RecallContext, found: Sequence[HitView] | None, asked: int) -> int:
+        return 0
+
+    def apply(self, hits: Sequence[HitT], context: RecallContext) -> list[HitT]:
+        return turn_focused(hits, context.req.query, context.settings.turn_weight)
+
+
+RULE = TurnFocus()

@@ -10,7 +10,7 @@ What groups memories into a session is the record's ``metadata.session`` (:data:
 any string or integer the writer chooses: a conversation's session id, an episode number).
 A hit without one is a session of its own and gets no help from other hits.
 
-The boost is by rank fusion, as :mod:`memorywire.core.time_boost`: the store's order is one
+The boost is by rank fusion, as :mod:`memorywire.recall.time_boost`: the store's order is one
 list (RRF, k = 60); the sessions, ranked by their evidence, are a second list of weight
 :data:`SESSION_WEIGHT` whose entry every hit of the session shares. A session's evidence is
 the sum of the RRF terms of its :data:`SESSION_TOP` best hits among the first

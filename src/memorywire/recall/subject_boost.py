@@ -1,10 +1,10 @@
 """Entity-aware ranking: a question that names a person ranks that person's memories higher.
 
 "What did Caroline research?" is almost always answered by something Caroline said or
-something said about her: on LoCoMo 96% of the evidence turns of a question that names one
-speaker were spoken by that speaker (1,965 of 2,048). Neither list of the hybrid search
-knows that: the name is one word of the full-text key among many, and it moves the query
-vector towards every turn of a conversation between two people equally. The memory's
+something said about her: on LoCoMo nearly every evidence turn of a question that names one
+speaker was spoken by that speaker (docs/benchmarks.md, round 7 "entities"). Neither list of
+the hybrid search knows that: the name is one word of the full-text key among many, and it
+moves the query vector towards every turn of a conversation between two people equally. The memory's
 *subject* is the missing signal, and a store already holds it when the writer said so:
 
 * ``metadata.speaker`` — who said it (a conversation turn; LoCoMo's loader writes it);

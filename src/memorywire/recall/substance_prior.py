@@ -9,9 +9,9 @@ So the answer to "What books has John read?" (a turn naming "Dune" among thirty 
 words) ranks below "Books can be so captivating!".
 
 On LoCoMo (conversations 0-4, categories 1-4, the store's order) a hit of at least
-:data:`SUBSTANCE_WORDS` words holds evidence about three times as often as a shorter one at
-the same ranks (top 5: 23% against 9%; ranks 5-19: 3.0% against 0.9%). The prior is that
-signal, soft, by rank fusion like the subject boost: the store's order is one list (RRF,
+:data:`SUBSTANCE_WORDS` words holds evidence several times as often as a shorter one at the
+same ranks (docs/benchmarks.md, "recall30": the shares). The prior is that signal, soft, by
+rank fusion like the subject boost: the store's order is one list (RRF,
 k = 60), the hits of at least :data:`SUBSTANCE_WORDS` words (in the store's order) a second
 list of weight :data:`SUBSTANCE_WEIGHT`. It re-ranks only the hits the recall already
 fetched (no search of its own), and scores are untouched. When no hit, or every hit, is
@@ -19,7 +19,7 @@ that long (a store of short facts, a store of long documents) the order is uncha
 the prior only acts where lengths are mixed.
 
 Words are what whitespace separates (``str.split``: the check runs on every hit of the pool
-of every recall, and a regex over a hundred turns cost a millisecond): a text written
+of every recall, where a regex cost too much, docs/benchmarks.md "hop19b"): a text written
 without spaces between words (Chinese, Japanese) counts as few words, so such a store is
 left in its order rather than judged on a measure that does not fit it.
 The values are fitted on LoCoMo conversations 0-4 and checked on 5-9 and LongMemEval

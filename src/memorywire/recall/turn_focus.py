@@ -1,15 +1,14 @@
 """Turn focus: inside a session, the turn that says it comes before the turns around it.
 
-Session evidence (:mod:`memorywire.core.session_evidence`) lifts every hit of a session that
+Session evidence (:mod:`memorywire.recall.session_evidence`) lifts every hit of a session that
 holds several good hits, and a context key (a turn's reply or neighbours joined to its
 full-text key) lets a turn match through what was said around it. Both find the right
 *session*; neither says which of its turns holds the answer. A session about a road trip
 has a dozen turns on routes and stops, and their long replies match the question as well as
-the one turn that says "I drove six hours to Tybee Island". On LongMemEval S dev120, among
-the failed questions only 17 of 56 answer turns were the first hit of their own session,
-while a BM25 of each turn's *own* words (the user's message, no context) put the answer
-turn first in its session more often than the store's order (65% against 57% of all
-answer turns).
+the one turn that says "I drove six hours to Tybee Island". On LongMemEval S dev120, few
+of the failed questions' answer turns were the first hit of their own session, while a BM25
+of each turn's *own* words (the user's message, no context) put the answer turn first in its
+session more often than the store's order did (docs/benchmarks.md, "turn19").
 
 So the rule re-ranks each session's hits among the places that session already holds: the
 store's order within the session is one list (RRF, k = 60), the same hits ranked by how well
@@ -20,13 +19,13 @@ its first place changes. Hits without a session, and sessions with one hit, keep
 place. Scores are untouched.
 
 It acts only on a session whose hits are found mostly through their context: the contexts
-hold at least :data:`CONTEXT_SHARE` times the characters of the hits' own texts (a reply of
-2,000 characters to a user turn of 300: LongMemEval's sessions sit at a median of 7.3x, 5%
-of them below 3.2x). There the store's full-text rank says how well the *reply* matched.
-Where the context is a line or two around the turn (LoCoMo's previous and next turn: median
-2.0x, 95% below 3.2x) the store's own order already weighs the turn's words, and the rule,
-measured there, only cost recall; such a session, and a store without context keys, keeps
-its order.
+hold at least :data:`CONTEXT_SHARE` times the characters of the hits' own texts (a long
+reply to a short user turn, as in nearly every LongMemEval session). There the store's
+full-text rank says how well the *reply* matched. Where the context is a line or two around
+the turn (LoCoMo's previous and next turn, which nearly all sessions hold at well under that
+share) the store's own order already weighs the turn's words, and the rule only cost recall
+there; such a session, and a store without context keys, keeps its order (the shares and
+the cost: docs/benchmarks.md, "turn19").
 
 The own-text match is BM25 over the re-ranked hits (the first :data:`TURN_POOL`, as session
 evidence): a query word (:func:`memorywire.core.textsearch.query_terms`, stop words out)

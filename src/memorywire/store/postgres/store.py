@@ -2,13 +2,13 @@
 
 Every operation is one transaction on a pooled connection; driver errors are translated in
 :meth:`~memorywire.store.postgres.db.PgDb.tx` only. Ranking, merge planning and expiry
-matching are the shared pure rules of :mod:`memorywire.core`, so the package only translates
-them to SQL: ``writes`` (remember), ``maintenance`` (forget, merge, expire, update), this
-module (reads).
+matching are the shared pure rules of :mod:`memorywire.core` and :mod:`memorywire.recall`, so
+the package only translates them to SQL: ``writes`` (remember), ``maintenance`` (forget,
+merge, expire, update), this module (reads).
 
 Scoped k-NN is exact. pgvector 0.6 has no iterative index scans: an HNSW scan with a
 ``WHERE agent_id = ...`` filter returns at most ``ef_search`` global candidates and filters
-them afterwards, which loses in-scope neighbours (recall@5 0.71 at 100k rows measured). So a
+them afterwards, which loses in-scope neighbours (measured: docs/conformance.md). So a
 scope of up to ``exact_scope_limit`` rows (the per-agent row count lives in
 ``memorywire_agent_counts``) is searched exactly through the ``(agent_id, user_id)`` index —
 the ``ORDER BY`` is written so the HNSW index cannot serve it. Only an agent larger than that

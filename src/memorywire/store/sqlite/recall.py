@@ -8,7 +8,7 @@ The plan re-ranks *views* of the rows (:class:`RowView`: id, content, metadata, 
 time; what its rules read, ``core.timeline.HitView``), and full
 :class:`~memorywire.wire.models.RecallHit` objects are built only for the ``k`` it returns.
 A question that names someone asks for a pool of 100 to answer 10, and validating 100 hits
-(pydantic, typed fields, links) was about a fifth of such a LoCoMo recall
+(pydantic, typed fields, links) was a large share of such a LoCoMo recall
 (docs/benchmarks.md, "lat19c"). The hits returned are built and annotated exactly as
 before, so the answer is the same, byte for byte.
 """

@@ -3,7 +3,7 @@
 Storage. One SQLite database (via apsw, with sqlite-vec loaded for SQL-side vector functions)
 holds rows, float32 vectors (a BLOB per memory), a contentless FTS5 index with FTS5
 ``secure-delete``, graph links and recall statistics. WAL journal, ``synchronous=FULL`` (a
-committed memory survives power loss; a commit costs one WAL fsync, ~0.3 ms on a local SSD),
+committed memory survives power loss; a commit costs one WAL fsync),
 ``secure_delete=ON`` (freed pages are zeroed; a hard delete also rewrites the full-text
 index and truncates the WAL, so no byte or indexed word of the memory remains),
 and a busy timeout so several processes can share the file. Every operation is one
@@ -26,7 +26,7 @@ Blocking work runs in a worker thread; one connection per store is guarded by a 
 The package is composed, not inherited: :class:`SqliteStore` holds one
 :class:`~memorywire.store.sqlite.db.SqliteDb` and hands it to the operation modules
 (``writes``, ``maintenance``, ``search``, ``recall``), which run the rules of
-:mod:`memorywire.core`.
+:mod:`memorywire.core` and the ranking rules of :mod:`memorywire.recall`.
 """
 
 from __future__ import annotations

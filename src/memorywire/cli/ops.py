@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from memorywire.cli.render import render as _render
 from memorywire.errors import MemorywireError
 from memorywire.wire.codec import to_wire
+from memorywire.wire.operations import by_cli
 
 __all__ = ["REGISTER", "register_ops"]
 
@@ -33,8 +34,9 @@ def _print_json(doc: Any) -> None:
     print(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
-#: One-shot commands that only read: on a store that does not exist yet they fail naming it.
-_READS = frozenset({"recall", "get", "list", "history"})
+#: One-shot commands that only read memories (the operation table's read-only wire
+#: operations): on a store that does not exist yet they fail naming it.
+_READS = frozenset(cli for cli, s in by_cli().items() if s.read_only and s.request is not None)
 
 
 def _local_config(args: argparse.Namespace) -> Any:
@@ -427,7 +429,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _mcp(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from memorywire.server.mcp_stdio import run_stdio
+    from memorywire.server.mcp.stdio import run_stdio
 
     try:
         config = _local_config(args)

@@ -28,7 +28,7 @@ cut the list and, with the entity gate, call the model, which is not the store's
 * ``defaults``: context, the store's default feedback, session evidence, subject boost,
   substance prior, turn focus and subject lexical list (the store now);
 * ``restated`` (only with ``--duplicate-share S``): the defaults with ``duplicate_share=S``
-  (``core.restatement``, off by default); what that rule costs is ``restated`` against
+  (``recall.restatement``, off by default); what that rule costs is ``restated`` against
   ``defaults``.
 
 LoCoMo asks every ``--locomo-stride``-th question (k=10, its deepest cut); LongMemEval asks
@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                              "rankings and metadata before and after a change)")
     parser.add_argument("--duplicate-share", type=float, default=None,
                         help="also time 'restated': the defaults with this duplicate_share "
-                             "(core.restatement; off by default)")
+                             "(recall.restatement; off by default)")
     args = parser.parse_args(argv)
     if args.locomo is None and args.longmemeval is None:
         parser.error("name at least one of --locomo, --longmemeval")

@@ -5,7 +5,7 @@ puppy from?") and wins both the full-text and the vector list; the named speaker
 shares only a few of them. With the subject boost (``metadata.speaker`` or
 ``metadata.entity_name`` named by the question) the answer comes first; with
 ``subject_weight=0`` and ``subject_lexical_weight=0`` (the other rule that reads the named
-subject, ``core.subject_lexical``), or when the memories carry no subject, the store's own
+subject, ``recall.subject_lexical``), or when the memories carry no subject, the store's own
 order stands.
 """
 

@@ -97,8 +97,7 @@ class InProcess:
     async def call(self, op: str, doc: dict[str, Any], token: str) -> Outcome:
         try:
             principal = self.world.tokens.authenticate(token)
-            mem = Memory(self.world.store, principal=principal)
-            mem._dispatcher = self.world.dispatcher  # share the server's limits and rate limiter
+            mem = Memory(runtime=self.world.runtime, principal=principal)
             if op in FIVE or op in RECORD_OPERATIONS:  # the typed client methods
                 resp = await getattr(mem, op)(doc)
                 return Outcome(True, to_wire(resp), meta=[f.store for f in resp.failures]

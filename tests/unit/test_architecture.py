@@ -154,7 +154,7 @@ LAYERS: dict[str, Layer] = {
         "anyio httpx pydantic",
     ),
     "cli": _layer(
-        _pkg("memorywire.cli"),
+        (*_pkg("memorywire.cli"), "memorywire.__main__"),
         "errors wire core embed store router governance consolidation server client "
         "portability portability.formats",
         "anyio pydantic rich cryptography",
@@ -192,6 +192,9 @@ LAYERS: dict[str, Layer] = {
     # Fixtures that start a real service: the only testing modules that reach a backend.
     "testing.postgres": _layer(("memorywire.testing.postgres",), "", "pytest pgserver psycopg"),
     "testing.mem0": _layer(("memorywire.testing.mem0",), "backend.mem0", "pytest"),
+    # The test sessions' private home: it names the deployment settings it clears, which the
+    # server's configuration defines.
+    "testing.home": _layer(("memorywire.testing.home",), "server", "pytest"),
 }
 
 #: Standard-library modules that only these layers may import: command-line parsing belongs

@@ -84,6 +84,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store.refs",
             "memorywire.store.rowstore",
             "memorywire.store.timeline",
+            "memorywire.store.duplicates",
             "memorywire.store.recall_plan",  # the plan's old address, for the router
             "memorywire.store.portable",
             "memorywire.store.cascade",

@@ -48,7 +48,8 @@ class RecallPlan:
         self._context = RecallContext(req, now, settings)
         first = max(rule.pool(self._context, None, req.k) for rule in RULES)
         k = min(1000, max(req.k, first)) if first > 0 else req.k
-        self._plain = req.model_copy(update={"as_of": None, "include_superseded": False,
+        self._plain = req.model_copy(update={"as_of": None, "known_at": None,
+                                             "include_superseded": False,
                                              "asked_at": None, "k": k})
         self._pooled = False
         self._widened = False
@@ -100,9 +101,10 @@ class RecallPlan:
         hits = self._visible(results)
         for rule in RULES:
             hits = rule.apply(hits, self._context)
-        if req.include_superseded or req.as_of is not None:
-            hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,
-                                      as_of=req.as_of is not None)
+        point = req.as_of if req.as_of is not None else req.known_at
+        if req.include_superseded or point is not None:
+            hits = rank_current_first(hits, point if point is not None else now,
+                                      as_of=point is not None, known_at=req.known_at)
         if hidden:
             hits = [h for h in hits if h.id not in hidden]
         return hits[:req.k]

@@ -62,7 +62,8 @@ def _review_ui(runtime: Runtime) -> Starlette:
     assert runtime.governed is not None
     cfg = runtime.config
     if cfg.workers.strip() in ("", "1", "auto"):
-        return review_app(runtime.governed, _ui_auth(runtime.tokens))
+        return review_app(runtime.governed, _ui_auth(runtime.tokens),
+                          receipt_key=runtime.dispatcher.signing_key)
     import secrets
     from pathlib import Path
 
@@ -75,6 +76,7 @@ def _review_ui(runtime: Runtime) -> Starlette:
     book = SharedReviewSessions(cfg.tokens_db + ".ui-sessions", _ui_auth(runtime.tokens),
                                 _ui_auth(runtime.tokens, hashed=True))
     return review_app(runtime.governed, _ui_auth(runtime.tokens), sessions=book,
+                      receipt_key=runtime.dispatcher.signing_key,
                       secret_key=key_path.read_text(encoding="ascii").strip())
 
 

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from memorywire.cli.audit import register_audit
+from memorywire.cli.connect import register_connect
 from memorywire.cli.consolidate import register_consolidate
 from memorywire.cli.forgetting import register_forgetting
+from memorywire.cli.hooks import register_hook
 from memorywire.cli.ops import register_ops
 from memorywire.cli.portability import register_portability
 from memorywire.cli.records import register_records
@@ -119,6 +121,8 @@ SUBCOMMANDS: list[Register] = [
     register_portability,
     register_audit,
     register_forgetting,
+    register_connect,
+    register_hook,
 ]
 
 

@@ -40,7 +40,10 @@ from memorywire.server.mcp.tools import (
 from memorywire.wire.operations import by_tool
 from memorywire.wire.registry import schema, schema_names
 
-__all__ = ["INSTRUCTIONS", "PRINCIPAL_SCOPE_KEY", "TOOLS", "ToolDefaults", "build_mcp_server", "is_destructive"]
+__all__ = [
+    "INSTRUCTIONS", "PRINCIPAL_SCOPE_KEY", "TOOLS", "ToolDefaults", "build_mcp_server",
+    "is_destructive",
+]
 
 _SCHEMA_URI = "memorywire://schemas/"
 log = logging.getLogger(__name__)

@@ -153,7 +153,7 @@ def register_forgetting(sub: Any) -> None:
     r = sub.add_parser("receipt", help="check a deletion receipt offline")
     rs = r.add_subparsers(dest="receipt_command", metavar="ACTION", required=True)
     v = rs.add_parser("verify", help="check a receipt's Ed25519 signature (exit 1 if bad)")
-    v.add_argument("file", metavar="FILE")
+    v.add_argument("file", metavar="FILE", help="the receipt (forget --hard --receipt FILE)")
     v.add_argument("--trusted-key", action="append", metavar="B64",
                    help="accept only receipts signed by this public key; repeatable")
     v.set_defaults(handler=guarded("receipt", _verify))

@@ -28,6 +28,7 @@ from memorywire.cli.hooks import register_hook
 from memorywire.cli.ops import register_ops
 from memorywire.cli.portability import register_portability
 from memorywire.cli.records import register_records
+from memorywire.cli.serve import register_serve
 from memorywire.errors import MemorywireError
 from memorywire.wire.registry import schema, schema_names
 from memorywire.wire.versions import CURRENT
@@ -116,6 +117,7 @@ SUBCOMMANDS: list[Register] = [
     register_schema,
     register_validate,
     register_consolidate,
+    register_serve,
     register_ops,
     register_records,
     register_portability,

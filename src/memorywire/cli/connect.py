@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import tomllib
@@ -32,7 +33,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["CLIENTS", "ClientSpec", "ConnectError", "register_connect", "server_entry"]
+__all__ = [
+    "CLIENTS", "HOOKS_FILE", "ClientSpec", "ConnectError", "hooks_snippet", "merged_hooks",
+    "register_connect", "server_entry",
+]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -242,6 +246,66 @@ def merged_toml(path: Path, key: str, name: str, entry: dict[str, Any] | None) -
     return new
 
 
+# --- Claude Code hooks (memorywire.cli.hooks runs them) ------------------------------------
+
+#: Claude Code's user settings, relative to the home folder.
+HOOKS_FILE = Path(".claude") / "settings.json"
+_EVENTS = {"SessionStart": "session-start", "Stop": "stop"}
+
+def _command(cmd: list[str], event: str, agent: str) -> str:
+    return shlex.join([*cmd, "hook", event, "--agent", agent])
+
+
+def _ours(group: Any) -> bool:
+    """Whether a hook group is one this module wrote (any launcher, any agent)."""
+    hooks = group.get("hooks") if isinstance(group, dict) else None
+    return isinstance(hooks, list) and any(
+        isinstance(h, dict) and "memorywire" in str(h.get("command", ""))
+        and any(f" hook {e}" in str(h.get("command", "")) for e in _EVENTS.values())
+        for h in hooks)
+
+
+def hooks_snippet(cmd: list[str], agent: str) -> dict[str, Any]:
+    return {"hooks": {event: [{"hooks": [{"type": "command",
+                                          "command": _command(cmd, sub, agent),
+                                          "timeout": 30}]}]
+                      for event, sub in _EVENTS.items()}}
+
+
+def merged_hooks(path: Path, cmd: list[str] | None, agent: str) -> str | None:
+    """``path``'s new text with our hooks (``cmd`` ``None``: without them); ``None`` when
+    nothing changes. Other hooks and settings are kept."""
+    doc: dict[str, Any] = {}
+    if path.exists() and path.read_text(encoding="utf-8").strip():
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ConnectError(f"{path} is not valid JSON ({exc}); nothing was changed") from None
+        if not isinstance(loaded, dict) or not isinstance(loaded.get("hooks", {}), dict):
+            raise ConnectError(f"{path}: not a settings object with a 'hooks' object; "
+                               "nothing was changed")
+        doc = loaded
+    hooks: dict[str, Any] = dict(doc.get("hooks") or {})
+    before = json.dumps(hooks, sort_keys=True)
+    for event in _EVENTS:
+        groups = hooks.get(event) or []
+        if not isinstance(groups, list):
+            raise ConnectError(f"{path}: hooks.{event} is not a list; nothing was changed")
+        kept = [g for g in groups if not _ours(g)]
+        if cmd is not None:
+            kept += hooks_snippet(cmd, agent)["hooks"][event]
+        if kept:
+            hooks[event] = kept
+        else:
+            hooks.pop(event, None)
+    if json.dumps(hooks, sort_keys=True) == before:
+        return None
+    doc["hooks"] = hooks
+    if not hooks:
+        del doc["hooks"]
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
 # --- writing ---------------------------------------------------------------------------------
 
 
@@ -269,8 +333,6 @@ def _edit(path: Path, spec_fmt: str, key: str, name: str,
 
 
 def _connect(args: argparse.Namespace) -> int:
-    from memorywire.cli.hooks import HOOKS_FILE, hooks_snippet, merged_hooks
-
     spec = CLIENTS[args.client]
     prog = "memorywire connect"
     if not _NAME.match(args.name):

@@ -2,6 +2,8 @@
 
 Tools alone leave it to the model to think of memory; two hooks make it routine:
 
+They are written into ``~/.claude/settings.json`` by :mod:`memorywire.cli.connect`.
+
 * ``SessionStart`` runs ``memorywire hook session-start``: the agent's memories most
   relevant to the project folder are recalled and printed, and Claude Code adds a
   SessionStart hook's output to the model's context;
@@ -17,17 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HOOKS_FILE", "hooks_snippet", "merged_hooks", "register_hook"]
+__all__ = ["OFFER", "REMINDER", "register_hook"]
 
-#: Claude Code's user settings, relative to the home folder.
-HOOKS_FILE = Path(".claude") / "settings.json"
-_EVENTS = {"SessionStart": "session-start", "Stop": "stop"}
 _MARKERS_KEPT_S = 7 * 24 * 3600
 
 REMINDER = (
@@ -41,62 +39,6 @@ OFFER = (
     "to store them with memorywire's `remember` tool. If there are none, or they are stored, "
     "just stop."
 )
-
-
-def _command(cmd: list[str], event: str, agent: str) -> str:
-    return shlex.join([*cmd, "hook", event, "--agent", agent])
-
-
-def _ours(group: Any) -> bool:
-    """Whether a hook group is one this module wrote (any launcher, any agent)."""
-    hooks = group.get("hooks") if isinstance(group, dict) else None
-    return isinstance(hooks, list) and any(
-        isinstance(h, dict) and "memorywire" in str(h.get("command", ""))
-        and any(f" hook {e}" in str(h.get("command", "")) for e in _EVENTS.values())
-        for h in hooks)
-
-
-def hooks_snippet(cmd: list[str], agent: str) -> dict[str, Any]:
-    return {"hooks": {event: [{"hooks": [{"type": "command",
-                                          "command": _command(cmd, sub, agent),
-                                          "timeout": 30}]}]
-                      for event, sub in _EVENTS.items()}}
-
-
-def merged_hooks(path: Path, cmd: list[str] | None, agent: str) -> str | None:
-    """``path``'s new text with our hooks (``cmd`` ``None``: without them); ``None`` when
-    nothing changes. Other hooks and settings are kept."""
-    from memorywire.cli.connect import ConnectError
-
-    doc: dict[str, Any] = {}
-    if path.exists() and path.read_text(encoding="utf-8").strip():
-        try:
-            loaded = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise ConnectError(f"{path} is not valid JSON ({exc}); nothing was changed") from None
-        if not isinstance(loaded, dict) or not isinstance(loaded.get("hooks", {}), dict):
-            raise ConnectError(f"{path}: not a settings object with a 'hooks' object; "
-                               "nothing was changed")
-        doc = loaded
-    hooks: dict[str, Any] = dict(doc.get("hooks") or {})
-    before = json.dumps(hooks, sort_keys=True)
-    for event in _EVENTS:
-        groups = hooks.get(event) or []
-        if not isinstance(groups, list):
-            raise ConnectError(f"{path}: hooks.{event} is not a list; nothing was changed")
-        kept = [g for g in groups if not _ours(g)]
-        if cmd is not None:
-            kept += hooks_snippet(cmd, agent)["hooks"][event]
-        if kept:
-            hooks[event] = kept
-        else:
-            hooks.pop(event, None)
-    if json.dumps(hooks, sort_keys=True) == before:
-        return None
-    doc["hooks"] = hooks
-    if not hooks:
-        del doc["hooks"]
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
 def _input() -> dict[str, Any]:

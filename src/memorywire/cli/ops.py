@@ -220,8 +220,7 @@ def _agent(p: argparse.ArgumentParser) -> None:
     built, so each run sees its own environment)."""
     default = os.environ.get("MEMORYWIRE_AGENT") or None
     p.add_argument("--agent", "-a", dest="agent_id", required=default is None, default=default,
-                   help="the agent whose memories these are (default: $MEMORYWIRE_AGENT"
-                        + (f", now {default!r})" if default else ", which is not set)"))
+                   help="the agent whose memories these are (default: $MEMORYWIRE_AGENT)")
     p.add_argument("--user", "-u", dest="user_id",
                    help="only this user's memories (user_id), within the agent's")
 

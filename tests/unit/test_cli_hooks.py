@@ -83,3 +83,18 @@ def test_session_start_recalls_the_projects_memories(
     capsys.readouterr()
     out = _hook(monkeypatch, capsys, "session-start", {"cwd": "/src/payments"})
     assert f"- [semantic] {fact}" in out and out.strip().endswith(REMINDER)
+
+
+@pytest.mark.anyio
+async def test_mcp_initialize_tells_the_model_when_to_use_each_tool() -> None:
+    from mcp import Client
+
+    from memorywire.server.dispatch import Dispatcher
+    from memorywire.server.mcp.server import build_mcp_server
+    from memorywire.store.memory import InMemoryStore
+
+    async with Client(build_mcp_server(Dispatcher(InMemoryStore()))) as c:
+        text = c.instructions or ""
+    for tool in ("recall", "remember", "update", "forget", "erase", "merge", "expire"):
+        assert f"{tool}" in text
+    assert "staged for a human reviewer" in text

@@ -63,6 +63,7 @@ from memorywire.store.postgres.sql import (
 from memorywire.store.postgres.url import PG_ALIASES, is_libpq_key
 from memorywire.store.timeline import remember_in_time
 from memorywire.store.url_settings import (
+    check_range,
     constructor_keywords,
     constructor_settings,
     refusing_bad_values,
@@ -120,6 +121,10 @@ class PostgresStore:
         exact_scope_limit: int = 50_000,
         recall: RecallSettings | None = None,
     ) -> None:
+        check_range("min_size", min_size, 0, 10_000)
+        check_range("max_size", max_size, max(1, min_size), 10_000)
+        check_range("timeout", timeout, 0.001, 86_400)
+        check_range("exact_scope_limit", exact_scope_limit, 0, 2**31 - 1)
         self._name = name
         self._recall = (recall or self.DEFAULT_RECALL).refuse_unless_neutral(
             self.RECALL_UNSUPPORTED, "PostgresStore")

@@ -85,7 +85,6 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store.rowstore",
             "memorywire.store.timeline",
             "memorywire.store.duplicates",
-            "memorywire.store.recall_plan",  # the plan's old address, for the router
             "memorywire.store.portable",
             "memorywire.store.cascade",
             "memorywire.store.bracket",
@@ -108,7 +107,7 @@ LAYERS: dict[str, Layer] = {
     "backend.mem0": _layer(_backend("mem0"), _BELOW_BACKENDS, "anyio numpy mem0"),
     "backend.letta": _layer(_backend("letta"), _BELOW_BACKENDS, "anyio numpy httpx"),
     "backend.cognee": _layer(_backend("cognee"), _BELOW_BACKENDS, "anyio numpy cognee"),
-    "router": _layer(_pkg("memorywire.router"), "errors wire core store", "anyio"),
+    "router": _layer(_pkg("memorywire.router"), "errors wire core recall store", "anyio"),
     "governance": _layer(
         _pkg("memorywire.governance"),
         "errors wire core store governance.pg",

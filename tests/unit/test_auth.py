@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from memorywire.core.clock import FakeClock
 from memorywire.errors import Forbidden, InvalidRequest, NotFound, Unauthorized
 from memorywire.server.auth import Principal, Role, TokenStore
 
@@ -52,3 +54,104 @@ def test_agent_tokens_need_a_scope_and_roles_are_checked() -> None:
     with pytest.raises(Forbidden):
         p.require(Role.REVIEWER, Role.ADMIN)
     Principal.local_admin().check_scope("anyone", None)
+
+
+def test_scope_checks_name_what_is_refused() -> None:
+    p = Principal("p", Role.AGENT, frozenset({"A", "B"}))
+    p.check_scope("B", None)
+    p.check_scope("A", "any-user")  # no user_ids: every user of its agents
+    with pytest.raises(Forbidden) as agent:
+        p.check_scope("C", None)
+    assert agent.value.message == "this token may not act for agent_id 'C'"
+    users = Principal("u", Role.AGENT, None, frozenset({"u1", "u2"}))
+    users.check_scope("any-agent", "u2")
+    with pytest.raises(Forbidden) as user:
+        users.check_scope("any-agent", None)
+    assert user.value.message == (
+        "this token is limited to its user_ids; pass one of them as user_id")
+    assert p.owns_agent("A") and not p.owns_agent("C") and users.owns_agent("Z")
+    assert Principal("n", Role.AGENT, frozenset()).owns_agent("A") is False
+
+
+def test_require_names_the_role_and_what_is_needed() -> None:
+    reviewer = Principal("r", Role.REVIEWER)
+    reviewer.require(Role.REVIEWER)
+    reviewer.require(Role.ADMIN, Role.REVIEWER)
+    with pytest.raises(Forbidden) as exc:
+        reviewer.require(Role.ADMIN)
+    assert exc.value.message == "role 'reviewer' may not do this (needs: admin)"
+    with pytest.raises(Forbidden) as two:
+        Principal("a", Role.AGENT, frozenset({"A"})).require(Role.REVIEWER, Role.ADMIN)
+    assert two.value.message == "role 'agent' may not do this (needs: reviewer, admin)"
+
+
+def test_local_principals_are_two_admins_with_distinct_names() -> None:
+    admin, operator = Principal.local_admin(), Principal.local_operator()
+    assert (admin.name, admin.role, admin.agent_ids, admin.user_ids) == (
+        "local", Role.ADMIN, None, None)
+    assert (operator.name, operator.role, operator.agent_ids) == ("operator", Role.ADMIN, None)
+
+
+def test_token_info_round_trips_scope_and_names(tmp_path: Path) -> None:
+    clock = FakeClock(1_000)
+    store = TokenStore(tmp_path / "sub" / "tokens.db", clock=clock)
+    secret, info = store.create(role=Role.AGENT, agent_ids=["B", "A", "B"], user_ids=["u2", "u1"],
+                                provenance="agent:A", name="bot")
+    assert (info.name, info.agent_ids, info.user_ids) == ("bot", ("A", "B"), ("u1", "u2"))
+    assert info.to_dict() == {
+        "id": info.id, "name": "bot", "role": "agent", "agent_ids": ["A", "B"],
+        "user_ids": ["u1", "u2"], "provenance": "agent:A", "created_at": info.created_at,
+        "revoked_at": None}
+    p = store.authenticate(secret)
+    assert p == Principal("bot", Role.AGENT, frozenset({"A", "B"}), frozenset({"u1", "u2"}),
+                          "agent:A")
+    assert p.token_id == info.id
+    assert store.list() == [info] and info.created_at == 1_000
+    clock.advance(5)
+    _, admin = store.create(role="admin")
+    assert admin.name == f"admin-{admin.id[-6:]}"
+    assert admin.to_dict()["agent_ids"] is None and admin.to_dict()["user_ids"] is None
+    assert store.authenticate_hashed(hashlib.sha256(secret.encode()).hexdigest()) == p
+    with pytest.raises(Unauthorized):
+        store.authenticate_hashed("0" * 64)
+    clock.advance(5)
+    revoked = store.revoke(info.id)
+    assert revoked.revoked_at == 1_010 and revoked.id == info.id and admin.created_at == 1_005
+    assert revoked.to_dict()["revoked_at"] == revoked.revoked_at
+    with pytest.raises(Unauthorized):
+        store.authenticate(secret)
+    assert [t.id for t in store.list(include_revoked=True)] == [info.id, admin.id]
+    assert store.list() == [admin]
+    store.close()
+
+
+def test_a_live_name_is_taken_until_its_token_is_revoked() -> None:
+    store = TokenStore()
+    _, first = store.create(role="reviewer", name="rev")
+    with pytest.raises(InvalidRequest) as exc:
+        store.create(role="admin", name="rev")
+    assert exc.value.message == "a live token is already named 'rev'"
+    store.revoke(first.id)
+    _, second = store.create(role="admin", name="rev")
+    assert second.name == "rev" and second.id != first.id
+    with pytest.raises(InvalidRequest) as empty:
+        store.create(role="agent", agent_ids=[])
+    assert empty.value.message == "an agent token needs at least one agent_id in its scope"
+    with pytest.raises(InvalidRequest) as role:
+        store.create(role="root")
+    assert role.value.message == "unknown role 'root'; use agent, reviewer or admin"
+    with pytest.raises(NotFound) as missing:
+        store.revoke("nope")
+    assert missing.value.message == "no live token 'nope'"
+
+
+def test_secrets_are_prefixed_random_and_only_live_ones_authenticate() -> None:
+    store = TokenStore()
+    a, _ = store.create(role="admin")
+    b, _ = store.create(role="admin")
+    assert a.startswith("mw_") and b.startswith("mw_") and a != b and len(a) > 40
+    assert store.authenticate(a).role is Role.ADMIN
+    for bad in ("x" + a, a[3:], a.upper()):
+        with pytest.raises(Unauthorized) as exc:
+            store.authenticate(bad)
+        assert exc.value.message == "a valid bearer token is required"

@@ -94,7 +94,7 @@ def test_local_principals_are_two_admins_with_distinct_names() -> None:
 
 def test_token_info_round_trips_scope_and_names(tmp_path: Path) -> None:
     clock = FakeClock(1_000)
-    store = TokenStore(tmp_path / "sub" / "tokens.db", clock=clock)
+    store = TokenStore(tmp_path / "new" / "dir" / "tokens.db", clock=clock)
     secret, info = store.create(role=Role.AGENT, agent_ids=["B", "A", "B"], user_ids=["u2", "u1"],
                                 provenance="agent:A", name="bot")
     assert (info.name, info.agent_ids, info.user_ids) == ("bot", ("A", "B"), ("u1", "u2"))
@@ -155,3 +155,24 @@ def test_secrets_are_prefixed_random_and_only_live_ones_authenticate() -> None:
         with pytest.raises(Unauthorized) as exc:
             store.authenticate(bad)
         assert exc.value.message == "a valid bearer token is required"
+
+
+def test_tokens_are_shared_across_threads_and_connections(tmp_path: Path) -> None:
+    """Servers authenticate on worker threads, and a second process sees a new token at once
+    (autocommit), without the first closing its store."""
+    import threading
+
+    writer = TokenStore(tmp_path / "tokens.db")
+    secret, info = writer.create(role="admin", name="ops")
+    reader = TokenStore(tmp_path / "tokens.db")
+    assert reader.authenticate(secret).name == "ops"
+    seen: list[object] = []
+    thread = threading.Thread(target=lambda: seen.append(writer.authenticate(secret).name))
+    thread.start()
+    thread.join()
+    assert seen == ["ops"]
+    writer.revoke(info.id)
+    with pytest.raises(Unauthorized):
+        reader.authenticate(secret)
+    writer.close()
+    reader.close()

@@ -151,3 +151,73 @@ async def test_a_cascade_is_expanded_so_the_receipt_digests_the_descendants(
     assert er.receipt is not None
     assert er.receipt["erased"] == {store.name: sorted([parent, child])}
     assert er.receipt["content_sha256"] == content_digest([r for r in held if r is not None])
+
+
+async def test_one_erased_memory_is_named_under_its_store_with_the_default_policy(
+    store: SqliteStore,
+) -> None:
+    mid = await _put(store, "only one")
+    er = await erase_with_receipt(store, ForgetRequest(agent_id="a", ids=[mid], hard_delete=True),
+                                  KEY)
+    assert er.receipt is not None and er.receipt["erased"] == {store.name: [mid]}
+    assert er.receipt["policy"] == "request" and er.receipt["reason_redacted"] is False
+    assert er.receipt["actor"] == "anonymous"  # no acting_as: the actor is not made up
+
+
+async def test_records_selected_stays_in_the_request_s_scope(store: SqliteStore) -> None:
+    mine = await _put(store, "mine", user_id="u1", metadata={"t": 1})
+    theirs = await _put(store, "theirs", user_id="u2", metadata={"t": 1})
+    other_agent = (await store.remember(RememberRequest(
+        agent_id="b", type=MemoryType.SEMANTIC, content="b's", metadata={"t": 1}))).id
+    by_ids = ForgetRequest(agent_id="a", user_id="u1", ids=[mine, theirs, other_agent])
+    assert [r.id for r in await records_selected(store, by_ids)] == [mine]
+    by_filter = ForgetRequest(agent_id="a", user_id="u1", filter={"t": 1})
+    assert [r.id for r in await records_selected(store, by_filter)] == [mine]
+    everyone = ForgetRequest(agent_id="a", filter={"t": 1})
+    assert sorted(r.id for r in await records_selected(store, everyone)) == sorted([mine, theirs])
+    assert [r.id for r in await records_selected(
+        store, ForgetRequest(agent_id="a", filter={"t": 2}))] == []
+
+
+async def test_governance_never_sees_a_redacted_reason(tmp_path: Path) -> None:
+    from memorywire.governance import GovernedStore
+
+    gov = GovernedStore(SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(64)),
+                        tmp_path / "gov.db")
+    try:
+        mid = await _put(gov, "diagnosis of X")  # type: ignore[arg-type]
+        await erase_with_receipt(gov, ForgetRequest(
+            agent_id="a", ids=[mid], hard_delete=True, reason="the note about X's diagnosis"),
+            KEY, redact_reason=True)
+        logged = [e["details"] for e in gov.audit_entries(limit=1000)]
+        assert logged and "X's diagnosis" not in repr(logged)
+        kept = await _put(gov, "kept reason")  # type: ignore[arg-type]
+        await erase_with_receipt(gov, ForgetRequest(
+            agent_id="a", ids=[kept], hard_delete=True, reason="plain reason"), KEY)
+        assert "plain reason" in repr([e["details"] for e in gov.audit_entries(limit=1000)])
+    finally:
+        await gov.aclose()
+
+
+async def test_a_staged_forget_vouches_for_nothing_yet(tmp_path: Path) -> None:
+    from memorywire.governance import GovernedStore
+
+    gov = GovernedStore(SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(64)),
+                        tmp_path / "gov.db", require_approval_for=["forget"])
+    sink = Sink()
+    try:
+        mid = await _put(gov, "awaiting review")  # type: ignore[arg-type]
+        er = await erase_with_receipt(
+            gov, ForgetRequest(agent_id="a", ids=[mid], hard_delete=True), KEY, audit=sink)
+        assert er.receipt is None and sink.events == []
+        assert er.response.pending_approval is True and er.response.forgotten_ids == []
+    finally:
+        await gov.aclose()
+
+
+async def test_a_soft_forget_is_refused_before_anything_happens(store: SqliteStore) -> None:
+    mid = await _put(store, "still here")
+    with pytest.raises(InvalidRequest) as exc:
+        await erase_with_receipt(store, ForgetRequest(agent_id="a", ids=[mid]), KEY)
+    assert exc.value.message == "hard_delete: a receipt is only issued for a hard forget"
+    assert await store.get("a", mid) is not None

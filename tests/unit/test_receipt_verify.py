@@ -186,6 +186,26 @@ def test_content_digest_proves_which_text_was_erased() -> None:
     assert _receipt()["content_sha256"] == digest
 
 
+def test_a_third_party_verifies_with_nothing_but_the_documented_rule() -> None:
+    """The signature covers the canonical JSON (sorted keys, no spaces, UTF-8) of every field
+    but ``signature``: what an auditor's own tool must be able to check."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    receipt = _receipt(note="naïve")
+    message = json.dumps({k: v for k, v in receipt.items() if k != "signature"},
+                         sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    key = Ed25519PublicKey.from_public_bytes(base64.b64decode(receipt["public_key"]))
+    key.verify(base64.b64decode(receipt["signature"]), message.encode("utf-8"))  # no raise
+    assert receipt["public_key"] == public_key_b64(KEY)
+    assert set(receipt) == {"kind", "receipt_id", "ts", "actor", "policy", "erased",
+                            "content_sha256", "reason_redacted", "details", "public_key",
+                            "signature"}
+    assert (receipt["ts"], receipt["actor"], receipt["policy"]) == (
+        1_700_000_000_000, "alice", "request")
+    # the receipt id is a UUIDv7 whose time field is the receipt's ts
+    assert int(receipt["receipt_id"].replace("-", "")[:12], 16) == receipt["ts"]
+
+
 def test_unsigned_receipt_sorts_what_it_names() -> None:
     body = unsigned_receipt(erased={"z": ["b", "a"], "m": ["c"]}, actor="x", policy="p",
                             digest="d", ts=5, reason_redacted=False)

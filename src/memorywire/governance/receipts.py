@@ -76,9 +76,9 @@ def unsigned_receipt(
 
 
 def _message(body: Mapping[str, Any]) -> bytes:
-    signed = {k: v for k, v in body.items() if k not in ("signature", "public_key")}
-    signed["public_key"] = body.get("public_key", "")
-    return canonical_json(signed).encode("utf-8")
+    """What the signature covers: the canonical JSON of every field but the signature (the
+    public key included, so a receipt cannot be re-attributed to another key)."""
+    return canonical_json({k: v for k, v in body.items() if k != "signature"}).encode("utf-8")
 
 
 def sign_receipt(private_key: Ed25519PrivateKey, body: Mapping[str, Any]) -> dict[str, Any]:

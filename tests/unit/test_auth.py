@@ -112,8 +112,9 @@ def test_token_info_round_trips_scope_and_names(tmp_path: Path) -> None:
     assert admin.name == f"admin-{admin.id[-6:]}"
     assert admin.to_dict()["agent_ids"] is None and admin.to_dict()["user_ids"] is None
     assert store.authenticate_hashed(hashlib.sha256(secret.encode()).hexdigest()) == p
-    with pytest.raises(Unauthorized):
+    with pytest.raises(Unauthorized) as unknown:
         store.authenticate_hashed("0" * 64)
+    assert unknown.value.message == "a valid bearer token is required"
     clock.advance(5)
     revoked = store.revoke(info.id)
     assert revoked.revoked_at == 1_010 and revoked.id == info.id and admin.created_at == 1_005
@@ -149,7 +150,9 @@ def test_secrets_are_prefixed_random_and_only_live_ones_authenticate() -> None:
     store = TokenStore()
     a, _ = store.create(role="admin")
     b, _ = store.create(role="admin")
-    assert a.startswith("mw_") and b.startswith("mw_") and a != b and len(a) > 40
+    assert a.startswith("mw_") and b.startswith("mw_") and a != b
+    # 256 random bits: 32 bytes are 43 URL-safe base64 characters
+    assert len(a) == len(b) == 3 + 43
     assert store.authenticate(a).role is Role.ADMIN
     for bad in ("x" + a, a[3:], a.upper()):
         with pytest.raises(Unauthorized) as exc:

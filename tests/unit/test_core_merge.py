@@ -2,9 +2,11 @@ from typing import Any
 
 import pytest
 
+from memorywire.core.content import Edge, content_to_storage
 from memorywire.core.merge import (
     MergeOutcome,
     MergeRow,
+    plan_links,
     plan_merge,
     plan_row_merge,
     remap_edges,
@@ -186,3 +188,45 @@ def test_plan_row_merge_without_a_text_change_records_no_derivation() -> None:
 def test_merge_outcome_maps_each_absorbed_id_to_the_survivor() -> None:
     out = MergeOutcome("s", "t", {}, 1.0, ("x", "y"))
     assert out.merged_into == {"x": "s", "y": "s"}
+
+
+def test_the_canonical_named_again_among_the_duplicates_stays_canonical() -> None:
+    canonical, dups = resolve_merge("a", ["a", "b"], ROWS)
+    assert canonical == A and dups == [B]
+
+
+def test_plan_links_tolerates_rows_it_has_no_edges_for() -> None:
+    plan = plan_links(MergeOutcome("a", "t", {}, 1.0, ("b",)), {})
+    assert plan.survivor_links is None and plan.relinked == {}
+    kept_empty = plan_links(MergeOutcome("a", "t", {"links": []}, 1.0, ("b",)), {"a": []})
+    assert kept_empty.survivor_links == []  # it had a links key: it keeps one
+    assert kept_empty.survivor_metadata({"k": 1}) == {"k": 1, "links": []}
+    linked = plan_links(MergeOutcome("a", "t", {}, 1.0, ("b",)), {"b": [Edge("x")]})
+    assert linked.survivor_metadata({"k": 1}) == {"k": 1, "links": ["x"]}
+
+
+def test_only_edges_to_absorbed_rows_move_to_the_survivor() -> None:
+    plan = plan_links(MergeOutcome("a", "t", {}, 1.0, ("b",)),
+                      {"a": [], "b": [], "c": [Edge("b"), Edge("d", "supersedes")]})
+    assert plan.relinked == {"c": ["a", {"id": "d", "type": "supersedes"}]}
+
+
+def test_plan_row_merge_joins_by_age_not_by_id() -> None:
+    a = _row("a", 5, "newer text")
+    b = _row("b", 1, "older text")
+    req = MergeRequest(agent_id="a", canonical="a", duplicates=["b"],
+                       strategy=MergeStrategy.MERGE_CONTENT)
+    [(_, new_a, changed), _] = plan_row_merge([a, b], req, now=9).changes
+    assert changed and new_a.stored == "older text\nnewer text"
+
+
+def test_plan_row_merge_keeps_a_procedure_s_stored_form() -> None:
+    proc = {"name": "n", "initial": "s", "states": ["s"]}
+    stored = content_to_storage(MemoryType.PROCEDURAL, proc)
+    p1 = _row("p1", 1, stored, type=MemoryType.PROCEDURAL)
+    p2 = _row("p2", 2, stored, type=MemoryType.PROCEDURAL)
+    req = MergeRequest(agent_id="a", canonical="p1", duplicates=["p2"],
+                       strategy=MergeStrategy.MERGE_CONTENT)
+    [(_, new_p1, changed), _] = plan_row_merge([p1, p2], req, now=9).changes
+    assert changed is False and new_p1.stored == stored
+    assert "derived_from" not in repr(new_p1.metadata)

@@ -220,3 +220,17 @@ def test_list_page_filters_types_users_expiry_and_limit() -> None:
     same_time = [_row("y", 1), _row("x", 1), _row("w", 2)]
     assert [r.id for r in list_page(same_time, ListQuery(agent_id="a", after_id="x"), 5)] == [
         "y", "w"]
+
+
+def test_a_procedure_is_stored_canonical_and_read_back_as_an_object() -> None:
+    from memorywire.core.content import content_to_storage
+
+    proc = {"name": "n", "initial": "s", "states": ["s", "t"]}
+    row = _row("p", type=MemoryType.PROCEDURAL,
+               stored=content_to_storage(MemoryType.PROCEDURAL, {**proc, "states": ["s"]}))
+    assert row.content() == {"name": "n", "initial": "s", "states": ["s"], "transitions": []}
+    plan = plan_update(row, UpdateRequest(agent_id="a", id="p", content=proc), now=2)
+    assert plan.stored == content_to_storage(MemoryType.PROCEDURAL, proc)
+    assert plan.changes["stored"] == plan.stored and plan.stored.startswith("{")
+    text = plan_update(_row("m"), UpdateRequest(agent_id="a", id="m", content="new"), now=2)
+    assert text.changes == {"updated_at": 2, "stored": "new"}

@@ -221,3 +221,31 @@ async def test_a_soft_forget_is_refused_before_anything_happens(store: SqliteSto
         await erase_with_receipt(store, ForgetRequest(agent_id="a", ids=[mid]), KEY)
     assert exc.value.message == "hard_delete: a receipt is only issued for a hard forget"
     assert await store.get("a", mid) is not None
+
+
+async def test_an_archived_memory_a_filter_names_is_digested(store: SqliteStore) -> None:
+    from memorywire.core.records import ListQuery
+    from memorywire.wire.models import ExpireAction, ExpirePolicy, ExpireRequest
+
+    archived = await _put(store, "low confidence note", metadata={"t": 1}, confidence=0.1)
+    live = await _put(store, "kept", metadata={"t": 1})
+    await store.expire(ExpireRequest(agent_id="a", policy=ExpirePolicy(confidence_below=0.5),
+                                     action=ExpireAction.ARCHIVE))
+    assert [r.id for r in await store.list(ListQuery(agent_id="a"))] == [live]  # archived
+    selected = await records_selected(store, ForgetRequest(agent_id="a", filter={"t": 1}))
+    assert sorted(r.id for r in selected) == sorted([archived, live])
+
+
+async def test_the_digest_limit_holds_past_a_store_s_default_page(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A store lists 1000 rows by default: the selection must ask for more than the limit,
+    or a larger set would be digested in part and vouched for in full."""
+    await store.remember_many([RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
+                                               content=f"n{i}", metadata={"t": 1})
+                               for i in range(1001)])
+    monkeypatch.setattr(erasure, "MAX_DIGESTED", 1000)
+    with pytest.raises(InvalidRequest):
+        await records_selected(store, ForgetRequest(agent_id="a", filter={"t": 1}))
+    monkeypatch.setattr(erasure, "MAX_DIGESTED", 1001)
+    assert len(await records_selected(store, ForgetRequest(agent_id="a", filter={"t": 1}))) == 1001

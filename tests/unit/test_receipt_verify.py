@@ -143,6 +143,35 @@ def test_non_base64_characters_in_signature_or_key_fail() -> None:
             False, "signature does not match the receipt"), (field, value)
 
 
+def test_a_key_spelled_with_junk_is_refused_even_when_the_signature_covers_it() -> None:
+    """One spelling per key: ``trusted_keys`` compares strings, so a signer must not be able
+    to present its key in a second spelling that decodes to the same bytes."""
+    body = unsigned_receipt(erased={"s": ["m"]}, actor="x", policy="p", digest="d", ts=1,
+                            reason_redacted=False)
+    key = public_key_b64(KEY)
+    odd = {**body, "public_key": key[:5] + "*" + key[5:]}
+    message = json.dumps(odd, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    odd["signature"] = base64.b64encode(KEY.sign(message.encode("utf-8"))).decode("ascii")
+    assert verify_receipt(odd) == (False, "signature does not match the receipt")
+    assert verify_receipt(dump_receipt(odd))[0] is False
+
+
+def test_text_that_is_not_strict_json_is_refused_even_if_signed() -> None:
+    """NaN is not JSON and a receipt file is UTF-8: a receipt signed over a NaN, or the same
+    receipt re-encoded as UTF-16 or with a byte order mark, does not verify."""
+    with_nan = sign_receipt(KEY, unsigned_receipt(
+        erased={"s": ["m"]}, actor="x", policy="p", digest="d", ts=1, reason_redacted=False,
+        details={"score": float("nan")}))
+    assert b"NaN" in dump_receipt(with_nan)
+    assert verify_receipt(dump_receipt(with_nan)) == (
+        False, "not a JSON receipt: NaN is not JSON")
+    text = dump_receipt(_receipt()).decode("utf-8")
+    assert verify_receipt(text.encode("utf-8")) == VALID
+    assert verify_receipt(text.encode("utf-16"))[0] is False
+    assert verify_receipt(text.encode("utf-16-le"))[0] is False
+    assert verify_receipt(b"\xef\xbb\xbf" + text.encode("utf-8"))[0] is False
+
+
 def test_an_untrusted_signer_fails_even_with_a_valid_signature() -> None:
     receipt = _receipt()
     assert verify_receipt(receipt, trusted_keys=[]) == (

@@ -52,7 +52,8 @@ def test_bytes_that_are_not_utf8_name_the_offset() -> None:
     with pytest.raises(InvalidRequest) as exc:
         parse_json(b'{"a": "\xff"}')
     assert exc.value.message == "body is not UTF-8: invalid byte at offset 7"
-    assert exc.value.details[0].keyword == "json"
+    assert [(d.path, d.keyword, d.message) for d in exc.value.details] == [
+        ("", "json", "body is not UTF-8: invalid byte at offset 7")]
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
@@ -60,7 +61,8 @@ def test_nan_and_infinity_are_not_json(constant: str) -> None:
     with pytest.raises(InvalidRequest) as exc:
         parse_json(f'{{"x": {constant}}}')
     assert exc.value.message == f"malformed JSON: {constant} is not valid JSON"
-    assert exc.value.details[0].keyword == "json"
+    assert [(d.path, d.keyword, d.message) for d in exc.value.details] == [
+        ("", "json", exc.value.message)]
 
 
 def test_parse_builds_the_model_of_a_kind_from_text_or_a_document() -> None:
@@ -78,6 +80,23 @@ def test_the_schema_refuses_before_any_model_is_built() -> None:
         parse("remember", {"agent_id": "a", "type": "semantic"})
     assert any("content" in d.message or d.path == "" for d in exc.value.details)
     assert exc.value.message.startswith("invalid remember")
+
+
+def test_a_gap_in_the_schema_is_still_a_400_naming_each_field(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Fault injection: a schema that lets a bad document through. The model refuses it, and
+    the caller still gets ``invalid_request`` with a pointer per problem, not a 500."""
+    from memorywire.wire import codec
+
+    monkeypatch.setattr(codec, "check", lambda kind, doc: None)
+    with pytest.raises(InvalidRequest) as exc:
+        parse("remember", {"agent_id": "a", "type": "no-such-type"})
+    assert [(d.path, d.keyword) for d in exc.value.details] == [
+        ("/type", "enum"), ("/content", "missing")]
+    first = exc.value.details[0].message
+    assert first.startswith("Input should be") and exc.value.message == f"invalid remember: {first}"
+    assert exc.value.details[1].message == "Field required"
 
 
 def test_parse_request_knows_the_five_operations_and_names_the_rest() -> None:
@@ -123,6 +142,10 @@ def test_to_wire_omits_absent_fields_but_keeps_the_list_cursor() -> None:
     assert body["id"] == "m" and body["stored_at"] == 5
     assert all(v is not None for v in body.values())
     assert "approval_url" not in body
+    record = {"id": "m", "agent_id": "a", "type": "episodic", "content": "c", "created_at": 1}
+    listed = to_wire(ListResponse.model_validate({"memories": [record], "next_cursor": None}))
+    assert type(listed["memories"][0]["type"]) is str  # plain JSON values, not enum members
+    assert listed["memories"][0]["type"] == "episodic"
     last_page = to_wire(ListResponse(memories=[], next_cursor=None))
     assert last_page == {"memories": [], "next_cursor": None}
     more: dict[str, Any] = to_wire(ListResponse(memories=[], next_cursor="c1"))

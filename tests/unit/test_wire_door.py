@@ -159,3 +159,26 @@ def test_the_cap_is_exactly_twenty() -> None:
     assert len(problems({"m": {str(i): "\x00" for i in range(20)}})) == 20
     assert len(problems({"m": {str(i): "\x00" for i in range(19)}})) == 19
     assert len(problems({"m": [2**64] * 21})) == 20
+
+
+def test_the_first_nul_is_the_one_named() -> None:
+    [p] = problems({"content": "a\x00b\x00"})
+    assert p.message == "must not contain NUL (U+0000) (at character 1)"
+
+
+def test_a_bare_value_is_checked_at_the_root() -> None:
+    assert problems(5) == [] and problems("fine") == [] and problems(None) == []
+    [big] = problems(2**64)
+    assert (big.path, big.keyword) == ("", "maximum")
+
+
+def test_keys_after_a_bad_key_are_still_walked() -> None:
+    found = problems({"metadata": {"bad\x00": 1, "good": "\x00", "n": 2**64}})
+    assert [(p.path, p.keyword) for p in found] == [
+        ("/metadata", "unicode"), ("/metadata/good", "unicode"), ("/metadata/n", "maximum")]
+
+
+def test_two_problems_say_one_more() -> None:
+    with pytest.raises(InvalidRequest) as two:
+        check_document("remember", {"content": "\x00", "source": "\x00"})
+    assert two.value.message.endswith("(at character 0) (and 1 more)")

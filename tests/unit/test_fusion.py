@@ -204,11 +204,15 @@ F, T = False, True
         # d: 1/63 + .05/62 = .0166795 just passes a (.0166667); e: 1/64 + .05/63 does not
         ([F, T, T, T, T], 0.05, "bcdae"),
         ([F, T, T, T, T], 0.5, "bcdea"),
+        # the third cued hit counts its place in the cue (k + 2): d = 1/63 + .0488/62 < a;
+        # at k + 1 it would pass a
+        ([F, T, T, T, T], 0.0488, "bcade"),
         # the tipping weight for a cued second hit is 1/(k+1): 1/61 at k = 60
         ([F, T], 0.0163, "ab"),
         ([F, T], 0.0165, "ba"),
         ([F, F, T], 0.0, "abc"),
         ([T, T, T], 9.0, "abc"),
+        ([T, T, T], -2.0, "abc"),  # all cued: returned as given, whatever the weight
         ([F, F, F], 9.0, "abc"),
         ([], 1.0, ""),
     ],
@@ -267,9 +271,15 @@ def test_fuse_accepts_the_wire_enum_and_a_quorum() -> None:
     assert scores(fuse(lists, Fusion.MAX)) == scores(max_fusion(lists))
     assert [i.id for i in fuse(lists, "weighted", quorum=2)] == ["y"]
     assert [i.id for i in fuse(lists, "max", quorum=2)] == ["y"]
-    with pytest.raises(ValueError, match="quorum must be at least 1"):
+    with pytest.raises(ValueError) as quorum:
         max_fusion(lists, quorum=0)
+    assert str(quorum.value) == "quorum must be at least 1"
+    with pytest.raises(ValueError) as k:
+        rrf(lists, k=0)
+    assert str(k.value) == "rrf k must be at least 1 (rank 0 would divide by zero)"
     assert rrf(lists, k=1)[0].score == 1.5
+    assert scores(fuse(lists)) == scores(rrf(lists))  # rrf is the default mode
+    assert [i.id for i in fuse(lists, "rrf", quorum=2)] == ["y"]
 
 
 def test_fused_items_report_every_list_and_the_best_one() -> None:
@@ -307,6 +317,8 @@ def test_graph_boost_ignores_itself_far_and_non_candidate_neighbours() -> None:
     zero = {i.id: i for i in graph_boost(fused, {"b": {"a": 0}}, hops=2)}
     assert zero["b"].score == base["b"] and zero["b"].supporting == ()
     assert graph_boost(fused, {"b": {"a": 1}}, hops=-1) == fused
+    unsorted = list(reversed(fused))  # hops 0 returns its input as given, not re-sorted
+    assert graph_boost(unsorted, {"b": {"a": 1}}, hops=0) == unsorted
     tied = graph_boost(fused, {"a": {"b": 1, "c": 1}, "b": {"a": 1}}, hops=1)
     assert [i.id for i in tied] == ["a", "b"]
 

@@ -132,8 +132,8 @@ def test_the_forged_row_of_two_claiming_one_place_is_the_one_nothing_links_to() 
     genuine = [rows[0], rows[1], rows[2], replace(rows[3], seq=5), replace(rows[4], seq=6)]
     extra_before = _entry(4, rows[2].hash, "forged")
     rep = verify_entries([*genuine, extra_before])
-    assert ("inserted", 4) in _kinds(rep.problems)
-    assert ("inserted", 5) not in _kinds(rep.problems)
+    # the forgery is named, and the rows after it are still checked (5 now sits at 6)
+    assert _kinds(rep.problems) == [("inserted", 4), ("reordered", 5)]
     assert rep.first_bad_seq == 4
 
 
@@ -158,6 +158,8 @@ def test_a_reordered_row_is_reported_where_it_belongs() -> None:
         ("reordered", 3, "entry written as 4 now sits at 3"),
         ("reordered", 3, "entry written as 3 now sits at 4")]
     assert rep.first_bad_seq == 3 and rep.kinds == ("reordered",)
+    first_two = verify_entries([replace(rows[1], seq=1), replace(rows[0], seq=2), *rows[2:]])
+    assert _kinds(first_two.problems) == [("reordered", 1), ("reordered", 1)]
 
 
 def test_a_renumbered_log_is_reported_although_every_row_is_genuine() -> None:
@@ -208,6 +210,17 @@ def test_a_checkpoint_on_an_empty_log_vouches_for_nothing() -> None:
     assert rep.ok and rep.checkpoints_checked == 1 and rep.last_checkpoint_seq == 0
     other = sign_checkpoint(KEY, 0, "f" * 64, ts=7)  # seq 0 but not the genesis hash
     assert verify_entries(_chain(2), [other]).kinds == ("edited",)
+    assert verify_entries([], [other]).kinds == ("edited",)  # nothing was cut off after 0
+
+
+def test_every_checkpoint_is_checked_after_a_bad_or_an_empty_one() -> None:
+    rows = _chain(6)
+    forged = _rewrite_from(rows, 4, "rewritten")
+    genesis = sign_checkpoint(KEY, 0, GENESIS_HASH, ts=1)
+    bad = replace(_cp(rows, 2), ts=999)  # signature no longer matches
+    rep = verify_entries(forged, [genesis, bad, _cp(rows, 6)])
+    assert _kinds(rep.problems) == [("bad_checkpoint", 2), ("edited", 1)]
+    assert rep.checkpoints_checked == 3 and rep.last_checkpoint_seq == 6
 
 
 def test_bad_and_untrusted_checkpoints_are_named_and_vouch_for_nothing() -> None:
@@ -224,6 +237,10 @@ def test_bad_and_untrusted_checkpoints_are_named_and_vouch_for_nothing() -> None
     assert verify_entries(rows, [forged_hash]).kinds == ("bad_checkpoint",)
     junk = replace(good, signature=good.signature[:8] + "!" + good.signature[8:])
     assert not junk.signature_valid()
+    # the key is not part of the signed message: its spelling must be checked on its own
+    odd_key = replace(good, public_key=good.public_key[:5] + "*" + good.public_key[5:])
+    assert not odd_key.signature_valid() and good.signature_valid()
+    assert public_key_b64(KEY.public_key()) == public_key_b64(KEY) == good.public_key
     assert not replace(good, public_key="not base64").signature_valid()
     assert not replace(good, signature=base64.b64encode(b"short").decode()).signature_valid()
 
@@ -253,14 +270,18 @@ def test_verify_tail_extends_a_verified_point_and_names_the_first_break() -> Non
     none = verify_tail([], 3, rows[2].hash)
     assert (none.ok, none.last_seq, none.last_hash, none.checked) == (True, 3, rows[2].hash, 0)
     gap = verify_tail(rows[4:], 3, rows[2].hash)
-    assert not gap.ok and gap.problem == Problem("deleted", 4, "entry 4 is not where expected")
+    assert gap.ok is False
+    assert gap.problem == Problem("deleted", 4, "entry 4 is not where expected")
     assert (gap.last_seq, gap.last_hash, gap.checked) == (3, rows[2].hash, 1)
     dup = verify_tail(rows[2:], 3, rows[2].hash)
     assert dup.problem is not None and (dup.problem.kind, dup.problem.seq) == ("inserted", 4)
+    assert dup.ok is False
     wrong_link = verify_tail(rows[3:], 3, rows[1].hash)
     assert wrong_link.problem == Problem("edited", 4, "entry 4 does not link or match")
+    assert wrong_link.ok is False
     edited = [rows[3], replace(rows[4], actor="x"), rows[5]]
     bad = verify_tail(edited, 3, rows[2].hash)
+    assert bad.ok is False
     assert bad.problem == Problem("edited", 5, "entry 5 does not link or match")
     assert (bad.last_seq, bad.last_hash, bad.checked) == (4, rows[3].hash, 2)
 
@@ -276,3 +297,42 @@ def test_entry_hash_covers_every_column_but_the_hashes() -> None:
     for field, value in (("seq", 2), ("ts", 1), ("actor", "x"), ("action", "forget"),
                          ("agent_id", None), ("memory_ids", ()), ("details", {})):
         assert verify_entries([replace(row, **{field: value})]).kinds != (), field
+
+
+def test_a_row_edited_and_moved_is_reported_where_it_was_and_where_it_is() -> None:
+    rows = _chain(4)
+    moved = [rows[0], rows[1], replace(rows[2], actor="mallory", seq=10), rows[3]]
+    rep = verify_entries(moved)
+    assert rep.problems == (Problem("edited", 10, "entry 10 does not match its hash"),
+                            Problem("deleted", 3, "1 entries missing from 3"))
+    assert rep.first_bad_seq == 3 and rep.kinds == ("deleted", "edited")
+    first = verify_entries([replace(rows[0], actor="x", seq=9), *rows[1:]])
+    assert Problem("deleted", 1, "1 entries missing from 1") in first.problems
+    two = _chain(5)
+    both = [two[0], replace(two[1], actor="x", seq=11), replace(two[2], actor="y", seq=12),
+            two[3], two[4]]
+    assert Problem("deleted", 2, "2 entries missing from 2") in verify_entries(both).problems
+
+
+def test_rows_after_an_edited_one_are_still_checked() -> None:
+    rows = _chain(6)
+    tampered = [rows[0], replace(rows[1], actor="x"), rows[2], rows[3],
+                replace(rows[5], seq=5), replace(rows[4], seq=6)]
+    rep = verify_entries(tampered)
+    assert _kinds(rep.problems) == [("edited", 2), ("reordered", 5), ("reordered", 5)]
+
+
+def test_a_forged_cycle_of_links_is_reported_not_followed() -> None:
+    a = AuditEntry(1, 1, "x", "remember", None, (), {}, "h2" * 32, "h1" * 32)
+    b = AuditEntry(2, 2, "x", "remember", None, (), {}, "h1" * 32, "h2" * 32)
+    rep = verify_entries([a, b])
+    assert not rep.ok and rep.first_bad_seq == 1 and rep.kinds == ("edited",)
+
+
+def test_problems_and_reports_serialise_for_the_cli() -> None:
+    rows = _chain(3)
+    rep = verify_entries(rows[:1] + rows[2:])
+    assert rep.to_dict()["problems"] == [
+        {"kind": "deleted", "seq": 2, "message": "entries before 3 are missing"}]
+    assert rep.to_dict()["kinds"] == ["deleted"] and rep.to_dict()["ok"] is False
+    assert Problem("edited", 4, "m").to_dict() == {"kind": "edited", "seq": 4, "message": "m"}

@@ -336,3 +336,11 @@ def test_problems_and_reports_serialise_for_the_cli() -> None:
         {"kind": "deleted", "seq": 2, "message": "entries before 3 are missing"}]
     assert rep.to_dict()["kinds"] == ["deleted"] and rep.to_dict()["ok"] is False
     assert Problem("edited", 4, "m").to_dict() == {"kind": "edited", "seq": 4, "message": "m"}
+
+
+def test_a_broken_link_found_deep_in_the_walk_back_is_still_a_verdict() -> None:
+    """Entry 1 gone and 2 and 3 swapped: walking back from the first stored row reaches a
+    row whose predecessor is missing; every row still gets a verdict, none raises."""
+    rows = _chain(4)
+    rep = verify_entries([replace(rows[2], seq=2), replace(rows[1], seq=3), rows[3]])
+    assert not rep.ok and rep.entries == 3 and rep.first_bad_seq == 2

@@ -22,20 +22,21 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, cast
-
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import ValidationError, relevance
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any, cast
 
 from memorywire.errors import ErrorDetail, InvalidRequest
 from memorywire.wire.fastcheck import accepts
 from memorywire.wire.registry import registry, schema_id
 
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+
 __all__ = [
     "ValidationIssue",
     "best_match",
     "check",
+    "issues_at",
     "reference_issues",
     "validate",
     "validator_for",
@@ -66,6 +67,8 @@ def _content_schema(
     try:
         decoded = json.loads(instance)
     except json.JSONDecodeError as exc:
+        from jsonschema.exceptions import ValidationError
+
         yield ValidationError(
             f"must hold a JSON document: {exc.msg} at line {exc.lineno}, column {exc.colno}",
             validator="contentMediaType",
@@ -74,15 +77,21 @@ def _content_schema(
     yield from validator.descend(decoded, content_schema)
 
 
-_Validator: Any = validators.extend(  # type: ignore[no-untyped-call]
-    Draft202012Validator, {"contentSchema": _content_schema}
-)
+@cache
+def _validator_class() -> Any:
+    """Draft 2020-12 plus ``contentSchema``; built on the first check, so that importing the
+    wire models (every entry point does) does not load ``jsonschema``."""
+    from jsonschema import Draft202012Validator, validators
+
+    return validators.extend(  # type: ignore[no-untyped-call]
+        Draft202012Validator, {"contentSchema": _content_schema}
+    )
 
 
 @cache
 def validator_for(kind: str) -> Validator:
     """A ready validator for one document kind (``remember``, ``types/fsm``, ...)."""
-    validator: Validator = _Validator({"$ref": schema_id(kind)}, registry=registry())
+    validator: Validator = _validator_class()({"$ref": schema_id(kind)}, registry=registry())
     return validator
 
 
@@ -101,8 +110,27 @@ def reference_issues(kind: str, document: Any) -> list[ValidationIssue]:
     return sorted(issues, key=lambda i: (i.path.split("/"), i.keyword, i.message))
 
 
+@cache
+def _validator_at(kind: str, fragment: str) -> Validator:
+    validator: Validator = _validator_class()({"$ref": schema_id(kind) + fragment},
+                                              registry=registry())
+    return validator
+
+
+def issues_at(kind: str, fragment: str, document: Any) -> list[ValidationIssue]:
+    """Every problem with ``document`` as one part of ``kind``'s schema (``#/oneOf/1``: a
+    dump's record line), by the reference validator. A ``oneOf`` of whole-document shapes
+    only says "matches none"; validating the one shape meant names the field."""
+    issues: set[ValidationIssue] = set()
+    for error in _validator_at(kind, fragment).iter_errors(document):
+        issues.update(_issues(error))
+    return sorted(issues, key=lambda i: (i.path.split("/"), i.keyword, i.message))
+
+
 def best_match(kind: str, document: Any) -> str | None:
     """The single most useful problem as one line (``"/type: must be one of ..."``)."""
+    from jsonschema.exceptions import relevance
+
     errors = list(validator_for(kind).iter_errors(document))
     if not errors:
         return None

@@ -59,9 +59,9 @@ from memorywire.errors import (
     NotFound,
     PendingApproval,
 )
-from memorywire.router_fanout import FanOut, _BadAnswer
-from memorywire.router_graph import GraphEdges, GraphStore, _merge_distances
-from memorywire.router_outbox import ForgetOutbox
+from memorywire.router.fanout import FanOut, _BadAnswer
+from memorywire.router.graph import GraphEdges, GraphStore, _merge_distances
+from memorywire.router.outbox import ForgetOutbox
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.recall_plan import recall_in_time
@@ -189,7 +189,7 @@ class MemoryRouter(GraphEdges, FanOut):
         self._name = name
         self._rrf_k = rrf_k
         self._verify = verify_hits
-        #: Forgets a child missed, re-sent until it acknowledges (see ``router_outbox``).
+        #: Forgets a child missed, re-sent until it acknowledges (see ``memorywire.router.outbox``).
         self.outbox = outbox
 
     @property
@@ -255,7 +255,7 @@ class MemoryRouter(GraphEdges, FanOut):
         return RememberResponse(
             id=mid, stored_at=first.stored_at, stores=[o.store.name for o in accepted],
             pending_approval=False, failures=self._failures(outcomes),
-            conflicts=first.conflicts,
+            conflicts=first.conflicts, near_duplicates=first.near_duplicates,
         )
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
@@ -398,9 +398,10 @@ class MemoryRouter(GraphEdges, FanOut):
             })
             for f in fused[: req.k]
         ]
-        if req.include_superseded or req.as_of is not None:
-            results = rank_current_first(results, req.as_of if req.as_of is not None else now,
-                                         as_of=req.as_of is not None)
+        point = req.as_of if req.as_of is not None else req.known_at
+        if req.include_superseded or point is not None:
+            results = rank_current_first(results, point if point is not None else now,
+                                         as_of=point is not None, known_at=req.known_at)
         return RecallResponse(
             results=results, fusion_used=req.fusion,
             stores_queried=[s.name for s in self._stores if s.name in answered],

@@ -179,3 +179,43 @@ def test_tokens_are_shared_across_threads_and_connections(tmp_path: Path) -> Non
         reader.authenticate(secret)
     writer.close()
     reader.close()
+
+
+def test_allows_is_check_scope_as_a_predicate() -> None:
+    p = Principal("p", Role.AGENT, frozenset({"A"}), frozenset({"u1"}))
+    assert p.allows("A", "u1")
+    assert not p.allows("B", "u1") and not p.allows("A", "u2") and not p.allows("A", None)
+    agents_only = Principal("q", Role.AGENT, frozenset({"A"}))
+    assert agents_only.allows("A", None) and agents_only.allows("A", "anyone")
+    assert not agents_only.allows("B", None)
+    everyone = Principal.local_admin()
+    assert everyone.allows("Z", None) and everyone.allows("Z", "u")
+    for principal in (p, agents_only, everyone):
+        for agent, user in (("A", "u1"), ("A", "u2"), ("B", None), ("A", None)):
+            try:
+                principal.check_scope(agent, user)
+                checked = True
+            except Forbidden:
+                checked = False
+            assert principal.allows(agent, user) is checked, (principal.name, agent, user)
+
+
+def test_scoped_means_limited_to_some_agents_or_users() -> None:
+    assert Principal("a", Role.AGENT, frozenset({"A"})).scoped is True
+    assert Principal("u", Role.ADMIN, None, frozenset({"u1"})).scoped is True
+    assert Principal.local_admin().scoped is False
+    assert Principal("r", Role.REVIEWER).scoped is False
+
+
+def test_require_for_reads_the_operation_table() -> None:
+    agent = Principal("a", Role.AGENT, frozenset({"A"}))
+    reviewer = Principal("r", Role.REVIEWER)
+    agent.require_for("forget")
+    reviewer.require_for("approvals.approve")
+    Principal.local_admin().require_for("audit.verify")
+    with pytest.raises(Forbidden) as exc:
+        agent.require_for("approvals.approve")
+    assert exc.value.message == "role 'agent' may not do this (needs: reviewer, admin)"
+    with pytest.raises(Forbidden) as admin_only:
+        reviewer.require_for("recover")
+    assert admin_only.value.message == "role 'reviewer' may not do this (needs: admin)"

@@ -219,3 +219,16 @@ def test_require_for_reads_the_operation_table() -> None:
     with pytest.raises(Forbidden) as admin_only:
         reviewer.require_for("recover")
     assert admin_only.value.message == "role 'reviewer' may not do this (needs: admin)"
+
+
+def test_the_default_store_is_private_memory_and_writes_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    one, two = TokenStore(), TokenStore()
+    one.create(role="admin", name="same")
+    two.create(role="admin", name="same")  # a separate database: the name is free there
+    assert two.list()[0].name == "same" and len(one.list()) == 1
+    one.close()
+    two.close()
+    assert list(tmp_path.iterdir()) == []

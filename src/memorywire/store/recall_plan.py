@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import cast
 
 from memorywire.core.boosts import NO_BOOSTS, Boosts
+from memorywire.core.relevance import ordered
 from memorywire.core.restatement import restated_last
 from memorywire.core.session_evidence import SESSION_POOL, session_ranked, sessions_in
 from memorywire.core.subject_boost import SUBJECT_POOL, names_in, needs_pool, subject_ranked
@@ -164,4 +165,10 @@ async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
     while nxt is not None:
         resp = await search(nxt)
         nxt = plan.deeper(resp.results)
-    return resp.model_copy(update={"results": plan.finish(resp.results)})
+    hits = plan.finish(resp.results)
+    capped = ordered([h.relevance for h in hits])
+    hits = [h if c == h.relevance else h.model_copy(update={"relevance": c})
+            for h, c in zip(hits, capped, strict=True)]
+    if req.min_relevance is not None:  # a threshold keeps the prefix that still reaches it
+        hits = [h for h in hits if h.relevance is None or h.relevance >= req.min_relevance]
+    return resp.model_copy(update={"results": hits})

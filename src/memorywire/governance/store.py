@@ -235,7 +235,7 @@ class GovernedStore:
             with scan:
                 return await self._inner.remember(req)
 
-        guard = self._staging.refuse_if_staged(req.agent_id, item_id)
+        guard = self._staging.refuse_if_staged(req.agent_id, item_id, req.user_id)
         if honours_bracket(self._inner) and not req.supersedes:
             return await self._trail.bracket(
                 "remember", req.agent_id, [item_id], meta, done=batch_remembered, guard=guard
@@ -383,6 +383,7 @@ class GovernedStore:
     get_item = delegate_async("_desk", ReviewDesk.get_item)
     get_review = delegate_async("_desk", ReviewDesk.get_review)
     queue_counts = delegate_async("_desk", ReviewDesk.queue_counts)
+    audit_head = delegate_async("_desk", ReviewDesk.audit_head)
     audit_entries = delegate("_desk", ReviewDesk.audit_entries)
     aaudit_entries = delegate_async("_desk", ReviewDesk.aaudit_entries)
     verify = delegate("_desk", ReviewDesk.verify)

@@ -82,7 +82,7 @@ from memorywire.store.sqlite.schema import SCHEMA_VERSION
 from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR
 from memorywire.store.sqlite.url import SQLITE_URI_HINTS, sqlite_path, sqlite_query
 from memorywire.store.timeline import remember_in_time
-from memorywire.store.url_settings import refusing_bad_values, url_keywords
+from memorywire.store.url_settings import check_range, refusing_bad_values, url_keywords
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -158,6 +158,8 @@ class SqliteStore:
         cache_mb: float = 1024,
         reads_need_file: bool = False,
     ) -> None:
+        check_range("busy_timeout_ms", busy_timeout_ms, 0, 2**31 - 1)  # SQLite takes a C int
+        check_range("cache_mb", cache_mb, 0, 2**20)
         self._embedder = resolve_embedder(embedder)
         self._clock: Clock = clock or SystemClock()
         self._name = name

@@ -23,6 +23,7 @@ import pytest
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import ERROR_CODES
 from memorywire.governance import GovernedStore
+from memorywire.governance.signing import SigningKeySource
 from memorywire.server.approvals import GovernanceApprovals
 from memorywire.server.auth import TokenStore
 from memorywire.server.dispatch import Dispatcher
@@ -34,15 +35,18 @@ from memorywire.store.sqlite import SqliteStore
 #: The code a test sees when the MCP SDK refused the bytes as unparseable JSON-RPC.
 MCP_PARSE_ERROR = "mcp_parse_error"
 FIVE = ("remember", "recall", "forget", "merge", "expire")
+#: Every operation REST takes as ``POST /v0/<op>`` with the request as the body.
+POSTED = (*FIVE, "get", "list", "update", "history", "erase")
 _REST: dict[str, tuple[str, str]] = {
     "approvals.list": ("GET", "/v0/approvals"),
     "approvals.get": ("GET", "/v0/approvals/{id}"),
     "approvals.approve": ("POST", "/v0/approvals/{id}/approve"),
     "approvals.reject": ("POST", "/v0/approvals/{id}/reject"),
     "audit.list": ("GET", "/v0/audit"),
+    "recover": ("POST", "/v0/admin/recover"),
     "health": ("GET", "/v0/health"),
 }
-_RPC = {op: f"memory.{op}" for op in FIVE} | {"health": "server.health"}
+_RPC = {op: f"memory.{op}" for op in POSTED} | {"health": "server.health"}
 
 
 @dataclass
@@ -83,9 +87,15 @@ def governed() -> bool:
 
 
 @asynccontextmanager
-async def open_rig(tmp_path: Path, governed: bool = True) -> AsyncIterator[Rig]:
+async def open_rig(tmp_path: Path, governed: bool = True, *, signing: bool = False,
+                   **gov_kw: Any) -> AsyncIterator[Rig]:
+    """``signing``: hard forgets and erases return signed receipts (as ``serve`` does);
+    ``gov_kw``: more ``GovernedStore`` settings (``per_user_keys``, ``policies``)."""
     inner = SqliteStore(tmp_path / "mem.db", embedder=HashingEmbedder())
-    gov = GovernedStore(inner, tmp_path / "gov.db")
+    gov = GovernedStore(inner, tmp_path / "gov.db", **gov_kw)
+    receipts: dict[str, Any] = {} if not signing else {
+        "signing_key": SigningKeySource(tmp_path / "signing.pem", create=True),
+        "receipts_audit": gov}
     tokens = TokenStore()
     admin, _ = tokens.create(role="admin", name="admin")
     agent, _ = tokens.create(role="agent", agent_ids=["A"], name="agent")
@@ -93,7 +103,7 @@ async def open_rig(tmp_path: Path, governed: bool = True) -> AsyncIterator[Rig]:
     user2, _ = tokens.create(role="agent", agent_ids=["A"], user_ids=["u2"], name="u2")
     reviewer, _ = tokens.create(role="reviewer", agent_ids=["A"], name="rev")
     dispatcher = (
-        Dispatcher(gov, approvals=GovernanceApprovals(gov), limits=Limits())
+        Dispatcher(gov, approvals=GovernanceApprovals(gov), limits=Limits(), **receipts)
         if governed
         else Dispatcher(inner, limits=Limits())  # gov stays only to answer audit_len()
     )
@@ -125,7 +135,7 @@ def _status(code: str) -> int:
 async def rest(rig: Rig, op: str, doc: dict[str, Any], token: str) -> Outcome:
     headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
     body = json.dumps(doc)  # keeps lone surrogates as \ud800 escapes: valid JSON text
-    if op in FIVE:
+    if op in POSTED:
         r = await rig.http.post(f"/v0/{op}", content=body, headers=headers)
     else:
         method, path = _REST[op]

@@ -19,7 +19,6 @@ from memorywire.errors import (
     InvalidRequest,
     NotFound,
 )
-from memorywire.governance.actor import acting_as
 from memorywire.governance.erasure import AuditSink, erase_with_receipt
 from memorywire.governance.signing import SigningKeySource
 from memorywire.server.approvals import Approvals
@@ -61,6 +60,7 @@ from memorywire.wire.versions import check_requested, versions_doc
 
 __all__ = [
     "FAILURES_HEADER",
+    "RATE_LIMITED",
     "DispatchResult",
     "Dispatcher",
     "dump_response",
@@ -71,6 +71,16 @@ M = TypeVar("M", bound=BaseModel)
 
 #: HTTP header carrying router diagnostics (JSON list of StoreFailure) beside a v0 body.
 FAILURES_HEADER = "Memorywire-Store-Failures"
+
+#: The bucket each rate-limited operation takes from, per token: ``write`` (``write_rate``)
+#: or ``read`` (``recall_rate``). Every operation that writes, and every bulk read, is here
+#: (``tests/security/test_finding32_rate_limits_every_operation.py`` walks it); the HTTP-only
+#: admin routes take theirs through :meth:`Dispatcher.limit`.
+RATE_LIMITED: Mapping[str, str] = {
+    "remember": "write", "forget": "write", "merge": "write", "expire": "write",
+    "update": "write", "erase": "write", "recover": "write", "admin.import": "write",
+    "recall": "read", "list": "read", "admin.export": "read",
+}
 
 _WRITERS = (Role.AGENT, Role.ADMIN)
 _REVIEWERS = (Role.REVIEWER, Role.ADMIN)
@@ -144,11 +154,12 @@ class Dispatcher:
         #: ``None`` means unlimited (in-process use); servers pass ones built from ``limits``.
         self.rate_limiter = rate_limiter
         self.write_limiter = write_limiter
-        #: get, list, update, history, erase (typed entry points for the in-process client)
-        self.records = RecordOperations(store, signing_key, receipts_audit)
-        self.recovery = RecoverOperation(store, getattr(approvals, "governed", None),
-                                         signing_key, receipts_audit)
         governed = getattr(approvals, "governed", None)
+        #: Finishes a hard forget beyond the store and says what it reached (receipts).
+        self._copies = None if governed is None else governed.erased_copies
+        #: get, list, update, history, erase (typed entry points for the in-process client)
+        self.records = RecordOperations(store, signing_key, receipts_audit, self._copies)
+        self.recovery = RecoverOperation(store, governed, signing_key, receipts_audit)
         if governed is not None and signing_key is not None:
             governed.sign_hard_forgets(self._signed_hard_forget)
         self._ops: dict[str, Handler] = {
@@ -187,7 +198,7 @@ class Dispatcher:
             body = dict(body)
             check_requested(body.pop("wire_version"), "/wire_version")
         check_document(op, body)  # before the schema: its messages may quote the value
-        with acting_as(principal.name, principal.token_id):
+        with principal.acting():
             if self.observer is None:
                 return await handler(body, principal)
             return await self.observer(op, principal, lambda: handler(body, principal))
@@ -200,34 +211,34 @@ class Dispatcher:
         check_document("remember", to_wire(req))
         check_content_size(req.content, self.limits)
         check_approval_capability(self.store, req)
-        self._limit_writes(p)
+        self.limit("remember", p)
         if p.provenance is not None:
             req = req.model_copy(update={"source": p.provenance})
-        with acting_as(p.name, p.token_id):
+        with p.acting():
             await check_id_owner(self.store, req)
             return await self.store.remember(req)
 
     async def recall(self, req: RecallRequest, p: Principal) -> RecallResponse:
         p.check_scope(req.agent_id, req.user_id)
         check_document("recall", to_wire(req))
-        if self.rate_limiter is not None:
-            self.rate_limiter.acquire(p.name)
+        self.limit("recall", p)
         if req.min_relevance is None and self.min_relevance is not None:
             req = req.model_copy(update={"min_relevance": self.min_relevance})
-        with acting_as(p.name, p.token_id):
+        with p.acting():
             return await self.store.recall(req)
 
     async def forget(self, req: ForgetRequest, p: Principal) -> ForgetResponse:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
         check_document("forget", to_wire(req))
-        self._limit_writes(p)
-        with acting_as(p.name, p.token_id):
+        self.limit("forget", p)
+        with p.acting():
             key = None if self.signing_key is None or not req.hard_delete \
                 else self.signing_key.get()
             if key is None:
                 return await self.store.forget(req)
-            er = await erase_with_receipt(self.store, req, key, audit=self.receipts_audit)
+            er = await erase_with_receipt(self.store, req, key, audit=self.receipts_audit,
+                                          copies=self._copies)
             if er.receipt is None:
                 return er.response
             return er.response.model_copy(update={"receipt": er.receipt})
@@ -240,15 +251,15 @@ class Dispatcher:
         if key is None:
             return await inner.forget(req), None
         er = await erase_with_receipt(inner, req, key, audit=self.receipts_audit,
-                                      policy="approval")
+                                      policy="approval", copies=self._copies)
         return er.response, er.receipt
 
     async def merge(self, req: MergeRequest, p: Principal) -> MergeResponse:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
         check_document("merge", to_wire(req))
-        self._limit_writes(p)
-        with acting_as(p.name, p.token_id):
+        self.limit("merge", p)
+        with p.acting():
             await check_merge_size(self.store, req, self.limits)
             return await self.store.merge(req)
 
@@ -256,13 +267,18 @@ class Dispatcher:
         p.require(*_WRITERS)
         p.check_scope(req.agent_id, req.user_id)
         check_document("expire", to_wire(req))
-        self._limit_writes(p)
-        with acting_as(p.name, p.token_id):
+        self.limit("expire", p)
+        with p.acting():
             return await self.store.expire(req)
 
-    def _limit_writes(self, p: Principal) -> None:
-        if self.write_limiter is not None:
-            self.write_limiter.acquire(p.name)
+    def limit(self, op: str, p: Principal) -> None:
+        """Take one token of ``op``'s bucket (:data:`RATE_LIMITED`) or raise
+        ``RateLimited``; nothing when limits are off or ``op`` is not limited."""
+        kind = RATE_LIMITED.get(op)
+        limiter = self.write_limiter if kind == "write" else \
+            self.rate_limiter if kind == "read" else None
+        if limiter is not None:
+            limiter.acquire(p.name)
 
     # --- JSON handlers -------------------------------------------------------------------------
 
@@ -292,14 +308,14 @@ class Dispatcher:
 
     async def _list(self, doc: Any, p: Principal) -> DispatchResult:
         req = validate_request(ListRequest, doc, "list")
-        if self.rate_limiter is not None:
-            self.rate_limiter.acquire(p.name)
+        self.limit("list", p)
         return DispatchResult(dump_response(await self.records.list(req, p)))
 
     async def _update(self, doc: Any, p: Principal) -> DispatchResult:
         req = validate_request(UpdateMemoryRequest, doc, "update")
         if req.content is not None:
             check_content_size(req.content, self.limits)
+        self.limit("update", p)
         return DispatchResult(dump_response(await self.records.update(req, p)))
 
     async def _history(self, doc: Any, p: Principal) -> DispatchResult:
@@ -308,6 +324,7 @@ class Dispatcher:
 
     async def _erase(self, doc: Any, p: Principal) -> DispatchResult:
         req = validate_request(EraseRequest, doc, "erase")
+        self.limit("erase", p)
         return DispatchResult(dump_response(await self.records.erase(req, p)))
 
     def _need_approvals(self) -> Approvals:
@@ -370,6 +387,7 @@ class Dispatcher:
         return DispatchResult(await self._need_approvals().verify())
 
     async def _recover(self, doc: Any, p: Principal) -> DispatchResult:
+        self.limit("recover", p)
         return DispatchResult(await self.recovery.run(doc, p))
 
     async def _health(self, doc: Any, p: Principal) -> DispatchResult:

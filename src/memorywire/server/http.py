@@ -212,11 +212,13 @@ def create_app(
         return await run(request, "audit.verify", {})
 
     async def admin_export(request: Request) -> Response:
-        return await export_response(dispatcher.store, principal_of(request),
-                                     request.query_params)
+        principal = principal_of(request)
+        dispatcher.limit("admin.export", principal)
+        return await export_response(dispatcher.store, principal, request.query_params)
 
     async def admin_import(request: Request) -> Response:
         principal = principal_of(request)  # authenticate before reading a large body
+        dispatcher.limit("admin.import", principal)
         return _Json(await import_dump_response(dispatcher.store, principal, request,
                                                 dispatcher.limits))
 

@@ -16,6 +16,7 @@ from memorywire.errors import (
     ErrorDetail,
     InvalidRequest,
     MemorywireError,
+    NotFound,
     StoreCorrupt,
 )
 from memorywire.server.auth import Principal
@@ -64,6 +65,8 @@ METHODS: Mapping[str, str] = {
     "audit.list": "audit.list",
     "audit.verify": "audit.verify",
     "admin.recover": "recover",
+    # the name the README, the CLI and the MCP tool use
+    "recover": "recover",
     "server.health": "health",
     "server.schema": "schema",
 }
@@ -99,7 +102,9 @@ async def _one(call: Any, dispatcher: Dispatcher, principal: Principal) -> dict[
     try:
         op = METHODS.get(method)
         if op is None:
-            unknown = MemorywireError(f"unknown method {method!r}")
+            # -32601 with the ``not_found`` envelope: the caller's mistake, never the server's
+            unknown = NotFound(f"unknown method {method!r}; methods: {', '.join(METHODS)}",
+                               [ErrorDetail("/method", "enum", "a method this server has")])
             return None if is_notification else _error(id_, METHOD_NOT_FOUND, unknown)
         if not isinstance(params, Mapping):
             raise InvalidRequest(

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from memorywire.core.clock import SystemClock
 from memorywire.errors import CapabilityMissing, ErrorDetail, Forbidden, InvalidRequest
-from memorywire.governance.actor import acting_as
 from memorywire.governance.erasure import AuditSink
 from memorywire.governance.recover import (
     RecoveryPlan,
@@ -122,7 +121,7 @@ class RecoverOperation:
             raise Forbidden("recover reads every agent's memories: it needs an admin token "
                             "that is not scoped to agents")
         selector, flags = selector_of(doc)
-        with acting_as(p.name, p.token_id):
+        with p.acting():
             plan = plan_recovery(await scan_all(self.store), selector)
             if flags["dry_run"]:
                 return {"dry_run": True, "plan": plan.to_dict()}
@@ -186,6 +185,6 @@ async def recover(
     if key is None:
         raise InvalidRequest("recover: key: the Ed25519 signing key is needed to sign the "
                              "receipt (or pass dry_run=True)")
-    with acting_as(principal.name, principal.token_id):
+    with principal.acting():
         return await apply_recovery(store, plan, key, audit=audit, reason=reason,
                                     now_ms=SystemClock().now_ms())

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from memorywire.client import Memory
-from memorywire.server.approvals import GovernanceApprovals
 from memorywire.server.auth import Principal
 from tests.security.conftest import Caller, Outcome, Rig, rest
 
@@ -105,14 +104,13 @@ async def test_the_python_client_of_an_agent_waits_and_the_cli_operator_does_not
     rig: Rig
 ) -> None:
     await _seed(rig, "p1", "before")
-    approvals = GovernanceApprovals(rig.gov)
-    agent = Memory(rig.gov, approvals=approvals)  # the in-process client: the agent side
+    agent = Memory(rig.gov)  # the in-process client: the agent side
     resp = await agent.update(agent_id="A", id="p1", content="agent's")
     assert resp.pending_approval and resp.approval_id, resp
     erased = await agent.erase(agent_id="A")
     assert erased.pending_approval and erased.approval_id, erased
     assert await _content(rig, "p1") == "before"
-    operator = Memory(rig.gov, approvals=approvals, principal=Principal.local_operator())
+    operator = Memory(rig.gov, principal=Principal.local_operator())  # as the CLI does
     done = await operator.update(agent_id="A", id="p1", content="operator's")
     assert not done.pending_approval and done.memory is not None
     assert await _content(rig, "p1") == "operator's"

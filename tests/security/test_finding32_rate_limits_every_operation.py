@@ -46,10 +46,16 @@ def _one_token_each(rig: Rig) -> None:
     rig.dispatcher.rate_limiter = RateLimiter(1.0, 1, now=_Frozen(), kind="recall")
 
 
-def test_the_table_is_what_this_test_walks() -> None:
-    from memorywire.server.dispatch import RATE_LIMITED
+def test_the_tables_are_what_this_test_walks() -> None:
+    """Every operation of the operation table that writes or pages draws from a bucket, and
+    so does every transport route that stands for many of them (the dumps)."""
+    from memorywire.wire.operations import OPERATION_TABLE
+    from memorywire.wire.routes import ROUTES
 
-    assert set(RATE_LIMITED) == set(CALLS) | set(ADMIN)
+    limited = {s.name for s in OPERATION_TABLE if s.rate is not None}
+    assert limited == set(CALLS)
+    assert {s.name for s in OPERATION_TABLE if s.effect != "read" and s.tool} <= limited
+    assert {r.name for r in ROUTES if r.rate is not None} == set(ADMIN)
 
 
 @pytest.mark.parametrize("op", sorted(CALLS))

@@ -33,7 +33,7 @@ from memorywire.governance import GovernedStore
 from memorywire.governance.erasure import AuditSink, Copies, erase_with_receipt
 from memorywire.governance.gate import erasing
 from memorywire.governance.signing import SigningKeySource
-from memorywire.server.auth import Principal, Role
+from memorywire.server.auth import Principal
 from memorywire.store.base import Capability, ListQuery, MemoryStore
 from memorywire.store.timeline import apply_update
 from memorywire.wire.memory_ops import (
@@ -53,7 +53,6 @@ from memorywire.wire.models import ForgetRequest
 
 __all__ = ["RecordOperations", "decode_cursor", "encode_cursor"]
 
-_WRITERS = (Role.AGENT, Role.ADMIN)
 #: How many ids erase lists per store call while collecting a scope.
 _ERASE_PAGE = 1000
 
@@ -121,7 +120,7 @@ class RecordOperations:
         return ListResponse(memories=page, next_cursor=encode_cursor(page[-1].id) if more else None)
 
     async def update(self, req: UpdateMemoryRequest, p: Principal) -> UpdateMemoryResponse:
-        p.require(*_WRITERS)
+        p.require_for("update")
         p.check_scope(req.agent_id, req.user_id)
         governed = self.store if isinstance(self.store, GovernedStore) else None
         if governed is not None:
@@ -161,7 +160,7 @@ class RecordOperations:
         return HistoryResponse(id=req.id, revisions=[_revision(e, kept) for e in entries])
 
     async def erase(self, req: EraseRequest, p: Principal) -> EraseResponse:
-        p.require(*_WRITERS)
+        p.require_for("erase")
         p.check_scope(req.agent_id, req.user_id)
         if Capability.ERASE not in self.store.capabilities:
             raise CapabilityMissing(

@@ -137,3 +137,28 @@ async def test_the_setting_stays_on_for_every_tool_that_opens_the_database(
         assert again.copies.sealing
     finally:
         await again.aclose()
+
+
+async def test_an_erase_takes_the_users_soft_forgotten_memories_too(call: Caller,
+                                                                     rig: Rig) -> None:
+    """Found while building the above: ``erase`` listed the live and archived memories only,
+    so a memory soft-forgotten before the erase kept its content in the store (and in every
+    later ``include_forgotten`` dump). Before the fix: ``erased_ids`` lacked it and the row
+    was still there."""
+    for id_ in ("s0", "s1"):
+        out = await rest(rig, "remember", {"agent_id": "A", "user_id": "carol", "id": id_,
+                                           "type": "semantic", "content": f"carol {id_}"},
+                         rig.admin)
+        assert out.ok, out
+    hidden = await rest(rig, "forget", {"agent_id": "A", "ids": ["s0"]}, rig.admin)
+    assert hidden.ok and hidden.body["forgotten_ids"] == ["s0"], hidden
+    erased = await call("erase", {"agent_id": "A", "user_id": "carol"}, rig.admin)
+    assert erased.ok, erased
+    if erased.body["pending_approval"]:  # over MCP a person approves it
+        done = await rest(rig, "approvals.approve", {"id": erased.body["approval_id"]},
+                          rig.reviewer)
+        assert done.ok, done
+    else:
+        assert sorted(erased.body["erased_ids"]) == ["s0", "s1"], erased.body
+    rows = await rig.gov.inner.export_rows("A", None, 100)  # every state, soft-deleted too
+    assert [r.id for r in rows if r.user_id == "carol"] == []

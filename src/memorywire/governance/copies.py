@@ -11,7 +11,7 @@ copies that reached (the ``copies`` of the erase's receipt).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +61,22 @@ class CopyKeeper:
 
     # --- kept texts -----------------------------------------------------------------------
 
+    async def keep_replaced(self, inner: MemoryStore, policies: PolicySet, agent_id: str,
+                            memory_id: str, user_id: str | None, content: Any
+                            ) -> tuple[str, Callable[[], None]] | None:
+        """For an update about to set ``content``: the kept text's id and the worker job
+        that keeps the text it replaces (run with the update's ``done`` entry), or ``None``
+        (no new content, ``history_text: off``, or no such memory)."""
+        mode = self.history_mode(policies)
+        if content is None or mode == "off":
+            return None
+        old = await inner.get(agent_id, memory_id, user_id)
+        if old is None:
+            return None
+        return self.keep_job(agent_id, old.user_id, memory_id, old.content, mode)
+
     def keep_job(self, agent_id: str, user_id: str | None, memory_id: str, content: Any,
-                 mode: str) -> tuple[str, Any]:
+                 mode: str) -> tuple[str, Callable[[], None]]:
         """A new kept text's id, and the worker job that stores it (run with ``done``)."""
         text_id = new_id(self._clock.now_ms())
         now = self._clock.now_ms()

@@ -38,7 +38,7 @@ where the store was given the reviewer UI's address.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -144,8 +144,8 @@ class GovernedStore:
                                   per_user_keys)
         self._copies.history_mode(self._gate.policies)  # refuse a policy it cannot honour
         self._desk.driver.after_hard_forget = self._after_hard_forget
-        self._desk.driver.keep_replaced = lambda r: self._keep_replaced(
-            r.agent_id, r.id, r.user_id, r.content)
+        self._desk.driver.keep_replaced = lambda r: self._copies.keep_replaced(
+            self._inner, self._gate.policies, r.agent_id, r.id, r.user_id, r.content)
         self._audit_recall = audit_recall
         self._serve_reads = audit_failure == "serve_reads"
 
@@ -400,7 +400,8 @@ class GovernedStore:
             "user_id": req.user_id,
             "reason": req.reason,
         }
-        kept = await self._keep_replaced(req.agent_id, req.id, req.user_id, req.content)
+        kept = await self._copies.keep_replaced(self._inner, self._gate.policies, req.agent_id,
+                                                req.id, req.user_id, req.content)
         if kept is None:
             bracket: AuditBracket[MemoryRecord] = self._trail.bracket(
                 "update", req.agent_id, [req.id], details)
@@ -416,18 +417,6 @@ class GovernedStore:
         keeping: AuditBracket[MemoryRecord] = self._trail.bracket(
             "update", req.agent_id, [req.id], details, settle=settle)
         return await keeping.run(lambda: self._inner.update(req))
-
-    async def _keep_replaced(self, agent_id: str, memory_id: str, user_id: str | None,
-                             content: Any) -> tuple[str, Callable[[], None]] | None:
-        """The id and worker job that keep the text a change of ``content`` replaces, or
-        ``None`` (no new content, ``history_text: off``, or no such memory)."""
-        mode = self._copies.history_mode(self._gate.policies)
-        if content is None or mode == "off":
-            return None
-        old = await self._inner.get(agent_id, memory_id, user_id)
-        if old is None:
-            return None
-        return self._copies.keep_job(agent_id, old.user_id, memory_id, old.content, mode)
 
     # --- staging ---------------------------------------------------------------------------
 

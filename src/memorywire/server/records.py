@@ -7,12 +7,15 @@ them the same way. Two choices worth knowing:
 * **erase is a hard forget by scope.** The live (and archived) ids of the scope are listed
   and handed to ``forget`` with ``hard_delete``, so governance gates, stages and audits it
   exactly as a forget: a reviewer approves a concrete list of ids, never "whatever the scope
-  holds when someone clicks". A store that cannot promise erasure refuses up front. Where the
-  dispatcher holds a signing key, the erase runs through ``erase_with_receipt`` (the same path
-  as a hard forget), so a carried-out erase returns a signed deletion receipt chained into the
-  audit log: the proof a GDPR request needs, not a 200. Behind governance the receipt also
-  says which copies beyond the store the erase reached (``details.copies``: kept texts, and
-  with ``per_user_keys`` every sealed dump, whose data key it destroyed).
+  holds when someone clicks". The list includes the scope's soft-forgotten memories where the
+  store can list them (a ``PortableStore``): a soft forget only hides a memory, and an erase
+  that left them would leave their content behind. A store that cannot promise erasure
+  refuses up front. Where the dispatcher holds a signing key, the erase runs through
+  ``erase_with_receipt`` (the same path as a hard forget), so a carried-out erase returns a
+  signed deletion receipt chained into the audit log: the proof a GDPR request needs, not a
+  200. Behind governance the receipt also says which copies beyond the store the erase
+  reached (``details.copies``: kept texts, and with ``per_user_keys`` every sealed dump,
+  whose data key it destroyed).
 * **history comes from the governance audit log.** Without governance nothing records a
   memory's past, so history raises ``capability_missing`` naming governance rather than
   answering an empty list that would read as "never changed". An update that changed the
@@ -35,6 +38,7 @@ from memorywire.governance.gate import erasing
 from memorywire.governance.signing import SigningKeySource
 from memorywire.server.auth import Principal
 from memorywire.store.base import Capability, ListQuery, MemoryStore
+from memorywire.store.portable import Cursor, PortableStore, cursor_of
 from memorywire.store.timeline import apply_update
 from memorywire.wire.memory_ops import (
     EraseRequest,
@@ -215,8 +219,27 @@ class RecordOperations:
             )
             ids.extend(r.id for r in rows)
             if len(rows) < _ERASE_PAGE:
-                return ids
+                return ids + [i for i in await self._hidden_ids(agent_id, user_id)
+                              if i not in set(ids)]
             after = rows[-1].id
+
+    async def _hidden_ids(self, agent_id: str, user_id: str | None) -> builtins.list[str]:
+        """The scope's soft-forgotten (and merged-away) memories, which ``list`` never shows,
+        read from the first store down that can export rows in every state."""
+        target: Any = self.store
+        while not isinstance(target, PortableStore) and getattr(target, "inner", None):
+            target = target.inner
+        if not isinstance(target, PortableStore):
+            return []
+        found: builtins.list[str] = []
+        after: Cursor | None = None
+        while True:
+            rows = await target.export_rows(agent_id, after, _ERASE_PAGE)
+            found.extend(r.id for r in rows
+                         if r.deleted_at is not None and r.in_scope(agent_id, user_id))
+            if len(rows) < _ERASE_PAGE:
+                return found
+            after = cursor_of(rows[-1])
 
 
 def _revision(entry: dict[str, Any], kept: dict[str, tuple[str, Any]]) -> Revision:

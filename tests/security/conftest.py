@@ -35,8 +35,8 @@ from memorywire.store.sqlite import SqliteStore
 #: The code a test sees when the MCP SDK refused the bytes as unparseable JSON-RPC.
 MCP_PARSE_ERROR = "mcp_parse_error"
 FIVE = ("remember", "recall", "forget", "merge", "expire")
-#: Every operation REST takes as ``POST /v0/<op>`` with the request as the body.
-POSTED = (*FIVE, "get", "list", "update", "history", "erase")
+#: The record operations, posted to ``/v0/<op>`` and named ``memory.<op>`` in JSON-RPC too.
+RECORDS = ("get", "list", "update", "history", "erase")
 _REST: dict[str, tuple[str, str]] = {
     "approvals.list": ("GET", "/v0/approvals"),
     "approvals.get": ("GET", "/v0/approvals/{id}"),
@@ -46,7 +46,7 @@ _REST: dict[str, tuple[str, str]] = {
     "recover": ("POST", "/v0/admin/recover"),
     "health": ("GET", "/v0/health"),
 }
-_RPC = {op: f"memory.{op}" for op in POSTED} | {"health": "server.health"}
+_RPC = {op: f"memory.{op}" for op in (*FIVE, *RECORDS)} | {"health": "server.health"}
 
 
 @dataclass
@@ -135,7 +135,7 @@ def _status(code: str) -> int:
 async def rest(rig: Rig, op: str, doc: dict[str, Any], token: str) -> Outcome:
     headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
     body = json.dumps(doc)  # keeps lone surrogates as \ud800 escapes: valid JSON text
-    if op in POSTED:
+    if op in FIVE or op in RECORDS:
         r = await rig.http.post(f"/v0/{op}", content=body, headers=headers)
     else:
         method, path = _REST[op]

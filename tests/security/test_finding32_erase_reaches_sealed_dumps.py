@@ -72,7 +72,7 @@ async def test_an_erase_makes_an_earlier_dump_unreadable_for_that_user(
 
     # the old dump, opened with the deployment's own keys: alice's lines cannot be read
     with open(path, "rb") as stream:
-        reader = DumpReader(stream, _opener(rig.gov))
+        reader = DumpReader(stream, opener=_opener(rig.gov))
         opened = [e.row.content() for e in reader.entries()]
     assert opened == [BOB] and reader.erased == 2
 

@@ -4,9 +4,11 @@ backend.
 :mod:`memorywire.core.timeline` holds the rules; this module applies them around a store's
 own ``remember_many`` and ``recall`` (which know nothing of time): it folds the validity into
 the record, closes the memories a write supersedes through the store's ``update``, looks for
-contradiction candidates among the scope's memories. Recall's side (what is true now or at
-``as_of``, and the re-ranking rules) is :mod:`memorywire.store.recall_plan`. Because both
-only call the protocol, every backend behaves identically.
+contradiction candidates among the scope's memories and, in the same read, for the memory a
+write repeats (:mod:`memorywire.store.duplicates`: such a write is answered with it and not
+written). Recall's side (what is true now or at ``as_of``, and the re-ranking rules) is
+:mod:`memorywire.store.recall_plan`. Because both only call the protocol, every backend
+behaves identically.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, cast, runtime_checkable
 
-from memorywire.core.content import Edge, edges_of, edges_to_storage
+from memorywire.core.content import Edge, content_to_storage, edges_of, edges_to_storage
 from memorywire.core.contradiction import find_conflicts
 from memorywire.core.records import ListQuery, UpdateRequest
 from memorywire.core.timeline import (
@@ -28,6 +30,16 @@ from memorywire.core.timeline import (
 from memorywire.embed.base import Vectors
 from memorywire.errors import InvalidRequest, NotFound
 from memorywire.store.base import MemoryStore
+from memorywire.store.duplicates import (
+    Look,
+    Verdict,
+    answer,
+    look_of,
+    settle,
+    settle_now,
+    twins,
+    verdict,
+)
 from memorywire.wire.memory_ops import UpdateMemoryRequest
 from memorywire.wire.models import (
     ConflictCandidate,
@@ -51,11 +63,13 @@ Write = Callable[[Sequence[RememberRequest]], Awaitable[list[RememberResponse]]]
 #: to ``(id, text)`` of the scope's current memories, newest first. Without one, a write reads
 #: the scope through ``list`` (whole records: several times the cost on a large scope).
 Scan = Callable[[str, str | None, "MemoryType", int], Awaitable[list[tuple[str, str]]]]
-#: A store's batch write that first runs the given (blocking) conflict scan in the same
-#: worker-thread call, so the scan costs no thread hop of its own. The store passes the scan
-#: the batch's vectors (one row per request, computed before the write and reused by it), or
-#: ``None``; with vectors the detector's meaning rule runs too.
-ScanningWrite = Callable[[Sequence[RememberRequest], Callable[[Vectors | None], None]],
+#: A store's batch write that first runs the given (blocking) scan in the same worker-thread
+#: call, so the scan costs no thread hop of its own. The store passes the scan the batch's
+#: vectors (one row per request, computed before the write and reused by it), or ``None``
+#: (with vectors the detector's meaning rule runs too); the scan returns the positions of
+#: the requests to write (the others repeat a stored memory), and the store writes only
+#: those, in order, answering one response each.
+ScanningWrite = Callable[[Sequence[RememberRequest], Callable[[Vectors | None], list[int]]],
                          Awaitable[list[RememberResponse]]]
 #: A store's embedding of a batch before its write (see ``remember_in_time``'s ``embed``).
 Embed = Callable[[Sequence[RememberRequest]], Awaitable[Vectors]]
@@ -96,10 +110,14 @@ def no_conflict_scan() -> Iterator[None]:
 class TextScan(Protocol):
     """A store whose :data:`Scan` can also run blocking, inside its own worker thread (SQLite):
     ``current_texts`` is the async :data:`Scan`, ``current_texts_now`` the same read for a
-    write's worker-thread call (see ``remember_in_time``'s ``scanning``)."""
+    write's worker-thread call (see ``remember_in_time``'s ``scanning``), and ``get_now``
+    its ``get``, blocking, for the same call."""
 
     def current_texts_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
                           limit: int) -> list[tuple[str, str]]: ...
+
+    def get_now(self, agent_id: str, id: str,
+                user_id: str | None = None) -> MemoryRecord | None: ...
 
     async def current_texts(self, agent_id: str, user_id: str | None, mtype: MemoryType,
                             limit: int) -> list[tuple[str, str]]: ...
@@ -144,9 +162,10 @@ async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
                                           limit=CONFLICT_SCAN_LIMIT))
     except NotFound:  # a store file not created yet (CLI one-shot reads): nothing to contradict
         return []
-    # Only what is current can be contradicted: an already superseded value is history.
-    return [(r.id, r.content) for r in rows
-            if isinstance(r.content, str) and r.user_id == user_id
+    # Only what is current can be contradicted (or repeated): a superseded value is history.
+    return [(r.id, r.content if isinstance(r.content, str)
+             else content_to_storage(r.type, r.content)) for r in rows
+            if r.user_id == user_id
             and validity_of(r.metadata, r.created_at).superseded_by is None]
 
 
@@ -167,50 +186,57 @@ def _candidates(req: RememberRequest, stored: Sequence[tuple[str, str]],
             for c in find_conflicts(req.content, pairs, closeness=closeness)]
 
 
-async def _conflicts(store: MemoryStore, req: RememberRequest,
-                     seen: dict[Scope, list[tuple[str, str]]],
-                     scan: Scan | None) -> list[ConflictCandidate]:
-    """Candidates for one write; ``seen`` shares one scan per scope across a batch (a batch
+def _verdict(req: RememberRequest, look: Look, rows: Sequence[tuple[str, str]],
+             closeness: Mapping[str, float] | None = None) -> Verdict:
+    """What one write's read found: contradiction candidates (when it looks for them) and
+    the memories it repeats or nearly repeats."""
+    conflicts = _candidates(req, rows, closeness) if look.conflicts else []
+    return verdict(req, look, rows, closeness, conflicts)
+
+
+async def _read(store: MemoryStore, req: RememberRequest, look: Look,
+                seen: dict[Scope, list[tuple[str, str]]], scan: Scan | None) -> Verdict:
+    """The verdict on one write; ``seen`` shares one scan per scope across a batch (a batch
     is compared with what was stored before it, not with itself)."""
-    scope = _scope(req)
+    scope = look.scope
     if scope is None:
-        return []
+        return Verdict()
     if scope not in seen:
         seen[scope] = (await scan(*scope, CONFLICT_SCAN_LIMIT) if scan is not None
                        else await _current(store, scope))
-    return _candidates(req, seen[scope])
+    return _verdict(req, look, seen[scope])
 
 
-def _conflicts_now(store: TextScan, reqs: Sequence[RememberRequest],
-                   scopes: Sequence[Scope | None],
-                   vectors: Vectors | None = None) -> list[list[ConflictCandidate]]:
-    """:func:`_conflicts` for a whole batch, blocking, for a store's own worker thread
-    (``scopes`` are decided beforehand, in the caller's context). With the batch's
-    ``vectors`` and a :class:`VectorScanNow` store each write reads its scope with its cosines
-    (one scan per write, for the meaning rule); otherwise one scan per scope.
+def _read_now(store: TextScan, reqs: Sequence[RememberRequest], looks: Sequence[Look],
+              vectors: Vectors | None = None) -> list[Verdict]:
+    """:func:`_read` for a whole batch, blocking, for a store's own worker thread (``looks``
+    are decided beforehand, in the caller's context). With the batch's ``vectors`` and a
+    :class:`VectorScanNow` store each write reads its scope with its cosines (one scan per
+    write, for the meaning rule and near-duplicates); otherwise one scan per scope.
 
-    A scope holding nothing current has nothing to contradict: for a scope with several
-    writes in the batch one row read says so, and its writes skip their scans (the first
-    batch of a new scope, a conversation written at once, paid a scan per
-    write for an empty answer). A single write's own scan answers that as cheaply."""
+    A scope holding nothing current has nothing to contradict or repeat: for a scope with
+    several writes in the batch one row read says so, and its writes skip their scans (the
+    first batch of a new scope, a conversation written at once, paid a scan per write for an
+    empty answer). A single write's own scan answers that as cheaply."""
     by_meaning = vectors is not None and isinstance(store, VectorScanNow)
     seen: dict[Scope, list[tuple[str, str]]] = {}
     empty: dict[Scope, bool] = {}
-    writes = Counter(scopes)
-    out: list[list[ConflictCandidate]] = []
-    for n, (req, scope) in enumerate(zip(reqs, scopes, strict=True)):
+    writes = Counter(look.scope for look in looks)
+    out: list[Verdict] = []
+    for n, (req, look) in enumerate(zip(reqs, looks, strict=True)):
+        scope = look.scope
         if scope is not None and by_meaning and writes[scope] > 1 and scope not in empty:
             empty[scope] = not store.current_texts_now(*scope, 1)
         if scope is None or empty.get(scope, False):
-            out.append([])
+            out.append(Verdict())
         elif by_meaning and vectors is not None:
             rows = cast("VectorScanNow", store).current_vectors_now(*scope, CONFLICT_SCAN_LIMIT,
                                                                  vectors[n])
-            out.append(_candidates(req, *_split(rows)))
+            out.append(_verdict(req, look, *_split(rows)))
         else:
             if scope not in seen:
                 seen[scope] = store.current_texts_now(*scope, CONFLICT_SCAN_LIMIT)
-            out.append(_candidates(req, seen[scope]))
+            out.append(_verdict(req, look, seen[scope]))
     return out
 
 
@@ -221,7 +247,9 @@ async def conflicts_for(store: MemoryStore, req: RememberRequest) -> list[Confli
     embedder's cache then serves the write's own embedding) so the meaning rule runs too."""
     scope = _scope(req)
     if scope is None or not isinstance(store, VectorScan):
-        return await _conflicts(store, req, {}, None)
+        if scope is None:
+            return []
+        return _candidates(req, await _current(store, scope))
     vector = (await store.embed_requests([req]))[0]
     return _candidates(req, *_split(await store.current_vectors(*scope, CONFLICT_SCAN_LIMIT,
                                                                 vector)))
@@ -231,18 +259,21 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
                            write: Write, scan: Scan | None = None, *,
                            scanning: ScanningWrite | None = None,
                            embed: Embed | None = None) -> list[RememberResponse]:
-    """``write`` (the store's own batch remember) with validity, supersession and conflicts;
-    ``scan``, when the store has one, reads the detector's candidates (see :data:`Scan`).
+    """``write`` (the store's own batch remember) with validity, supersession, conflicts and
+    duplicates; ``scan``, when the store has one, reads the scope (see :data:`Scan`).
 
     Every id in ``supersedes`` must name a live memory of the same agent and user, checked
-    before anything is written (``NotFound`` otherwise). A :class:`TextScan` store may pass
-    ``scanning``, its write running the conflict scan first in the same worker-thread call:
-    one thread hop per remember instead of two (each hop wakes a thread and, on a busy
-    machine, costs the event loop its core). A :class:`VectorScan` store may pass ``embed``,
-    which computes the batch's vectors before the write (and keeps them for ``write``): the
-    scan then reads cosines and the detector's meaning rule runs.
+    before anything is written (``NotFound`` otherwise). A write that repeats a stored
+    memory (:mod:`memorywire.store.duplicates`) is answered with it, ``deduplicated``, and
+    not written; ``write`` gets the others only. A :class:`TextScan` store may pass
+    ``scanning``, its write running the scan first in the same worker-thread call: one
+    thread hop per remember instead of two (each hop wakes a thread and, on a busy machine,
+    costs the event loop its core). A :class:`VectorScan` store may pass ``embed``, which
+    computes the batch's vectors before the write (and keeps them for ``write``; called
+    again with only the requests written when some repeat a stored memory): the scan then
+    reads cosines, the detector's meaning rule runs and near-duplicates are found by meaning.
     """
-    olds = {}
+    olds: dict[tuple[str, str], MemoryRecord] = {}
     for req in reqs:
         for old_id in req.supersedes or []:
             rec = await store.get(req.agent_id, old_id, req.user_id)
@@ -250,39 +281,81 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
                 raise NotFound(f"supersedes: memory {old_id!r} not found")
             olds[(req.agent_id, old_id)] = rec
     plain = [_plain(req) for req in reqs]
-    scopes = [_scope(req) for req in reqs]  # here: no_conflict_scan's flag is this context's
-    if scanning is not None and isinstance(store, TextScan) and any(scopes):
-        conflicts: list[list[ConflictCandidate]] = []
+    # here: no_conflict_scan's flag is this context's
+    looks = [look_of(req, p, _scope(req) is not None)
+             for req, p in zip(reqs, plain, strict=True)]
+    reads = any(look.scope is not None for look in looks)
+    copies: dict[int, int] = {}
+    verdicts: list[Verdict] = []
+
+    def kept() -> list[int]:
+        copies.update(twins(reqs, looks, verdicts))
+        return [n for n, v in enumerate(verdicts) if v.duplicate is None and n not in copies]
+
+    if scanning is not None and isinstance(store, TextScan) and reads:
         scanner = store
 
-        def run_scan(vectors: Vectors | None) -> None:
-            conflicts.extend(_conflicts_now(scanner, reqs, scopes, vectors))
+        def run_scan(vectors: Vectors | None) -> list[int]:
+            verdicts.extend(_read_now(scanner, reqs, looks, vectors))
+            settle_now(reqs, looks, verdicts, scanner.get_now, scanner_name)
+            return kept()
 
-        responses = await scanning(plain, run_scan)
-    elif embed is not None and isinstance(store, VectorScan) and any(scopes):
-        vectors = await embed(reqs)
-        conflicts = [[] if scope is None else _candidates(req, *_split(
-            await store.current_vectors(*scope, CONFLICT_SCAN_LIMIT, vectors[n])))
-            for n, (req, scope) in enumerate(zip(reqs, scopes, strict=True))]
-        responses = await write(plain)
+        scanner_name = store.name
+        written = await scanning(plain, run_scan)
     else:
-        seen: dict[Scope, list[tuple[str, str]]] = {}
-        conflicts = [await _conflicts(store, req, seen, scan) for req in reqs]
-        responses = await write(plain)
-    out = []
-    for req, resp, found in zip(reqs, responses, conflicts, strict=True):
+        if embed is not None and isinstance(store, VectorScan) and reads:
+            vectors = await embed(reqs)
+            verdicts.extend([Verdict() if look.scope is None else _verdict(req, look, *_split(
+                await store.current_vectors(*look.scope, CONFLICT_SCAN_LIMIT, vectors[n])))
+                for n, (req, look) in enumerate(zip(reqs, looks, strict=True))])
+        else:
+            seen: dict[Scope, list[tuple[str, str]]] = {}
+            verdicts.extend([await _read(store, req, look, seen, scan)
+                             for req, look in zip(reqs, looks, strict=True)])
+        await settle(reqs, looks, verdicts, store.get, store.name)
+        keep = kept()
+        if embed is not None and reads and 0 < len(keep) < len(reqs):
+            await embed([reqs[n] for n in keep])  # the vectors the store's write takes
+        written = await write([plain[n] for n in keep]) if keep else []
+    return await _answers(store, reqs, verdicts, copies, written, olds)
+
+
+async def _answers(store: MemoryStore, reqs: Sequence[RememberRequest],
+                   verdicts: Sequence[Verdict], copies: Mapping[int, int],
+                   written: Sequence[RememberResponse],
+                   olds: Mapping[tuple[str, str], MemoryRecord]) -> list[RememberResponse]:
+    """One answer per request: a repeat's stored memory, else the write's own answer (the
+    memories it supersedes closed first), a batch's later copy answered like its first."""
+    responses = iter(written)
+    out: list[RememberResponse | None] = []
+    for n, (req, v) in enumerate(zip(reqs, verdicts, strict=True)):
+        if v.duplicate is not None or n in copies:
+            out.append(v.duplicate)
+            continue
+        resp = next(responses)
         start = req.valid_from if req.valid_from is not None else resp.stored_at
         for old_id in req.supersedes or []:
-            await _close(store, olds[(req.agent_id, old_id)], resp.id, start, req.user_id)
-        out.append(resp.model_copy(update={"conflicts": found}) if found else resp)
-    return out
+            await _close(store, olds[(req.agent_id, old_id)], resp.id, start, req.user_id,
+                         resp.stored_at)
+        out.append(answer(resp, v))
+    for n, first in copies.items():
+        twin = out[first]
+        assert twin is not None
+        out[n] = RememberResponse(id=twin.id, stored_at=twin.stored_at, stores=twin.stores,
+                                  pending_approval=False, deduplicated=True)
+    done = [r for r in out if r is not None]
+    assert len(done) == len(reqs), "a write left without an answer"
+    return done
 
 
 async def _close(store: MemoryStore, old: MemoryRecord, new_id: str, start: int,
-                 user_id: str | None) -> None:
+                 user_id: str | None, known_from: int) -> None:
+    """Close ``old`` at ``start``; the close is known from ``known_from`` (when the memory
+    replacing it was recorded), which ``known_at`` reads."""
     await store.update(UpdateRequest(
         agent_id=old.agent_id, id=old.id, user_id=user_id,
-        metadata_patch=closing_patch(old.metadata, old.created_at, new_id, start),
+        metadata_patch=closing_patch(old.metadata, old.created_at, new_id, start,
+                                     known_from=known_from),
         reason=f"superseded by {new_id}"))
 
 
@@ -300,7 +373,7 @@ async def supersede(store: MemoryStore, agent_id: str, new_id: str, old_ids: Seq
         old = await store.get(agent_id, old_id, user_id)
         if old is None:
             raise NotFound(f"supersedes: memory {old_id!r} not found")
-        await _close(store, old, new_id, start, user_id)
+        await _close(store, old, new_id, start, user_id, new.created_at)
 
 
 async def update_in_time(store: MemoryStore, req: UpdateRequest | None, agent_id: str, id: str,

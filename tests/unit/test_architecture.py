@@ -148,7 +148,7 @@ LAYERS: dict[str, Layer] = {
         "opentelemetry swagger_ui_bundle cryptography",
     ),
     "client": _layer(
-        ("memorywire.client", "memorywire.sync_loop"),
+        ("memorywire.client", "memorywire.client_methods", "memorywire.sync_loop"),
         "errors wire store server",
         "anyio httpx pydantic",
     ),

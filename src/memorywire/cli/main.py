@@ -21,11 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from memorywire.cli.audit import register_audit
+from memorywire.cli.connect import register_connect
 from memorywire.cli.consolidate import register_consolidate
 from memorywire.cli.forgetting import register_forgetting
+from memorywire.cli.hooks import register_hook
 from memorywire.cli.ops import register_ops
 from memorywire.cli.portability import register_portability
 from memorywire.cli.records import register_records
+from memorywire.cli.serve import register_serve
 from memorywire.errors import MemorywireError
 from memorywire.wire.registry import schema, schema_names
 from memorywire.wire.versions import CURRENT
@@ -114,11 +117,14 @@ SUBCOMMANDS: list[Register] = [
     register_schema,
     register_validate,
     register_consolidate,
+    register_serve,
     register_ops,
     register_records,
     register_portability,
     register_audit,
     register_forgetting,
+    register_connect,
+    register_hook,
 ]
 
 

@@ -6,9 +6,9 @@ own ``remember_many`` and ``recall`` (which know nothing of time): it folds the 
 the record, closes the memories a write supersedes through the store's ``update``, looks for
 contradiction candidates among the scope's memories and, in the same read, for the memory a
 write repeats (:mod:`memorywire.store.duplicates`: such a write is answered with it and not
-written). Recall's side (what is true now or at ``as_of``, and the re-ranking rules) is
-:mod:`memorywire.store.recall_plan`. Because both only call the protocol, every backend
-behaves identically.
+written). Recall's side (what is true now or at ``as_of``, and the ranking rules) is
+:mod:`memorywire.recall.plan`. Because both only call the protocol, every backend behaves
+identically.
 """
 
 from __future__ import annotations

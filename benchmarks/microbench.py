@@ -31,6 +31,12 @@ Governance: ``governed_recall_p50_ms`` / ``governed_ingest_p50_ms`` time the sam
 through a ``GovernedStore`` (audit on), paired call by call with a bare store in the same run
 (``paired_bare_*``; ``governed_*_ratio`` is governed over bare).
 
+Per-user data keys (``--per-user-keys``, issue 32): the same facts and queries through two
+governed stores, one with ``per_user_keys`` on (dumps and kept texts sealed) and one
+without, alternately call by call (``keys_*``, ``keys_*_ratio`` is on over off); also an
+update of each fact (the kept text is sealed on one side, plain on the other) and whole
+exports of the governed store, alternated round by round.
+
 Metrics: Recall@5 averages, over the 42 answerable queries, the share of relevant facts in the
 top 5; Precision@5 averages the share of returned hits (at most 5) that are relevant; a
 no-match probe passes when it returns nothing. Latency is end to end through the async API
@@ -39,6 +45,7 @@ no-match probe passes when it returns nothing. Latency is end to end through the
 vectors=)``, ``recall_by_vector``) to show what the store adds on top of the model.
 
     python benchmarks/microbench.py [--json] [--floor F] [--lexical-floor F]
+                                    [--per-user-keys] [--out FILE]
 """
 
 from __future__ import annotations
@@ -292,6 +299,68 @@ async def _governed(embedder: Embedder, facts: list[dict[str, Any]],
     }
 
 
+async def _keys_ab(embedder: Embedder, facts: list[dict[str, Any]],
+                  queries: list[dict[str, Any]], folder: Path, floor: float,
+                  lexical_floor: float) -> dict[str, Any]:
+    """``per_user_keys`` on against off, paired call by call as :func:`_governed` pairs
+    governed and bare: remember, recall, update (a kept text sealed or plain), and whole
+    exports (sealed or plain) alternated round by round."""
+    from memorywire.portability.moves import dump_chunks
+    from memorywire.store.base import UpdateRequest
+
+    def governed(name: str, keys: bool) -> GovernedStore:
+        inner = SqliteStore(folder / f"keys-{name}.db", embedder=embedder,
+                            relevance_floor=floor, lexical_floor=lexical_floor)
+        return GovernedStore(inner, folder / f"keys-{name}.gov.db", per_user_keys=keys)
+
+    off, on = governed("off", False), governed("on", True)
+    times: dict[str, dict[str, list[float]]] = {
+        op: {"off": [], "on": []} for op in ("remember", "recall", "update", "export")}
+    arms = (("off", off), ("on", on))
+    try:
+        with acting_as("microbench"):
+            for n, f in enumerate(facts):
+                req = RememberRequest(agent_id=AGENT, user_id=f["user"], type=f["type"],
+                                      content=f["content"], id=f["id"])
+                for name, store in _alternate(n, *arms):
+                    _forget_cached_embeddings(embedder)
+                    t0 = time.perf_counter()
+                    await store.remember(req)
+                    times["remember"][name].append((time.perf_counter() - t0) * 1000)
+            for n, q in enumerate(queries * 2):
+                req_q = RecallRequest(agent_id=AGENT, query=q["query"], k=5)
+                for name, store in _alternate(n, *arms):
+                    _forget_cached_embeddings(embedder)
+                    t0 = time.perf_counter()
+                    await store.recall(req_q)
+                    times["recall"][name].append((time.perf_counter() - t0) * 1000)
+            for n in range(6):  # a whole dump of the 100 facts, each side in turn
+                for name, store in _alternate(n, *arms):
+                    t0 = time.perf_counter()
+                    async for _chunk in dump_chunks(store, url="sqlite://"):
+                        pass
+                    times["export"][name].append((time.perf_counter() - t0) * 1000)
+            texts = [f for f in facts if isinstance(f["content"], str)]  # not procedures
+            for n, f in enumerate(texts):
+                upd = UpdateRequest(agent_id=AGENT, id=f["id"], user_id=f["user"],
+                                    content=f"{f['content']} (corrected)")
+                for name, store in _alternate(n, *arms):
+                    _forget_cached_embeddings(embedder)
+                    t0 = time.perf_counter()
+                    await store.update(upd)
+                    times["update"][name].append((time.perf_counter() - t0) * 1000)
+    finally:
+        await off.aclose()
+        await on.aclose()
+    out: dict[str, Any] = {"keys_load_avg": [round(x, 2) for x in os.getloadavg()]}
+    for op, sides in times.items():
+        a, b = _pct(sides["off"], 50), _pct(sides["on"], 50)
+        out[f"keys_off_{op}_p50_ms"] = round(a, 3)
+        out[f"keys_on_{op}_p50_ms"] = round(b, 3)
+        out[f"keys_{op}_ratio"] = round(b / a, 3) if a else None
+    return out
+
+
 _COLD = """
 import anyio
 from memorywire.store.sqlite import SqliteStore
@@ -317,7 +386,8 @@ def _cold_start_ms(db: Path, query: str) -> float:
     return round(best, 1)
 
 
-async def run(floor: float | None, lexical_floor: float | None) -> dict[str, Any]:
+async def run(floor: float | None, lexical_floor: float | None,
+              per_user_keys: bool = False) -> dict[str, Any]:
     facts, queries = _load("facts.jsonl"), _load("queries.jsonl")
     embedder = default_embedder()
     used = DEFAULT_RELEVANCE_FLOOR if floor is None else floor
@@ -352,6 +422,8 @@ async def run(floor: float | None, lexical_floor: float | None) -> dict[str, Any
         finally:
             await store.aclose()
         governed = await _governed(embedder, facts, queries, Path(tmp), used, used_lexical)
+        if per_user_keys:
+            governed |= await _keys_ab(embedder, facts, queries, Path(tmp), used, used_lexical)
         cold_start_ms = _cold_start_ms(Path(tmp) / "bench.db", queries[0]["query"])
         strict = cal.strict_floor()
         strict_store = SqliteStore(Path(tmp) / "strict.db", embedder=embedder,
@@ -444,6 +516,11 @@ def _table(r: dict[str, Any]) -> str:
          f"{r['governed_ingest_p50_ms']:.2f} / {r['paired_bare_ingest_p50_ms']:.2f}"
          f" = {r['governed_ingest_ratio']:.3f}x"),
     ]
+    if "keys_recall_ratio" in r:
+        rows += [(f"per_user_keys on vs off {op} p50 ms (paired)",
+                  f"{r[f'keys_on_{op}_p50_ms']:.2f} / {r[f'keys_off_{op}_p50_ms']:.2f}"
+                  f" = {r[f'keys_{op}_ratio']:.3f}x")
+                 for op in ("remember", "recall", "update", "export")]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
     lines += [f"miss: {m}" for m in r["misses"]]
@@ -460,10 +537,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor", type=float, default=None, help="override the cosine floor")
     parser.add_argument("--lexical-floor", type=float, default=None,
                         help="override the floor for rows that also match in full text")
+    parser.add_argument("--per-user-keys", action="store_true",
+                        help="also time governance with per_user_keys on against off, paired")
+    parser.add_argument("--out", type=Path, default=RESULTS,
+                        help=f"where the JSON result goes (default {RESULTS})")
     args = parser.parse_args(argv)
-    result = anyio.run(run, args.floor, args.lexical_floor)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    with RESULTS.open("w", encoding="utf-8") as fh:
+    result = anyio.run(run, args.floor, args.lexical_floor, args.per_user_keys)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w", encoding="utf-8") as fh:
         json.dump(result, fh, indent=2)
         fh.write("\n")
     print(json.dumps(result) if args.json else _table(result))

@@ -28,7 +28,13 @@ from memorywire.governance.pg_backend import SCHEMA
 from memorywire.store.base import ListQuery
 from memorywire.store.postgres import PostgresStore
 from memorywire.testing import postgres as _pg
-from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest, RememberResponse
+from memorywire.wire.models import (
+    ForgetRequest,
+    MemoryType,
+    RecallRequest,
+    RememberRequest,
+    RememberResponse,
+)
 
 pytestmark = pytest.mark.postgres
 pg_server = _pg.pg_server
@@ -290,3 +296,32 @@ def test_audit_cli_verifies_a_postgres_log(
     assert main(["audit", "verify", "--db", pg_dsn]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] and report["entries"] == 3
+
+
+@pytest.mark.anyio
+async def test_per_user_keys_seal_kept_texts_and_an_erase_destroys_them_on_postgres(
+    pg_dsn: str, tmp_path: Any
+) -> None:
+    """Issue 32: the data keys and kept texts live in the PostgreSQL governance schema too."""
+    from memorywire.portability.moves import dump_chunks
+    from memorywire.store.base import UpdateRequest
+
+    clock = FakeClock()
+    inner = PostgresStore(pg_dsn, EMB, clock, relevance_floor=-1.0, lexical_floor=-1.0)
+    g = GovernedStore(inner, pg_dsn, clock=clock, per_user_keys=True,
+                      data_kek=tmp_path / "kek", audit_key=tmp_path / "hmac")
+    try:
+        await g.remember(RememberRequest(agent_id=A, user_id="zoe", id="z1", type="semantic",
+                                         content="Zoe's first text"))
+        await g.update(UpdateRequest(agent_id=A, id="z1", user_id="zoe", content="second"))
+        texts = g.audit_log.db.query(f"SELECT body FROM {SCHEMA}.revision_texts")
+        assert len(texts) == 1 and "first text" not in str(texts), texts
+        dump = b"".join([c async for c in dump_chunks(g, url="postgresql://")])
+        assert b"second" not in dump and b'"sealed"' in dump
+        gone = await g.forget(ForgetRequest(agent_id=A, user_id="zoe", ids=["z1"],
+                                            hard_delete=True))
+        assert gone.forgotten_ids == ["z1"]
+        assert g.worker.call(lambda: g.copies.keys.destroyed(A, "zoe"))
+        assert g.audit_log.db.query(f"SELECT count(*) FROM {SCHEMA}.revision_texts")[0][0] == 0
+    finally:
+        await g.aclose()

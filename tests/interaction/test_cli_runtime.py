@@ -22,6 +22,7 @@ from memorywire.client import Memory
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.governance.chain import canonical_json
 from memorywire.governance.receipts import verify_receipt
+from memorywire.server.auth import Principal
 from memorywire.server.config import ServerConfig, load_config
 from memorywire.server.runtime import running
 from memorywire.store.memory import InMemoryStore
@@ -131,8 +132,10 @@ async def test_memory_on_a_runtime_answers_as_the_runtime(tmp_path: Path) -> Non
     opens the same setup, so its hard forget is signed like the server's."""
     config = ServerConfig(store=f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing",
                           governance_db=str(tmp_path / "m.gov.db"))
+    # the operator's client, as the CLI's: an agent's hard forget would wait for a person
+    operator = Principal.local_operator()
     async with running(config) as rt:
-        mem = Memory(runtime=rt)
+        mem = Memory(runtime=rt, principal=operator)
         assert mem._dispatcher is rt.dispatcher and mem.store is rt.store
         wrote = await mem.remember(agent_id="A", type="semantic", content="a fact")
         gone = await mem.forget(agent_id="A", ids=[wrote.id], hard_delete=True)
@@ -141,7 +144,7 @@ async def test_memory_on_a_runtime_answers_as_the_runtime(tmp_path: Path) -> Non
         again = Memory(runtime=rt)
         assert (await again.list(agent_id="A")).memories == []
 
-    async with Memory(config=config) as mem:
+    async with Memory(config=config, principal=operator) as mem:
         wrote = await mem.remember(agent_id="A", type="semantic", content="another")
         gone = await mem.forget(agent_id="A", ids=[wrote.id], hard_delete=True)
         assert gone.receipt is not None and verify_receipt(gone.receipt)[0]
@@ -155,7 +158,7 @@ async def test_memory_with_no_store_is_the_deployment_the_cli_uses(
 ) -> None:
     monkeypatch.setenv("MEMORYWIRE_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("MEMORYWIRE_EMBEDDER", "hashing")
-    async with Memory() as mem:
+    async with Memory(principal=Principal.local_operator()) as mem:  # the CLI's principal
         assert mem.runtime.governed is not None  # the default store is governed
         wrote = await mem.remember(agent_id="A", type="semantic", content="x")
         gone = await mem.forget(agent_id="A", ids=[wrote.id], hard_delete=True)

@@ -22,6 +22,16 @@ def governed() -> bool:
     return True
 
 
+@pytest.fixture(autouse=True)
+def agents_commit(world: World) -> None:
+    """This module tests what a carried-out hard forget and erase do, so agent tokens run
+    them unreviewed here (``agent_review: []``); that by default they wait for a person is
+    tests/security/test_finding32_agent_writes_wait_for_a_person.py."""
+    gov = world.runtime.governed
+    assert gov is not None
+    gov.set_policies({"agent_review": []})
+
+
 async def _remember(t: Any, tok: str, content: str, **extra: Any) -> str:
     out = await t.call("remember", {"agent_id": "A", "type": "semantic", "content": content,
                                     **extra}, tok)

@@ -141,7 +141,9 @@ async def test_erase_is_staged_then_applied_on_approval(rig: Rig) -> None:
     ok, body = await _call(rig.client, "erase", {"agent_id": "A", "reason": "user asked"})
     assert ok and body == {
         "erased_ids": [], "stores": [], "pending_approval": True,
+        "approval_id": body.get("approval_id"),
     } | ({"approval_url": body["approval_url"]} if "approval_url" in body else {}), body
+    assert isinstance(body["approval_id"], str)
     assert not validate("erase.response", body)
     assert await _ids(rig.gov) == {shaky, sure}
     [item] = rig.gov.list_pending(operation="forget")

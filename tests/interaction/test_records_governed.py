@@ -38,6 +38,9 @@ def _review(world: World, operation: str) -> None:
 async def test_history_lists_every_revision_with_who_and_why(
     transport: Any, world: World
 ) -> None:
+    gov = world.runtime.governed
+    assert gov is not None
+    gov.set_policies({"agent_review": []})  # the agent's update commits: its history is shown
     mid = await _remember(transport, world.agent_a, "A", "Carol is vegetarian")
     upd = await transport.call(
         "update",

@@ -23,6 +23,7 @@ import pytest
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import ERROR_CODES
 from memorywire.governance import GovernedStore
+from memorywire.governance.signing import SigningKeySource
 from memorywire.server.approvals import GovernanceApprovals
 from memorywire.server.auth import TokenStore
 from memorywire.server.dispatch import Dispatcher
@@ -42,6 +43,7 @@ _REST: dict[str, tuple[str, str]] = {
     "approvals.approve": ("POST", "/v0/approvals/{id}/approve"),
     "approvals.reject": ("POST", "/v0/approvals/{id}/reject"),
     "audit.list": ("GET", "/v0/audit"),
+    "recover": ("POST", "/v0/admin/recover"),
     "health": ("GET", "/v0/health"),
 }
 _RPC = {op: f"memory.{op}" for op in (*FIVE, *RECORDS)} | {"health": "server.health"}
@@ -85,9 +87,15 @@ def governed() -> bool:
 
 
 @asynccontextmanager
-async def open_rig(tmp_path: Path, governed: bool = True) -> AsyncIterator[Rig]:
+async def open_rig(tmp_path: Path, governed: bool = True, *, signing: bool = False,
+                   **gov_kw: Any) -> AsyncIterator[Rig]:
+    """``signing``: hard forgets and erases return signed receipts (as ``serve`` does);
+    ``gov_kw``: more ``GovernedStore`` settings (``per_user_keys``, ``policies``)."""
     inner = SqliteStore(tmp_path / "mem.db", embedder=HashingEmbedder())
-    gov = GovernedStore(inner, tmp_path / "gov.db")
+    gov = GovernedStore(inner, tmp_path / "gov.db", **gov_kw)
+    receipts: dict[str, Any] = {} if not signing else {
+        "signing_key": SigningKeySource(tmp_path / "signing.pem", create=True),
+        "receipts_audit": gov}
     tokens = TokenStore()
     admin, _ = tokens.create(role="admin", name="admin")
     agent, _ = tokens.create(role="agent", agent_ids=["A"], name="agent")
@@ -95,7 +103,7 @@ async def open_rig(tmp_path: Path, governed: bool = True) -> AsyncIterator[Rig]:
     user2, _ = tokens.create(role="agent", agent_ids=["A"], user_ids=["u2"], name="u2")
     reviewer, _ = tokens.create(role="reviewer", agent_ids=["A"], name="rev")
     dispatcher = (
-        Dispatcher(gov, approvals=GovernanceApprovals(gov), limits=Limits())
+        Dispatcher(gov, approvals=GovernanceApprovals(gov), limits=Limits(), **receipts)
         if governed
         else Dispatcher(inner, limits=Limits())  # gov stays only to answer audit_len()
     )

@@ -51,6 +51,12 @@ Applier = Callable[[dict[str, Any]], Awaitable[tuple[dict[str, Any], list[str]]]
 HardForgetSigner = Callable[
     [MemoryStore, ForgetRequest], Awaitable[tuple[ForgetResponse, dict[str, Any] | None]]
 ]
+#: What a carried-out hard forget does to governance's own copies (see ``copies.py``).
+AfterHardForget = Callable[[ForgetRequest, list[str]], Awaitable[Any]]
+#: Before an approved update of content: the kept text's id and the worker job keeping the
+#: text it replaces (``None``: nothing to keep), see ``GovernedStore``.
+KeepReplaced = Callable[[UpdateMemoryRequest],
+                        Awaitable[tuple[str, Callable[[], None]] | None]]
 _BUILT_IN = frozenset({"remember", "forget", "expire", "update", "merge"})
 
 #: Failures that say nothing about the operation itself; the commit is retried later.
@@ -92,6 +98,10 @@ class CommitDriver:
         self.rejecters: dict[str, Applier] = {}
         #: Signs approved hard forgets (and so approved erases); ``None``: they get no receipt.
         self.hard_forget: HardForgetSigner | None = None
+        #: Runs after an approved hard forget was carried out (kept texts, data keys).
+        self.after_hard_forget: AfterHardForget | None = None
+        #: Keeps the text an approved update replaces (``history``'s previous content).
+        self.keep_replaced: KeepReplaced | None = None
 
     async def recover(self) -> RecoveryReport:
         """Re-drive every item a crash left ``committing``; each on its own (see module)."""
@@ -174,6 +184,8 @@ class CommitDriver:
             else:
                 fr = await self._inner.forget(freq)
             ids = list(fr.forgotten_ids)
+            if freq.hard_delete and self.after_hard_forget is not None:
+                await self.after_hard_forget(freq, ids)
             if freq.ids:  # pending remembers it names must not come back by a later approval
                 who, now, names = fresh.reviewer or "system", self._clock.now_ms(), list(freq.ids)
                 closed = await self._w.grouped(
@@ -191,8 +203,15 @@ class CommitDriver:
                 er.matched_ids or []
             )
         if fresh.operation == "update":
-            rec = await apply_update(self._inner, UpdateMemoryRequest.model_validate(req))
-            return {"updated": rec.id}, [rec.id]
+            ureq = UpdateMemoryRequest.model_validate(req)
+            keep = None if self.keep_replaced is None else await self.keep_replaced(ureq)
+            rec = await apply_update(self._inner, ureq)
+            if keep is None:
+                return {"updated": rec.id}, [rec.id]
+            text_id, job = keep
+            await self._w.grouped(job)
+            # the completion entry carries the result: history finds the kept text by it
+            return {"updated": rec.id, "previous_text": text_id}, [rec.id]
         mreq = MergeRequest.model_validate(req)
         mr = await self._inner.merge(mreq)
         return {"merged_count": mr.merged_count, "canonical": mr.canonical}, [

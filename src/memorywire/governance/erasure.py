@@ -8,7 +8,7 @@ repeats what was erased ("remove the note about X's diagnosis").
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -24,7 +24,7 @@ from memorywire.store.base import MemoryStore
 from memorywire.store.cascade import expand_cascade
 from memorywire.wire.models import ForgetRequest, ForgetResponse, MemoryRecord
 
-__all__ = ["AuditSink", "Erasure", "erase_with_receipt", "records_selected"]
+__all__ = ["AuditSink", "Copies", "Erasure", "erase_with_receipt", "records_selected"]
 
 #: A forget by filter reads at most this many memories to digest; larger sets are refused so
 #: a receipt never vouches for content it did not digest.
@@ -33,6 +33,11 @@ MAX_DIGESTED = 100_000
 
 class AuditSink(Protocol):
     async def record(self, event: Mapping[str, Any]) -> None: ...
+
+
+#: After the erase: what it reached beyond the store (kept texts, sealed dumps), for the
+#: receipt's ``details.copies`` (``GovernedStore.erased_copies``).
+Copies = Callable[[str, str | None, Sequence[str]], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -70,10 +75,13 @@ async def erase_with_receipt(
     redact_reason: bool = False,
     clock: Clock | None = None,
     details: Mapping[str, Any] | None = None,
+    copies: Copies | None = None,
 ) -> Erasure:
     """Hard-forget ``req`` on ``store``; return the response and the signed receipt.
 
     A cascading ``req`` is expanded first, so the receipt digests every descendant too.
+    ``copies`` (governance) finishes the erase beyond the store and says what it reached;
+    the receipt carries that statement, so it vouches for the copies it names.
     """
     if not req.hard_delete:
         raise InvalidRequest("hard_delete: a receipt is only issued for a hard forget")
@@ -84,6 +92,7 @@ async def erase_with_receipt(
     if resp.pending_approval:
         return Erasure(resp, None)
     erased_ids = list(resp.forgotten_ids)
+    reached = None if copies is None else await copies(req.agent_id, req.user_id, erased_ids)
     per_store = {c.store: erased_ids for c in resp.stores if c.count > 0}
     actor = current_actor()
     body = unsigned_receipt(
@@ -100,6 +109,7 @@ async def erase_with_receipt(
             # ids a soft delete had already hidden: erased, but not readable to digest
             "undigested_ids": sorted(i for i in erased_ids if i not in before),
             **({} if redact_reason or req.reason is None else {"reason": req.reason}),
+            **({} if reached is None else {"copies": reached}),
             **dict(details or {}),
         },
     )

@@ -3,29 +3,56 @@
 :class:`PolicyGate` holds a governed store's :class:`~memorywire.governance.policies.PolicySet`
 and the operations its deployment always sends to review (``require_approval_for``). A call
 is staged when its policy says ``review``, when its operation is always gated, or when the
-caller is inside :meth:`StagingDesk.staging <memorywire.governance.staging.StagingDesk.staging>`;
-a ``reject`` rule refuses it with ``Forbidden`` and records the refusal.
+caller is inside :meth:`StagingDesk.staging <memorywire.governance.staging.StagingDesk.staging>`,
+or when an agent-side caller makes a call of a kind the policy's ``agent_review`` names; a
+``reject`` rule refuses it with ``Forbidden`` and records the refusal.
+
+The kind of a forget depends on what it is part of: an erase reaches the store as a hard
+forget of every id in its scope, so the erase marks the calls it makes with :func:`erasing`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from memorywire.errors import Forbidden
-from memorywire.governance.actor import current_actor
+from memorywire.governance.actor import current_actor, current_actor_is_agent
 from memorywire.governance.chain import canonical_json, sha256_hex
 from memorywire.governance.policies import PolicyDecision, PolicySet
 from memorywire.governance.trail import AuditTrail
 
-__all__ = ["GATEABLE", "Policies", "PolicyGate", "as_policies"]
+__all__ = ["GATEABLE", "Policies", "PolicyGate", "as_policies", "erasing", "forget_kind"]
 
 #: The operations ``require_approval_for`` may name.
 GATEABLE = frozenset({"forget", "merge"})
 
 #: What a policy set may be given as (see :func:`as_policies`).
 Policies = PolicySet | Mapping[str, Any] | str | Path
+
+
+_ERASING: ContextVar[bool] = ContextVar("memorywire_erasing", default=False)
+
+
+@contextmanager
+def erasing() -> Iterator[None]:
+    """The forgets made in this block (in this task) are an erase (``agent_review``'s
+    ``erase``), not single hard forgets."""
+    token = _ERASING.set(True)
+    try:
+        yield
+    finally:
+        _ERASING.reset(token)
+
+
+def forget_kind(hard_delete: bool) -> str:
+    """``erase``, ``hard_forget`` or ``forget``: the ``agent_review`` kind of a forget."""
+    if _ERASING.get():
+        return "erase"
+    return "hard_forget" if hard_delete else "forget"
 
 
 def as_policies(p: Policies | None) -> PolicySet:
@@ -66,8 +93,15 @@ class PolicyGate:
         )
         self._policies = new
 
-    async def decide(self, operation: str, agent_id: str, user_id: str | None, req: Any) -> str:
-        """``"commit"`` or ``"review"``; a ``reject`` rule raises ``Forbidden``."""
+    def agents_wait(self, kind: str) -> bool:
+        """Whether the current caller's call of ``kind`` waits for a person because the
+        caller is on the agent side (the policy's ``agent_review``)."""
+        return current_actor_is_agent() and self._policies.agents_wait(kind)
+
+    async def decide(self, operation: str, agent_id: str, user_id: str | None, req: Any,
+                     kind: str | None = None) -> str:
+        """``"commit"`` or ``"review"``; a ``reject`` rule raises ``Forbidden``. ``kind``
+        (default: ``operation``) is what ``agent_review`` knows the call as."""
         d: PolicyDecision = self._policies.decide(operation, agent_id, user_id, req)
         if d.decision == "reject":
             await self._trail.append(
@@ -79,5 +113,7 @@ class PolicyGate:
             why = f": {d.reason}" if d.reason else ""
             raise Forbidden(f"governance policy rule '{d.rule}' refuses this {operation}{why}")
         if operation in self._gated or self._staging_now():
+            return "review"
+        if self.agents_wait(kind or operation):
             return "review"
         return d.decision

@@ -93,7 +93,33 @@ _ADDED = [
     f"ALTER TABLE {SCHEMA}.approvals ADD COLUMN IF NOT EXISTS requester_id text",
     f"CREATE INDEX IF NOT EXISTS approvals_memory ON {SCHEMA}.approvals"
     "(agent_id, memory_id, status)",
+    # per-user data keys and kept texts (governance/datakeys.py, revision_texts.py)
+    f"""CREATE TABLE IF NOT EXISTS {SCHEMA}.data_keys(
+        kid text PRIMARY KEY,
+        agent_id text NOT NULL,
+        user_id text NOT NULL,
+        wrapped text,
+        created_at bigint NOT NULL,
+        destroyed_at bigint)""",
+    f"CREATE INDEX IF NOT EXISTS data_keys_scope ON {SCHEMA}.data_keys"
+    "(agent_id, user_id, destroyed_at)",
+    f"""CREATE TABLE IF NOT EXISTS {SCHEMA}.governance_settings(
+        name text PRIMARY KEY,
+        value text NOT NULL)""",
+    f"""CREATE TABLE IF NOT EXISTS {SCHEMA}.revision_texts(
+        id text PRIMARY KEY,
+        agent_id text NOT NULL,
+        user_id text,
+        memory_id text NOT NULL,
+        created_at bigint NOT NULL,
+        body text NOT NULL)""",
+    f"CREATE INDEX IF NOT EXISTS revision_texts_memory ON {SCHEMA}.revision_texts"
+    "(agent_id, memory_id)",
+    f"CREATE INDEX IF NOT EXISTS revision_texts_user ON {SCHEMA}.revision_texts"
+    "(agent_id, user_id)",
 ]
+#: Tables of ``_ADDED``: a database without one of them runs ``_ADDED`` again.
+_ADDED_TABLES = ("data_keys", "governance_settings", "revision_texts")
 
 
 def _translate(exc: psycopg.Error) -> MemorywireError:
@@ -224,7 +250,10 @@ def _has_added_columns(conn: psycopg.Connection[Any]) -> bool:
         " AND table_name = 'approvals' AND column_name IN ('memory_id', 'requester_id')",
         (SCHEMA,),
     ).fetchone()
-    return row is not None and int(row[0]) == 2
+    if row is None or int(row[0]) != 2:
+        return False
+    return all(conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.{t}",)).fetchone()
+               not in (None, (None,)) for t in _ADDED_TABLES)
 
 
 def _has_schema(conn: psycopg.Connection[Any]) -> bool:

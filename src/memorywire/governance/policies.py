@@ -24,6 +24,21 @@ the finding (score, rules that fired) in its audit entry; ``stage`` holds it for
 with the finding as the reason; ``off`` does not look. ``detectors`` names hooks run after the
 built-in rules (``"package.module:name"``). ``"directives": "stage"`` is short for
 ``{"action": "stage"}``.
+
+``agent_review`` names what an *agent-side* caller (see :mod:`memorywire.governance.actor`:
+an agent token, any MCP tool call, the local agent side) may not commit by itself: such a
+call is staged for a person whatever the rules decide, unless a rule rejects it. The kinds
+are ``remember``, ``update`` (one that changes content), ``update_metadata`` (one that changes
+only metadata, confidence or supersedes), ``forget`` (every forget), ``hard_forget``,
+``erase``, ``merge`` and ``expire``; ``forget`` covers ``hard_forget`` and ``erase``, and
+``hard_forget`` covers ``erase`` (an erase is a hard forget of a whole scope). Left out, it is
+``["update", "hard_forget", "erase", "merge"]``: what destroys or overwrites a memory's text
+waits for a person. ``[]`` lets agents commit everything the rules allow.
+
+``history_text`` says how an update's replaced text is kept for ``history``: ``readable``,
+``sealed`` (under the scope's per-user data key; needs ``per_user_keys``) or ``off`` (a keyed
+hash only). Left out: ``sealed`` where ``per_user_keys`` is on, else ``readable`` (see
+:mod:`memorywire.governance.revision_texts`).
 """
 
 from __future__ import annotations
@@ -39,13 +54,23 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memorywire.errors import ErrorDetail, InvalidRequest
 from memorywire.wire.models import RememberRequest
 
-__all__ = ["ConflictAction", "ConflictPolicy", "Decision", "DirectiveAction",
-           "DirectivePolicy", "Match", "PolicyDecision", "PolicySet", "Rule"]
+__all__ = ["DEFAULT_AGENT_REVIEW", "AgentKind", "ConflictAction", "ConflictPolicy", "Decision",
+           "DirectiveAction", "DirectivePolicy", "Match", "PolicyDecision", "PolicySet", "Rule"]
 
 Decision = Literal["commit", "review", "reject"]
 ConflictAction = Literal["report", "auto", "review", "off"]
 DirectiveAction = Literal["flag", "stage", "off"]
+HistoryText = Literal["readable", "sealed", "off"]
 Operation = Literal["remember", "forget", "merge", "expire", "update"]
+AgentKind = Literal["remember", "update", "update_metadata", "forget", "hard_forget", "erase",
+                    "merge", "expire"]
+#: What an agent-side caller may not commit by itself unless the policy says otherwise.
+DEFAULT_AGENT_REVIEW: tuple[AgentKind, ...] = ("update", "hard_forget", "erase", "merge")
+#: A kind of call, and the listed kinds that also cover it.
+_COVERED_BY: dict[str, tuple[str, ...]] = {
+    "hard_forget": ("forget",),
+    "erase": ("forget", "hard_forget"),
+}
 _MEMORY_FACTS = ("source", "type", "tags", "confidence_below", "content_size_over")
 
 
@@ -91,6 +116,8 @@ class _PolicyFile(_Model):
     rules: list[Rule] = Field(default_factory=list)
     conflicts: ConflictPolicy = Field(default_factory=ConflictPolicy)
     directives: DirectivePolicy = Field(default_factory=DirectivePolicy)
+    agent_review: list[AgentKind] = Field(default_factory=lambda: list(DEFAULT_AGENT_REVIEW))
+    history_text: HistoryText | None = None
 
     @field_validator("conflicts", "directives", mode="before")
     @classmethod
@@ -144,11 +171,29 @@ class PolicySet:
 
     def __init__(self, rules: Sequence[Rule] = (), default: Decision = "commit",
                  conflicts: ConflictPolicy | None = None,
-                 directives: DirectivePolicy | None = None) -> None:
+                 directives: DirectivePolicy | None = None,
+                 agent_review: Sequence[AgentKind] = DEFAULT_AGENT_REVIEW,
+                 history_text: HistoryText | None = None) -> None:
         self._rules = tuple(rules)
         self._default: Decision = default
         self._conflicts = conflicts or ConflictPolicy()
         self._directives = directives or DirectivePolicy()
+        self._agent_review = frozenset(agent_review)
+        self._history_text: HistoryText | None = history_text
+
+    @property
+    def history_text(self) -> HistoryText | None:
+        """``None``: the store's default (sealed with per-user keys, else readable)."""
+        return self._history_text
+
+    @property
+    def agent_review(self) -> frozenset[str]:
+        return self._agent_review
+
+    def agents_wait(self, kind: str) -> bool:
+        """Whether an agent-side call of ``kind`` is staged for a person (``agent_review``)."""
+        return kind in self._agent_review or any(
+            k in self._agent_review for k in _COVERED_BY.get(kind, ()))
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -172,7 +217,8 @@ class PolicySet:
                 for e in exc.errors()
             ]
             raise InvalidRequest("invalid governance policy", details) from exc
-        return cls(parsed.rules, parsed.default, parsed.conflicts, parsed.directives)
+        return cls(parsed.rules, parsed.default, parsed.conflicts, parsed.directives,
+                   parsed.agent_review, parsed.history_text)
 
     @classmethod
     def from_file(cls, path: str | Path) -> PolicySet:
@@ -194,6 +240,10 @@ class PolicySet:
             out["conflicts"] = self._conflicts.model_dump()
         if self._directives != DirectivePolicy():
             out["directives"] = self._directives.model_dump()
+        if self._agent_review != frozenset(DEFAULT_AGENT_REVIEW):  # the same, for this one
+            out["agent_review"] = sorted(self._agent_review)
+        if self._history_text is not None:
+            out["history_text"] = self._history_text
         return out
 
     def decide(

@@ -27,8 +27,12 @@ loop; audit entries waiting together are written in one transaction.
 The store is composed of parts, each its own module: :class:`~.gate.PolicyGate` decides what
 is staged, :class:`~.staging.StagingDesk` stages it, :class:`~.desk.ReviewDesk` serves the
 reviewer and commits approvals, :class:`~.trail.AuditTrail` writes every entry (each inner
-write through one :class:`~.bracket.AuditBracket`). This class holds them, runs the write
-paths and forwards the rest.
+write through one :class:`~.bracket.AuditBracket`), :class:`~.copies.CopyKeeper` keeps the
+texts updates replaced and the per-user data keys, and removes them after a hard forget.
+This class holds them, runs the write paths and forwards the rest.
+
+Every staged answer names its approval item (``approval_id``), and its ``approval_url``
+where the store was given the reviewer UI's address.
 """
 
 from __future__ import annotations
@@ -45,15 +49,17 @@ from memorywire.core.ids import new_id
 from memorywire.errors import CapabilityMissing
 from memorywire.governance.actor import current_actor
 from memorywire.governance.audit import AuditLog
-from memorywire.governance.bracket import AuditBracket, Outcome
+from memorywire.governance.bracket import AuditBracket, Outcome, Settle
 from memorywire.governance.checks import check_remember
 from memorywire.governance.commit import HardForgetSigner, RecoveryReport
 from memorywire.governance.conflicts import apply_auto, proposal
+from memorywire.governance.copies import CopyKeeper
+from memorywire.governance.datakeys import default_kek_path
 from memorywire.governance.db import is_postgres_url
 from memorywire.governance.delegate import delegate, delegate_async
 from memorywire.governance.desk import ReviewDesk
 from memorywire.governance.directives import DetectorSet
-from memorywire.governance.gate import Policies, PolicyGate
+from memorywire.governance.gate import Policies, PolicyGate, forget_kind
 from memorywire.governance.keys import AuditKey, default_key_path
 from memorywire.governance.policies import PolicySet
 from memorywire.governance.queue import ApprovalQueue
@@ -97,6 +103,10 @@ class GovernedStore:
     ``"fail_closed"`` (the default) refuses it with a clear error, ``"serve_reads"`` answers
     anyway. Writes always fail closed: nothing reaches the inner store unrecorded.
     ``audit_key``: the HMAC key for content hashes (see :mod:`.keys` for the default place).
+    ``per_user_keys``: seal dumps and kept texts under per-user data keys that an erase
+    destroys (see :mod:`.datakeys`; once on, it stays on for this database); ``data_kek``:
+    the file of the key that wraps them (default beside the database, see
+    :func:`~.datakeys.default_kek_path`).
     """
 
     def __init__(
@@ -111,6 +121,8 @@ class GovernedStore:
         audit_recall: bool = True,
         audit_failure: str = "fail_closed",
         audit_key: AuditKey | str | Path | None = None,
+        per_user_keys: bool = False,
+        data_kek: str | Path | None = None,
     ) -> None:
         if audit_failure not in _AUDIT_FAILURE:
             raise ValueError(f"audit_failure accepts {list(_AUDIT_FAILURE)}")
@@ -134,6 +146,15 @@ class GovernedStore:
         self._gate = PolicyGate(policies, require_approval_for, self._trail,
                                 self._staging.active)
         self._detectors: tuple[tuple[str, ...], DetectorSet] = ((), DetectorSet.of())
+        postgres = is_postgres_url(db_path)
+        self._copies = CopyKeeper(self._audit.db, self._w, self._clock,
+                                  Path(data_kek) if data_kek is not None
+                                  else default_kek_path(db_path, postgres=postgres),
+                                  per_user_keys)
+        self._copies.history_mode(self._gate.policies)  # refuse a policy it cannot honour
+        self._desk.driver.after_hard_forget = self._after_hard_forget
+        self._desk.driver.keep_replaced = lambda r: self._copies.keep_replaced(
+            self._inner, self._gate.policies, r.agent_id, r.id, r.user_id, r.content)
         self._audit_recall = audit_recall
         self._serve_reads = audit_failure == "serve_reads"
 
@@ -166,7 +187,15 @@ class GovernedStore:
         return self._gate.policies
 
     def set_policies(self, policies: Policies) -> None:
+        from memorywire.governance.gate import as_policies
+
+        self._copies.history_mode(as_policies(policies))
         self._gate.replace(policies)
+
+    @property
+    def copies(self) -> CopyKeeper:
+        """Kept texts and per-user data keys (dumps seal and open through it)."""
+        return self._copies
 
     async def record(self, event: Mapping[str, Any]) -> None:
         """The ``AuditSink`` face (consolidation): one entry, written by the worker."""
@@ -214,6 +243,8 @@ class GovernedStore:
                 reasoning = (f"contradicts stored memories {', '.join(staged.supersedes or [])}"
                              "; approving supersedes them (governance conflicts: review)")
         if decision == "review":
+            if not asked and rule is None and self._gate.agents_wait("remember"):
+                reasoning = "an agent's remember waits for a person (governance agent_review)"
             await check_remember(self._inner, req)
             item = await self._staging.stage("remember", req, reasoning,
                                              {**content_h, "rule": rule, **_flag(finding)},
@@ -224,6 +255,7 @@ class GovernedStore:
                 stores=[],
                 pending_approval=True,
                 approval_url=self.approval_url(item.id),
+                approval_id=item.id,
                 conflicts=found or None,
             )
         meta = {**content_h, "type": req.type.value, "source": req.source,
@@ -284,7 +316,8 @@ class GovernedStore:
                                     "hard_delete is unsupported, use a soft delete")
         # Expanded before the policy and the queue, so a reviewer sees every id that goes.
         req = await expand_cascade(self._inner, req)
-        if await self._gate.decide("forget", req.agent_id, req.user_id, req) == "review":
+        kind = forget_kind(req.hard_delete)
+        if await self._gate.decide("forget", req.agent_id, req.user_id, req, kind) == "review":
             item = await self._staging.stage(
                 "forget", req, req.reason, {"ids": req.ids or [], "hard_delete": req.hard_delete})
             return ForgetResponse(
@@ -293,6 +326,7 @@ class GovernedStore:
                 hard_delete=req.hard_delete,
                 pending_approval=True,
                 approval_url=self.approval_url(item.id),
+                approval_id=item.id,
             )
         details = {
             "hard_delete": req.hard_delete,
@@ -305,9 +339,21 @@ class GovernedStore:
         resp = await bracket.run(lambda: self._inner.forget(req))
         # ``done`` names the pending remembers the forget withdrew too; so does the answer
         forgotten = bracket.recorded
+        if req.hard_delete:
+            await self.erased_copies(req.agent_id, req.user_id, forgotten)
         if forgotten == resp.forgotten_ids:
             return resp
         return resp.model_copy(update={"forgotten_ids": forgotten})
+
+    async def _after_hard_forget(self, req: ForgetRequest, ids: Sequence[str]) -> None:
+        await self.erased_copies(req.agent_id, req.user_id, ids)
+
+    async def erased_copies(self, agent_id: str, user_id: str | None,
+                            ids: Sequence[str]) -> dict[str, Any]:
+        """What a carried-out hard forget (direct or approved) does to the copies governance
+        keeps (kept texts; a scope it emptied loses its data keys), and the ``copies``
+        statement of its receipt. Idempotent: a receipt asks again after the forget ran it."""
+        return await self._copies.after_hard_forget(self._inner, agent_id, user_id, ids)
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
         await self._desk.ensure_recovered()
@@ -321,6 +367,7 @@ class GovernedStore:
                 stores=[],
                 pending_approval=True,
                 approval_url=self.approval_url(item.id),
+                approval_id=item.id,
             )
         ids = [req.canonical, *req.duplicates]
         details = {"strategy": req.strategy.value, "user_id": req.user_id}
@@ -345,6 +392,7 @@ class GovernedStore:
                 stores=[],
                 pending_approval=True,
                 approval_url=self.approval_url(item.id),
+                approval_id=item.id,
             )
         details = {
             "policy": req.policy.model_dump(mode="json", exclude_none=True),
@@ -365,12 +413,16 @@ class GovernedStore:
         Only the public update operation is gated; the store's own in-place changes
         (procedure state, tier promotion) call :meth:`update` and are audited, never staged.
         """
-        if await self._gate.decide("update", req.agent_id, req.user_id, req) != "review":
+        kind = "update" if req.content is not None else "update_metadata"
+        if await self._gate.decide("update", req.agent_id, req.user_id, req, kind) != "review":
             return None
         item = await self._staging.stage("update", req, req.reason, {"ids": [req.id]})
         return item.id
 
     async def update(self, req: UpdateRequest) -> MemoryRecord:
+        """The in-place change in its audit bracket; a change of content keeps the text it
+        replaces for ``history`` (the policy's ``history_text``), named by the ``done``
+        entry and written with it."""
         await self._desk.ensure_recovered()
         details: dict[str, Any] = {
             **(self._trail.keyed("content_hmac", req.content) if req.content is not None
@@ -380,9 +432,23 @@ class GovernedStore:
             "user_id": req.user_id,
             "reason": req.reason,
         }
-        bracket: AuditBracket[MemoryRecord] = self._trail.bracket(
-            "update", req.agent_id, [req.id], details)
-        return await bracket.run(lambda: self._inner.update(req))
+        kept = await self._copies.keep_replaced(self._inner, self._gate.policies, req.agent_id,
+                                                req.id, req.user_id, req.content)
+        if kept is None:
+            bracket: AuditBracket[MemoryRecord] = self._trail.bracket(
+                "update", req.agent_id, [req.id], details)
+            return await bracket.run(lambda: self._inner.update(req))
+        text_id, keep = kept
+
+        def settle(_rec: MemoryRecord) -> Settle:
+            def run() -> Outcome:
+                keep()
+                return [req.id], {**details, "previous_text": text_id}
+            return run
+
+        keeping: AuditBracket[MemoryRecord] = self._trail.bracket(
+            "update", req.agent_id, [req.id], details, settle=settle)
+        return await keeping.run(lambda: self._inner.update(req))
 
     # --- staging ---------------------------------------------------------------------------
 

@@ -13,6 +13,11 @@ revisions from the source's audit log), covered by its digest; and ``pending`` l
 operations awaiting a reviewer) follow the records, each with its own digest in the chain,
 counted by the footer's ``pending``. A dump without them is byte-identical to one written
 before they existed.
+
+A dump of a governance database with ``per_user_keys`` on is *sealed* (header ``sealed``):
+each record line carries its content, metadata, vector and history only inside a box under
+its user's data key (:mod:`memorywire.portability.sealing`); the digests cover the sealed
+lines, so verification needs no key.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import base64
 import gzip
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
 from functools import partial
 from typing import IO, Any
@@ -110,10 +115,12 @@ class DumpWriter:
         self._out.write(_canonical(doc) + b"\n")
 
     def write(self, row: Row, vector: Any = None, embedder: str | None = None,
-              history: list[dict[str, Any]] | None = None) -> None:
+              history: list[dict[str, Any]] | None = None,
+              seal: Callable[..., dict[str, Any]] | None = None) -> None:
         """``vector`` (float32, from ``embedder``) and ``history`` travel beside the record
         and are covered by the line's digest, so a changed one is caught like a changed
-        record."""
+        record. ``seal`` (a :func:`~memorywire.portability.sealing.record_sealer`) puts the
+        private fields, the vector and the history into the record's sealed box."""
         if self.pending:
             raise ValueError("record lines come before pending lines")
         record = doc_of_row(row)
@@ -124,6 +131,9 @@ class DumpWriter:
                               "b64": base64.b64encode(data.tobytes()).decode()}
         if history is not None:
             line["history"] = history
+        if seal is not None:
+            record = seal(record, line.pop("vector", None), line.pop("history", None))
+            line["record"], history = record, None
         digest = _line_digest(record, line.get("vector"), history)
         self._chain.update(digest.encode())
         line["sha256"] = digest
@@ -166,8 +176,16 @@ class DumpReader:
     line or, with ``skip_invalid``, leave such lines out and list them.
     """
 
-    def __init__(self, stream: IO[bytes], rules: LineRules | None = None) -> None:
+    def __init__(self, stream: IO[bytes], rules: LineRules | None = None,
+                 opener: Callable[[dict[str, Any], int], Any] | None = None) -> None:
+        """``opener`` (a :class:`~memorywire.portability.sealing.RecordOpener`) opens
+        sealed lines, before ``rules`` see them; without one a sealed line is refused. A line
+        it cannot open because its key was destroyed is left out and counted in
+        :attr:`erased`."""
         self.rules = rules if rules is not None else LineRules()
+        self._opener = opener
+        #: Sealed records left out because an erase destroyed their key.
+        self.erased = 0
         self._lines = bounded_lines(stream, self.rules.limits)
         self.header = self._next("header")
         if self.header.get("format") != FORMAT or self.header.get("version") != VERSION:
@@ -226,6 +244,20 @@ class DumpReader:
                 raise InvalidRequest(f"dump line {n}: digest mismatch (the line was changed)")
             chain.update(digest.encode())
             self.count += 1
+            if "sealed" in record:
+                if self._opener is None:
+                    raise InvalidRequest(
+                        f"dump line {n}: sealed under a per-user data key; import it into a "
+                        "governed store whose governance database holds the keys")
+                opened = self._opener(record, n)
+                if opened is None:
+                    self.erased += 1
+                    continue
+                record, vector, history = opened
+                # the line as it was written before sealing: absent keys stay absent
+                doc = {**{k: v for k, v in doc.items() if k not in ("vector", "history")},
+                       "record": record, **({} if vector is None else {"vector": vector}),
+                       **({} if history is None else {"history": history})}
             entry = self.rules.record(n, doc, partial(_entry, doc, n))
             if entry is not None:
                 yield entry
@@ -275,7 +307,7 @@ def _vector_of(doc: Any, line: int) -> Any:
 def verify_dump(path: str) -> int:
     """The number of records of a verified dump; raises ``InvalidRequest`` naming the line."""
     with open_dump(path) as stream:
-        reader = DumpReader(stream)
+        reader = DumpReader(stream, opener=lambda record, n: None)  # digests need no key
         for _ in reader.entries():
             pass
         return reader.count

@@ -33,6 +33,7 @@ from memorywire.portability.governed import (
     split,
 )
 from memorywire.portability.plan import FidelityPlan, FieldScan, plan_fidelity
+from memorywire.portability.sealing import RecordOpener, record_sealer
 from memorywire.store.portable import (
     ALL_FIELDS,
     BulkLoadable,
@@ -106,12 +107,19 @@ async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
     HTTP export both write. A governed ``store`` is read through its inner store; its
     governance supplies the history and pending items when asked for (an ungoverned one
     answers ``capability_missing``). ``scope`` keeps only the records and pending items of
-    the agents and users it allows (a scoped token's export)."""
+    the agents and users it allows (a scoped token's export). Where that governance seals
+    (``per_user_keys``), every record line is sealed under its user's data key
+    (:mod:`.sealing`)."""
     store, gov = split(store)
+    sealing = gov is not None and gov.copies.sealing
     if include_history:
         require_governance(gov, "include_history")
     if include_pending:
         require_governance(gov, "include_pending")
+        if sealing:
+            raise CapabilityMissing("include_pending is not available where per_user_keys "
+                                    "seals dumps: a pending item's request would travel "
+                                    "unsealed; export without include_pending")
     src = portable(store)
     if include_vectors and not isinstance(store, VectorPortable):
         raise CapabilityMissing(f"store {getattr(store, 'name', store)!r} cannot hand out its "
@@ -128,7 +136,7 @@ async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
     }
     # Only when asked for, so a dump without them is what it was before they existed.
     header |= {k: True for k, v in (("history", include_history),
-                                    ("pending", include_pending)) if v}
+                                    ("pending", include_pending), ("sealed", sealing)) if v}
     buffer = io.BytesIO()
     writer = DumpWriter(buffer, header, gzip_it=False)
     after: Cursor | None = None
@@ -140,9 +148,15 @@ async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
         if include_vectors and picked:
             assert isinstance(store, VectorPortable)
             vectors = await store.vectors_of(picked)
+        seal = None
+        if sealing and picked:
+            assert gov is not None
+            seal = record_sealer(await gov.copies.keys_for((r.agent_id, r.user_id)
+                                                           for r in picked))
         for row, vector in zip(picked, vectors, strict=True):
             history = await history_of(gov, row) if include_history and gov else None
-            writer.write(row, vector, None if embedder is None else embedder.name, history)
+            writer.write(row, vector, None if embedder is None else embedder.name, history,
+                         seal)
         if len(rows) < page:
             break
         yield buffer.getvalue()
@@ -205,6 +219,8 @@ class DumpImportCounts(ImportCounts):
     history: int = 0
     pending: int = 0
     pending_skipped: int = 0
+    #: Sealed records left out because an erase destroyed their data key.
+    sealed_erased: int = 0
     #: ``rows`` (``import_rows`` page by page) or ``bulk`` (an empty target's bulk load).
     load: str = "rows"
     #: Why a target that can bulk-load did not, when that was a choice (governance).
@@ -223,6 +239,8 @@ class DumpImportCounts(ImportCounts):
             out["load_note"] = self.load_note
         if self.index is not None:
             out["index"] = self.index
+        if self.sealed_erased:
+            out["sealed_erased"] = self.sealed_erased
         if self.invalid is not None:
             out["skipped_invalid"] = self.invalid.skipped_count
             out["invalid"] = [s.to_json() for s in self.invalid.skipped]
@@ -248,12 +266,15 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
 
     A governed ``store`` takes the rows into its inner store, records the import in its
     audit log, and restores the dump's revision history and pending approvals there; an
-    ungoverned one loses them (the plan's ``history`` and ``pending``)."""
+    ungoverned one loses them (the plan's ``history`` and ``pending``). A sealed dump opens
+    with the target governance's data keys; records whose key an erase destroyed are left
+    out and counted (``sealed_erased``)."""
     store, gov = split(store)
     dst = portable(store)
     limits = limits or DumpLimits()
     first = LineRules(limits, skip_invalid=skip_invalid, scope=scope)
-    seen = await anyio.to_thread.run_sync(partial(_verify_pass, path, first))
+    opener = None if gov is None else RecordOpener(gov.copies.key, gov.copies.key_state)
+    seen = await anyio.to_thread.run_sync(partial(_verify_pass, path, first, opener))
     scan, digest, source, embedder = seen.scan, seen.digest, seen.source, seen.embedder
     extras = {}
     if seen.history is not None:
@@ -313,7 +334,7 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
         progress(done, scan.rows)
     again = LineRules(limits, scope=scope, skip_lines=first.skipped_lines, check_repeats=False)
     with open_dump(path) as stream:
-        reader = DumpReader(stream, again)
+        reader = DumpReader(stream, again, opener)
         batch: list[Row] = []
         vectors: list[Any] = []
         histories: list[list[dict[str, Any]] | None] = []
@@ -334,6 +355,7 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
             progress(done, scan.rows)
         if loader is not None and bulk is not None:
             counts.index = await loader.bulk_finish(job)
+        counts.sealed_erased = reader.erased
         if gov is not None and reader.pending:
             counts.pending, counts.pending_skipped = await restage(
                 gov, reader.pending, source, skip_conflicts=on_conflict is not OnConflict.FAIL)
@@ -356,11 +378,13 @@ class _Verified:
     pending: int | None
 
 
-def _verify_pass(path: str, rules: LineRules) -> _Verified:
-    """Read the whole dump once (digests, rules, the fields it uses), writing nothing."""
+def _verify_pass(path: str, rules: LineRules,
+                 opener: RecordOpener | None = None) -> _Verified:
+    """Read the whole dump once (digests, rules, the fields it uses), writing nothing;
+    ``opener`` opens sealed lines (it asks the governance worker for each key once)."""
     scan = FieldScan()
     with open_dump(path) as stream:
-        reader = DumpReader(stream, rules)
+        reader = DumpReader(stream, rules, opener)
         all_vectors = True
         with_history = 0
         for entry in reader.entries():

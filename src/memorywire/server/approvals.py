@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memorywire.errors import NotFound
-from memorywire.governance.actor import acting_as
 from memorywire.server.auth import Principal
 
 if TYPE_CHECKING:
@@ -99,7 +98,7 @@ class GovernanceApprovals:
     async def decide(
         self, p: Principal, approval_id: str, approve: bool, reason: str | None
     ) -> dict[str, Any]:
-        with acting_as(p.name, p.token_id):
+        with p.acting():
             return await self.governed.decide(approval_id, p.name, approve, reason)
 
     async def audit(

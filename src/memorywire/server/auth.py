@@ -14,6 +14,7 @@ import secrets
 import sqlite3
 import threading
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.ids import new_id
 from memorywire.errors import Forbidden, InvalidRequest, NotFound, Unauthorized
+from memorywire.governance.actor import acting_as
 from memorywire.wire.operations import operation
 
 __all__ = ["LOCAL_OPERATOR", "TOKEN_PREFIX", "Principal", "Role", "TokenInfo", "TokenStore"]
@@ -49,12 +51,25 @@ class Principal:
     provenance: str | None = None
     #: The API token's id: unique, unlike ``name`` (None for in-process and no-auth callers).
     token_id: str | None = field(default=None, compare=False)
+    #: On the agent side although its role is not ``agent`` (see :attr:`is_agent`).
+    agent_side: bool = field(default=False, compare=False)
 
     @classmethod
     def local_admin(cls) -> Principal:
         """The agent side in local mode: callers of a ``--no-auth`` server (REST, JSON-RPC,
         MCP), ``memorywire mcp`` over stdio and the in-process Python client."""
-        return cls(name="local", role=Role.ADMIN)
+        return cls(name="local", role=Role.ADMIN, agent_side=True)
+
+    @property
+    def is_agent(self) -> bool:
+        """Whether governance treats this caller as software acting for itself: an agent
+        token, the local agent side, or any caller of an MCP tool. Its destructive writes
+        wait for a person by default (the policy's ``agent_review``)."""
+        return self.role is Role.AGENT or self.agent_side
+
+    def acting(self) -> AbstractContextManager[None]:
+        """Governance's view of this caller for the calls made inside (name, id, side)."""
+        return acting_as(self.name, self.token_id, agent=self.is_agent)
 
     @classmethod
     def local_operator(cls) -> Principal:

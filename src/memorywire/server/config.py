@@ -75,6 +75,15 @@ class ServerConfig:
     #: Governance policy: a JSON policy file's path, or the policy itself (``default``,
     #: ``rules``); applies only when governance is on.
     policies: str | Mapping[str, Any] | None = None
+    #: Seal dumps and kept texts under per-user data keys that an erase destroys
+    #: (``[governance] per_user_keys``; see governance/datakeys.py). Once on, it stays on for
+    #: that governance database.
+    per_user_keys: bool = False
+    #: The address people reach this deployment's server at, whose ``/ui`` decides staged
+    #: writes (``MEMORYWIRE_PUBLIC_URL``). Staged answers link there from every transport,
+    #: ``memorywire mcp`` on stdio included; empty: ``serve`` links to ``http://host:port``
+    #: and the other commands give the approval id alone.
+    public_url: str = ""
     #: The Ed25519 key (PEM) deletion receipts are signed with (``MEMORYWIRE_SIGNING_KEY``);
     #: empty: beside the governance database, created on first use (see governance/signing.py).
     signing_key: str = ""
@@ -154,6 +163,15 @@ class ServerConfig:
             raise InvalidRequest(
                 "policies are set but governance is off; give governance_db "
                 "(--governance-db, or [governance] database) so they apply"
+            )
+        if out.per_user_keys and not out.governance_db:
+            raise InvalidRequest(
+                "per_user_keys is on but governance is off; the data keys live in the "
+                "governance database (give governance_db, or turn governance on)"
+            )
+        if out.public_url and not out.public_url.startswith(("http://", "https://")):
+            raise InvalidRequest(
+                f"public_url must be an http:// or https:// address (got {out.public_url!r})"
             )
         if not 0 < out.port < 65536:
             raise InvalidRequest(f"port {out.port} is out of range")

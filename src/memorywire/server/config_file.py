@@ -10,8 +10,8 @@ optional (see docs/configuration.md, field by field):
   becomes a router.
 - ``router``: how several stores are fused (``quorum``, ``remember_policy``,
   ``deadline_s``, ``rrf_k``).
-- ``governance``: ``enabled``, ``database`` and the policy (``default``, ``rules``,
-  ``conflicts``, ``directives``), mapped
+- ``governance``: ``enabled``, ``database``, ``per_user_keys`` and the policy (``default``,
+  ``rules``, ``conflicts``, ``directives``, ``agent_review``, ``history_text``), mapped
   onto :class:`~memorywire.governance.policies.PolicySet`.
 
 Every key is checked here, so a misspelt one is refused with its full path
@@ -41,8 +41,9 @@ _ROUTER_KEYS = {
     "rrf_k": "rrf_k",
     "outbox": "router_outbox",
 }
-_GOVERNANCE_KEYS = ("enabled", "database", "default", "rules", "conflicts", "directives")
-_POLICY_KEYS = ("default", "rules", "conflicts", "directives")
+_GOVERNANCE_KEYS = ("enabled", "database", "per_user_keys", "default", "rules", "conflicts",
+                    "directives", "agent_review", "history_text")
+_POLICY_KEYS = ("default", "rules", "conflicts", "directives", "agent_review", "history_text")
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,10 @@ def _governance(path: str | Path, value: Any) -> dict[str, Any]:
         values["governance"] = gov["enabled"]
     if "database" in gov:
         values["governance_db"] = gov["database"]
+    if "per_user_keys" in gov:
+        if not isinstance(gov["per_user_keys"], bool):
+            raise _fail(path, "governance.per_user_keys", "must be true or false")
+        values["per_user_keys"] = gov["per_user_keys"]
     if any(k in gov for k in _POLICY_KEYS):
         from memorywire.governance.policies import PolicySet
 

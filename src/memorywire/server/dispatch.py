@@ -24,7 +24,6 @@ from memorywire.errors import (
     InvalidRequest,
     NotFound,
 )
-from memorywire.governance.actor import acting_as
 from memorywire.governance.erasure import AuditSink, erase_with_receipt
 from memorywire.governance.signing import SigningKeySource
 from memorywire.server.approvals import Approvals
@@ -61,7 +60,7 @@ from memorywire.wire.models import (
     RememberResponse,
     StoreFailure,
 )
-from memorywire.wire.operations import OPERATION_TABLE, operation
+from memorywire.wire.operations import OPERATION_TABLE, RateClass, operation
 from memorywire.wire.registry import schema as schema_document
 from memorywire.wire.registry import schema_names
 from memorywire.wire.versions import check_requested, versions_doc
@@ -149,11 +148,12 @@ class Dispatcher:
         #: ``None`` means unlimited (in-process use); servers pass ones built from ``limits``.
         self.rate_limiter = rate_limiter
         self.write_limiter = write_limiter
-        #: get, list, update, history, erase (typed entry points for the in-process client)
-        self.records = RecordOperations(store, signing_key, receipts_audit)
-        self.recovery = RecoverOperation(store, getattr(approvals, "governed", None),
-                                         signing_key, receipts_audit)
         governed = getattr(approvals, "governed", None)
+        #: Finishes a hard forget beyond the store and says what it reached (receipts).
+        self._copies = None if governed is None else governed.erased_copies
+        #: get, list, update, history, erase (typed entry points for the in-process client)
+        self.records = RecordOperations(store, signing_key, receipts_audit, self._copies)
+        self.recovery = RecoverOperation(store, governed, signing_key, receipts_audit)
         if governed is not None and signing_key is not None:
             governed.sign_hard_forgets(self._signed_hard_forget)
         # A table entry without its handler fails here, at construction, not on first call.
@@ -176,7 +176,7 @@ class Dispatcher:
             body = dict(body)
             check_requested(body.pop("wire_version"), "/wire_version")
         check_document(op, body)  # before the schema: its messages may quote the value
-        with acting_as(principal.name, principal.token_id):
+        with principal.acting():
             if self.observer is None:
                 return await handler(body, principal)
             return await self.observer(op, principal, lambda: handler(body, principal))
@@ -192,7 +192,7 @@ class Dispatcher:
         self._throttle("remember", p)
         if p.provenance is not None:
             req = req.model_copy(update={"source": p.provenance})
-        with acting_as(p.name, p.token_id):
+        with p.acting():
             await check_id_owner(self.store, req)
             return await self.store.remember(req)
 
@@ -202,7 +202,7 @@ class Dispatcher:
         self._throttle("recall", p)
         if req.min_relevance is None and self.min_relevance is not None:
             req = req.model_copy(update={"min_relevance": self.min_relevance})
-        with acting_as(p.name, p.token_id):
+        with p.acting():
             return await self.store.recall(req)
 
     async def forget(self, req: ForgetRequest, p: Principal) -> ForgetResponse:
@@ -210,12 +210,13 @@ class Dispatcher:
         p.check_scope(req.agent_id, req.user_id)
         check_document("forget", to_wire(req))
         self._throttle("forget", p)
-        with acting_as(p.name, p.token_id):
+        with p.acting():
             key = None if self.signing_key is None or not req.hard_delete \
                 else self.signing_key.get()
             if key is None:
                 return await self.store.forget(req)
-            er = await erase_with_receipt(self.store, req, key, audit=self.receipts_audit)
+            er = await erase_with_receipt(self.store, req, key, audit=self.receipts_audit,
+                                          copies=self._copies)
             if er.receipt is None:
                 return er.response
             return er.response.model_copy(update={"receipt": er.receipt})
@@ -228,7 +229,7 @@ class Dispatcher:
         if key is None:
             return await inner.forget(req), None
         er = await erase_with_receipt(inner, req, key, audit=self.receipts_audit,
-                                      policy="approval")
+                                      policy="approval", copies=self._copies)
         return er.response, er.receipt
 
     async def merge(self, req: MergeRequest, p: Principal) -> MergeResponse:
@@ -236,7 +237,7 @@ class Dispatcher:
         p.check_scope(req.agent_id, req.user_id)
         check_document("merge", to_wire(req))
         self._throttle("merge", p)
-        with acting_as(p.name, p.token_id):
+        with p.acting():
             await check_merge_size(self.store, req, self.limits)
             return await self.store.merge(req)
 
@@ -245,12 +246,17 @@ class Dispatcher:
         p.check_scope(req.agent_id, req.user_id)
         check_document("expire", to_wire(req))
         self._throttle("expire", p)
-        with acting_as(p.name, p.token_id):
+        with p.acting():
             return await self.store.expire(req)
 
     def _throttle(self, op: str, p: Principal) -> None:
         """Take a token from the bucket the operation table names for ``op``, if any."""
-        rate = operation(op).rate
+        self.throttle(operation(op).rate, p)
+
+    def throttle(self, rate: RateClass | None, p: Principal) -> None:
+        """Take a token from the ``rate`` bucket (``write`` or ``recall``) of ``p``, or raise
+        ``RateLimited``; nothing when limits are off or ``rate`` is ``None``. Routes outside
+        the operation table (the admin dump routes) name their own class."""
         limiter = self.write_limiter if rate == "write" else (
             self.rate_limiter if rate == "recall" else None)
         if limiter is not None:
@@ -291,6 +297,7 @@ class Dispatcher:
         req = validate_request(UpdateMemoryRequest, doc, "update")
         if req.content is not None:
             check_content_size(req.content, self.limits)
+        self._throttle("update", p)
         return DispatchResult(dump_response(await self.records.update(req, p)))
 
     async def _history(self, doc: Any, p: Principal) -> DispatchResult:
@@ -299,6 +306,7 @@ class Dispatcher:
 
     async def _erase(self, doc: Any, p: Principal) -> DispatchResult:
         req = validate_request(EraseRequest, doc, "erase")
+        self._throttle("erase", p)
         return DispatchResult(dump_response(await self.records.erase(req, p)))
 
     def _need_approvals(self) -> Approvals:
@@ -361,6 +369,7 @@ class Dispatcher:
         return DispatchResult(await self._need_approvals().verify())
 
     async def _recover(self, doc: Any, p: Principal) -> DispatchResult:
+        self._throttle("recover", p)
         return DispatchResult(await self.recovery.run(doc, p))
 
     async def _health(self, doc: Any, p: Principal) -> DispatchResult:

@@ -39,7 +39,6 @@ import anyio
 from starlette.requests import Request
 
 from memorywire.errors import ErrorDetail, Forbidden, InvalidRequest, PayloadTooLarge
-from memorywire.governance.actor import acting_as
 from memorywire.portability.dump_rules import DumpLimits
 from memorywire.portability.moves import import_dump
 from memorywire.server.auth import Principal, Role
@@ -125,7 +124,7 @@ async def import_dump_response(store: Any, principal: Principal, request: Reques
                                  "(body_timeout_s)") from None
         if size == 0:
             raise InvalidRequest("the body is empty: send a memorywire/export dump")
-        with acting_as(principal.name, principal.token_id):
+        with principal.acting():
             plan, counts = await import_dump(
                 store, path, on_conflict=on_conflict, allow_loss=allow_loss, reembed=reembed,
                 limits=dump_limits(limits), skip_invalid=skip_invalid,

@@ -42,7 +42,7 @@ from memorywire.server.limits import AnonymousPacer, parse_json_body
 from memorywire.server.openapi import openapi_document
 from memorywire.server.origin import BrowserRules, BrowserSafe
 from memorywire.wire.operations import operation as spec_of
-from memorywire.wire.routes import BODY_OPERATIONS, ROUTES
+from memorywire.wire.routes import BODY_OPERATIONS, ROUTES, route_named
 from memorywire.wire.versions import LATEST_MINOR, VERSION_HEADER, check_requested
 
 __all__ = ["FAILURES_HEADER", "create_app"]
@@ -216,11 +216,13 @@ def create_app(
         return await run(request, "audit.verify", {})
 
     async def admin_export(request: Request) -> Response:
-        return await export_response(dispatcher.store, principal_of(request),
-                                     request.query_params)
+        principal = principal_of(request)
+        dispatcher.throttle(route_named("admin.export").rate, principal)
+        return await export_response(dispatcher.store, principal, request.query_params)
 
     async def admin_import(request: Request) -> Response:
         principal = principal_of(request)  # authenticate before reading a large body
+        dispatcher.throttle(route_named("admin.import").rate, principal)
         return _Json(await import_dump_response(dispatcher.store, principal, request,
                                                 dispatcher.limits))
 

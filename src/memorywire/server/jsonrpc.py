@@ -16,6 +16,7 @@ from memorywire.errors import (
     ErrorDetail,
     InvalidRequest,
     MemorywireError,
+    NotFound,
     StoreCorrupt,
 )
 from memorywire.server.auth import Principal
@@ -47,7 +48,7 @@ SERVER_ERROR = -32000
 
 MAX_BATCH = 100
 
-#: Method name to dispatcher operation, from the operation table's ``rpc`` names.
+#: Method name (and alias) to dispatcher operation, from the operation table's ``rpc`` names.
 METHODS: Mapping[str, str] = {method: spec.name for method, spec in by_rpc().items()}
 
 
@@ -81,7 +82,9 @@ async def _one(call: Any, dispatcher: Dispatcher, principal: Principal) -> dict[
     try:
         op = METHODS.get(method)
         if op is None:
-            unknown = MemorywireError(f"unknown method {method!r}")
+            # -32601 with the ``not_found`` envelope: the caller's mistake, never the server's
+            unknown = NotFound(f"unknown method {method!r}; methods: {', '.join(METHODS)}",
+                               [ErrorDetail("/method", "enum", "a method this server has")])
             return None if is_notification else _error(id_, METHOD_NOT_FOUND, unknown)
         if not isinstance(params, Mapping):
             raise InvalidRequest(

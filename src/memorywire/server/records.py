@@ -7,13 +7,21 @@ them the same way. Two choices worth knowing:
 * **erase is a hard forget by scope.** The live (and archived) ids of the scope are listed
   and handed to ``forget`` with ``hard_delete``, so governance gates, stages and audits it
   exactly as a forget: a reviewer approves a concrete list of ids, never "whatever the scope
-  holds when someone clicks". A store that cannot promise erasure refuses up front. Where the
-  dispatcher holds a signing key, the erase runs through ``erase_with_receipt`` (the same path
-  as a hard forget), so a carried-out erase returns a signed deletion receipt chained into the
-  audit log: the proof a GDPR request needs, not a 200.
+  holds when someone clicks". The list includes the scope's soft-forgotten memories where the
+  store can list them (a ``PortableStore``): a soft forget only hides a memory, and an erase
+  that left them would leave their content behind. A store that cannot promise erasure
+  refuses up front. Where the dispatcher holds a signing key, the erase runs through
+  ``erase_with_receipt`` (the same path as a hard forget), so a carried-out erase returns a
+  signed deletion receipt chained into the audit log: the proof a GDPR request needs, not a
+  200. Behind governance the receipt also says which copies beyond the store the erase
+  reached (``details.copies``: kept texts, and with ``per_user_keys`` every sealed dump,
+  whose data key it destroyed).
 * **history comes from the governance audit log.** Without governance nothing records a
   memory's past, so history raises ``capability_missing`` naming governance rather than
-  answering an empty list that would read as "never changed".
+  answering an empty list that would read as "never changed". An update that changed the
+  content shows the text it replaced (``details.previous_content``), kept by governance
+  beside the log (:mod:`memorywire.governance.revision_texts`); once a hard forget, an
+  erase or a destroyed data key took it, the revision says ``previous_content_erased``.
 """
 
 from __future__ import annotations
@@ -25,12 +33,13 @@ from typing import Any
 
 from memorywire.errors import CapabilityMissing, ErrorDetail, InvalidRequest, NotFound
 from memorywire.governance import GovernedStore
-from memorywire.governance.actor import acting_as
-from memorywire.governance.erasure import AuditSink, erase_with_receipt
+from memorywire.governance.erasure import AuditSink, Copies, erase_with_receipt
+from memorywire.governance.gate import erasing
 from memorywire.governance.signing import SigningKeySource
 from memorywire.server.auth import Principal
 from memorywire.server.precheck import GOVERNANCE_OFF
 from memorywire.store.base import Capability, ListQuery, MemoryStore
+from memorywire.store.portable import Cursor, PortableStore, cursor_of
 from memorywire.store.timeline import apply_update
 from memorywire.wire.memory_ops import (
     EraseRequest,
@@ -80,8 +89,11 @@ class RecordOperations:
         store: MemoryStore,
         signing_key: SigningKeySource | None = None,
         receipts_audit: AuditSink | None = None,
+        copies: Copies | None = None,
     ) -> None:
         self.store = store
+        #: Governance's part of an erase beyond the store (``GovernedStore.erased_copies``).
+        self.copies = copies
         #: Signs the receipt a carried-out erase returns; ``None`` (or no key in it): none.
         self.signing_key = signing_key
         #: Where each erase receipt's hash is chained (the governed store's audit log).
@@ -120,13 +132,14 @@ class RecordOperations:
             # a reviewer is never asked about a memory the caller cannot see
             if await self.store.get(req.agent_id, req.id, req.user_id) is None:
                 raise NotFound(f"memory {req.id!r} not found")
-            with acting_as(p.name, p.token_id):
+            with p.acting():
                 staged = await governed.gate_update(req)
             if staged is not None:
                 return UpdateMemoryResponse(
-                    pending_approval=True, approval_url=governed.approval_url(staged)
+                    pending_approval=True, approval_url=governed.approval_url(staged),
+                    approval_id=staged,
                 )
-        with acting_as(p.name, p.token_id):
+        with p.acting():
             rec = await apply_update(self.store, req)
         return UpdateMemoryResponse(memory=rec, pending_approval=False)
 
@@ -146,7 +159,10 @@ class RecordOperations:
         entries = governed.audit_entries(agent_id=req.agent_id, memory_id=req.id, limit=req.limit)
         if not entries:
             raise NotFound(f"memory {req.id!r} not found")
-        return HistoryResponse(id=req.id, revisions=[_revision(e) for e in entries])
+        kept = governed.copies.previous_texts(
+            [t for e in entries if isinstance(t := (e.get("details") or {}).get("previous_text"),
+                                              str)])
+        return HistoryResponse(id=req.id, revisions=[_revision(e, kept) for e in entries])
 
     async def erase(self, req: EraseRequest, p: Principal) -> EraseResponse:
         p.require_for("erase")
@@ -158,6 +174,11 @@ class RecordOperations:
             )
         ids = await self._scope_ids(req.agent_id, req.user_id)
         if not ids:
+            # nothing left in the store; what governance keeps of the scope goes all the same
+            # (an erase retried after a crash between the store and the keys finishes here)
+            if self.copies is not None:
+                with p.acting():
+                    await self.copies(req.agent_id, req.user_id, [])
             return EraseResponse(erased_ids=[], stores=[], pending_approval=False)
         forget = ForgetRequest(
             agent_id=req.agent_id,
@@ -167,19 +188,20 @@ class RecordOperations:
             reason=req.reason or "erase",
         )
         receipt = None
-        with acting_as(p.name, p.token_id):
+        with p.acting(), erasing():
             key = None if self.signing_key is None else self.signing_key.get()
             if key is None:
                 resp = await self.store.forget(forget)
             else:
                 er = await erase_with_receipt(self.store, forget, key, audit=self.receipts_audit,
-                                              policy="erase")
+                                              policy="erase", copies=self.copies)
                 resp, receipt = er.response, er.receipt
         return EraseResponse(
             erased_ids=resp.forgotten_ids,
             stores=resp.stores,
             pending_approval=bool(resp.pending_approval),
             approval_url=resp.approval_url,
+            approval_id=resp.approval_id,
             receipt=receipt,
         )
 
@@ -198,12 +220,38 @@ class RecordOperations:
             )
             ids.extend(r.id for r in rows)
             if len(rows) < _ERASE_PAGE:
-                return ids
+                return ids + [i for i in await self._hidden_ids(agent_id, user_id)
+                              if i not in set(ids)]
             after = rows[-1].id
 
+    async def _hidden_ids(self, agent_id: str, user_id: str | None) -> builtins.list[str]:
+        """The scope's soft-forgotten (and merged-away) memories, which ``list`` never shows,
+        read from the first store down that can export rows in every state."""
+        target: Any = self.store
+        while not isinstance(target, PortableStore) and getattr(target, "inner", None):
+            target = target.inner
+        if not isinstance(target, PortableStore):
+            return []
+        found: builtins.list[str] = []
+        after: Cursor | None = None
+        while True:
+            rows = await target.export_rows(agent_id, after, _ERASE_PAGE)
+            found.extend(r.id for r in rows
+                         if r.deleted_at is not None and r.in_scope(agent_id, user_id))
+            if len(rows) < _ERASE_PAGE:
+                return found
+            after = cursor_of(rows[-1])
 
-def _revision(entry: dict[str, Any]) -> Revision:
+
+def _revision(entry: dict[str, Any], kept: dict[str, tuple[str, Any]]) -> Revision:
     details = dict(entry.get("details") or {})
+    text_id = details.get("previous_text")
+    if isinstance(text_id, str):
+        state, content = kept.get(text_id, ("erased", None))
+        if state == "kept":
+            details["previous_content"] = content
+        else:
+            details["previous_content_erased"] = True
     phase = details.pop("phase", None) or "event"
     reason = details.pop("reason", None)
     # A revision imported from another store's log happened when that log says it did.

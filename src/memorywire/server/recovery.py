@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from memorywire.core.clock import SystemClock
 from memorywire.errors import CapabilityMissing, ErrorDetail, Forbidden, InvalidRequest
-from memorywire.governance.actor import acting_as
 from memorywire.governance.directives import DetectorSet
 from memorywire.governance.erasure import AuditSink
 from memorywire.governance.quarantine import QuarantineDesk
@@ -225,7 +224,7 @@ class RecoverOperation:
         if p.agent_ids is not None:
             raise Forbidden("recover reads every agent's memories: it needs an admin token "
                             "that is not scoped to agents")
-        with acting_as(p.name, p.token_id):
+        with p.acting():
             plan, flags = await self.plan(doc)
             if flags.get("dry_run"):
                 return {"dry_run": True, **plan.report(), "plan": plan.to_dict()}
@@ -312,6 +311,6 @@ async def recover(
     if key is None:
         raise InvalidRequest("recover: key: the Ed25519 signing key is needed to sign the "
                              "receipt (or pass dry_run=True)")
-    with acting_as(principal.name, principal.token_id):
+    with principal.acting():
         return await apply_recovery(store, plan, key, audit=audit, reason=reason,
                                     now_ms=SystemClock().now_ms(), hold=hold)

@@ -232,10 +232,12 @@ def open_runtime(
     if config.governance_db:
         from memorywire.governance import GovernedStore
 
-        base_url = f"http://{config.host}:{config.port}" if http else None
+        base_url = config.public_url or (f"http://{config.host}:{config.port}" if http
+                                         else None)
         try:
             governed = GovernedStore(inner, config.governance_db, approval_base_url=base_url,
-                                     policies=config.policies)
+                                     policies=config.policies,
+                                     per_user_keys=config.per_user_keys)
         except BaseException:
             if in_use is not None:
                 in_use.close()

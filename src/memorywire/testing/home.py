@@ -43,7 +43,7 @@ __all__ = [
 
 #: Configure a deployment without being a ``ServerConfig`` setting.
 _OTHER_SETTINGS = ("MEMORYWIRE_CONFIG", "MEMORYWIRE_AUDIT_KEY_FILE", "MEMORYWIRE_SERVER",
-                   "MEMORYWIRE_TOKEN")
+                   "MEMORYWIRE_TOKEN", "MEMORYWIRE_DATA_KEK_FILE")
 Snapshot = dict[str, tuple[int, int]]
 
 

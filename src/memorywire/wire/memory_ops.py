@@ -107,6 +107,8 @@ class UpdateMemoryResponse(_Strict):
     pending_approval: bool
     memory: MemoryRecord | None = None
     approval_url: str | None = None
+    #: NEW (v0.2): the approval item a reviewer decides, present while pending.
+    approval_id: str | None = None
 
 
 class HistoryRequest(_Strict):
@@ -142,5 +144,7 @@ class EraseResponse(_Strict):
     stores: list[StoreCount]
     pending_approval: bool
     approval_url: str | None = None
+    #: NEW (v0.2): the approval item a reviewer decides, present while pending.
+    approval_id: str | None = None
     #: NEW (v0.1): the signed deletion receipt of the erase, where the server signs (as forget).
     receipt: dict[str, Any] | None = None

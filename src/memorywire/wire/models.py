@@ -291,6 +291,8 @@ class RememberResponse(_Strict):
     stores: list[str]
     pending_approval: bool
     approval_url: str | None = None
+    #: NEW (v0.2): the approval item a reviewer decides, present while pending.
+    approval_id: str | None = None
     #: NEW (v0.x): contradiction candidates found on write (a hint; nothing was changed).
     #: ``None`` (omitted on the wire) when there are none, so a v0.0 reader that forbids
     #: unknown keys still reads every answer without a conflict.
@@ -362,6 +364,8 @@ class ForgetResponse(_Strict):
     hard_delete: bool
     pending_approval: bool | None = None
     approval_url: str | None = None
+    #: NEW (v0.2): the approval item a reviewer decides, present while pending.
+    approval_id: str | None = None
     #: NEW (v0 minor): the signed deletion receipt of a hard forget, where the server signs.
     receipt: dict[str, Any] | None = None
 
@@ -373,6 +377,8 @@ class MergeResponse(_Strict):
     stores: list[str]
     pending_approval: bool | None = None
     approval_url: str | None = None
+    #: NEW (v0.2): the approval item a reviewer decides, present while pending.
+    approval_id: str | None = None
     errors: list[StoreFailure] | None = None
 
 
@@ -383,6 +389,8 @@ class ExpireResponse(_Strict):
     matched_ids: list[str] | None = None
     pending_approval: bool | None = None
     approval_url: str | None = None
+    #: NEW (v0.2): the approval item a reviewer decides, present while pending.
+    approval_id: str | None = None
     errors: list[StoreFailure] | None = None
 
 

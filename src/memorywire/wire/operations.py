@@ -107,6 +107,8 @@ class OperationSpec:
     response: type[BaseModel] | None = None
     #: JSON-RPC method name; ``None``: not offered over JSON-RPC.
     rpc: str | None = None
+    #: Other JSON-RPC names it answers to (the name the docs, the CLI and the tool use).
+    rpc_aliases: tuple[str, ...] = ()
     #: MCP tool name; ``None``: not offered as a tool.
     tool: str | None = None
     #: ``memorywire`` subcommand (``"approvals approve"``); ``None``: none.
@@ -181,9 +183,10 @@ OPERATION_TABLE: tuple[OperationSpec, ...] = (
     OperationSpec(
         "update",
         "Change a memory's content, metadata or confidence, or name the memories it "
-        "supersedes; its history keeps the change.",
+        "supersedes; a change of content waits for a human reviewer, and its history keeps "
+        "the text it replaced.",
         "write", _WRITERS, UpdateMemoryRequest, UpdateMemoryResponse,
-        rpc="memory.update", tool="update", cli="update",
+        rpc="memory.update", tool="update", cli="update", rate="write",
     ),
     OperationSpec(
         "history", "Every recorded change of one memory: who, when, why and which operation.",
@@ -198,7 +201,7 @@ OPERATION_TABLE: tuple[OperationSpec, ...] = (
     OperationSpec(
         "erase", "Erase every memory of an agent or of one user." + _STAGED,
         "destructive", _WRITERS, EraseRequest, EraseResponse,
-        rpc="memory.erase", tool="erase", cli="erase",
+        rpc="memory.erase", tool="erase", cli="erase", rate="write",
     ),
     OperationSpec(
         "merge", "Merge duplicate memories into a canonical one." + _STAGED,
@@ -214,7 +217,8 @@ OPERATION_TABLE: tuple[OperationSpec, ...] = (
         "recover",
         "Find poisoned memories by source, agent, time or ids and what was derived from "
         "them; dry_run shows the plan, else it is staged as one item for a human reviewer.",
-        "destructive", _ADMIN, rpc="admin.recover", tool="recover", cli="recover",
+        "destructive", _ADMIN, rpc="admin.recover", rpc_aliases=("recover",), tool="recover",
+        cli="recover", rate="write",
     ),
     OperationSpec(
         "approvals.list", "List staged operations awaiting (or past) a reviewer's decision.",
@@ -263,8 +267,9 @@ def operation_names() -> tuple[str, ...]:
 
 
 def by_rpc() -> dict[str, OperationSpec]:
-    """JSON-RPC method name to its operation."""
-    return {s.rpc: s for s in OPERATION_TABLE if s.rpc is not None}
+    """JSON-RPC method name (and alias) to its operation."""
+    return {name: s for s in OPERATION_TABLE if s.rpc is not None
+            for name in (s.rpc, *s.rpc_aliases)}
 
 
 def by_tool() -> dict[str, OperationSpec]:

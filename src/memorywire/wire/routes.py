@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memorywire.wire.codec import OPERATIONS, RECORD_OPERATIONS
-from memorywire.wire.operations import OPERATION_TABLE
+from memorywire.wire.operations import OPERATION_TABLE, RateClass
 
 __all__ = [
     "BODY_OPERATIONS",
@@ -51,6 +51,9 @@ class Route:
     path: str
     #: The dispatcher operation it runs; ``None``: the same as ``name``.
     operation: str | None = None
+    #: The per-token bucket a transport route draws from (an operation's is in its table
+    #: entry): dumps are as costly as the writes and pages they stand for.
+    rate: RateClass | None = None
 
     @property
     def op(self) -> str:
@@ -80,9 +83,9 @@ _SHAPED: tuple[Route, ...] = (
     Route("approvals.reject", "POST", "/v0/approvals/{id}/reject"),
     Route("audit.list", "GET", "/v0/audit"),
     Route("audit.verify", "POST", "/v0/audit/verify"),
-    Route("admin.export", "GET", "/v0/admin/export"),
+    Route("admin.export", "GET", "/v0/admin/export", rate="recall"),
     Route("recover", "POST", "/v0/admin/recover"),
-    Route("admin.import", "POST", "/v0/admin/import"),
+    Route("admin.import", "POST", "/v0/admin/import", rate="write"),
     Route("health", "GET", "/v0/health"),
     Route("receipts.key", "GET", "/v0/receipts/key"),
     Route("schemas", "GET", "/v0/schemas", operation="schema"),

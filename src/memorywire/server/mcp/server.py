@@ -14,13 +14,18 @@ are refused. Descriptions, defaults for ``agent_id``/``user_id`` and input schem
 Over stdio (:mod:`memorywire.server.mcp.stdio`) the caller is the process owner. Over HTTP
 (:mod:`memorywire.server.mcp.http`) every request carries its own authenticated principal in
 the ASGI scope, and each tool call runs as that principal, with the same role and tenancy
-checks as REST.
+checks as REST. Whoever the principal is, a tool call is a model acting: governance treats it
+as the agent side (the policy's ``agent_review``: an update of content waits for a person
+too). A staged answer carries its ``approval_id`` (and ``approval_url`` where the server
+knows the reviewer UI's address), and a second text block tells the model, in words, what a
+person must approve and how, so it can tell its user.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from typing import Any
 
 import mcp_types as types
@@ -77,11 +82,26 @@ def is_destructive(op: str, args: dict[str, Any]) -> bool:
     return op in DESTRUCTIVE
 
 
+def pending_note(body: Any) -> str | None:
+    """What a model should tell its user about a staged answer, or ``None``."""
+    if not isinstance(body, dict) or body.get("pending_approval") is not True:
+        return None
+    item = body.get("approval_id")
+    if not isinstance(item, str):
+        return "Staged for review: nothing changed yet; a person must approve it first."
+    where = body.get("approval_url")
+    return (f"Staged for review as approval {item}: nothing changed yet. A person must "
+            f"approve it, with `memorywire approvals approve {item}`"
+            + (f" or at {where}" if isinstance(where, str) else "") + ".")
+
+
 def _result(body: Any, meta: dict[str, Any] | None = None) -> types.CallToolResult:
-    out = types.CallToolResult(
-        content=[types.TextContent(text=json.dumps(body, ensure_ascii=False))],
-        structured_content=body,
-    )
+    content: list[types.ContentBlock] = [
+        types.TextContent(text=json.dumps(body, ensure_ascii=False))]
+    note = pending_note(body)
+    if note is not None:
+        content.append(types.TextContent(text=note))
+    out = types.CallToolResult(content=content, structured_content=body)
     if meta:
         out.meta = meta
     return out
@@ -147,7 +167,8 @@ def build_mcp_server(
             spec = specs.get(params.name)
             if spec is None:
                 raise NotFound(f"unknown tool {params.name!r}; known: {', '.join(specs)}")
-            caller = _principal_of(ctx, local)
+            # a tool call is a model acting, whatever token it came with
+            caller = replace(_principal_of(ctx, local), agent_side=True)
             complete_args(params.name, args, caller, fill)
             if not is_destructive(params.name, args):
                 result = await dispatcher.dispatch(spec.name, args, caller)

@@ -296,8 +296,21 @@ def text_of(content: Any, memory_type: str = "semantic") -> str:
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
 
 
+#: A run of non-space characters longer than this is read as its first ``_RUN`` characters:
+#: the rules look for words around a token, and a 200 KB token made some of them quadratic
+#: (a remember near the content limit stalled the write path); no directive needs more of a
+#: token than a URL's scheme and host.
+_RUN = 64
+_LONG_RUN = re.compile(r"\S{%d,}" % (_RUN + 1))
+
+
+def _runs_cut(text: str) -> str:
+    return _LONG_RUN.sub(lambda m: m.group()[:_RUN], text)
+
+
 def detect(text: str) -> Finding:
     """Score ``text`` (see the module docstring); pure, no I/O."""
+    text = _runs_cut(text)
     lowered = text.lower()
     present = {k for k in _KEYS if k in lowered}
     if _HAS_DIGIT.search(lowered):

@@ -78,6 +78,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store._common",
             "memorywire.store._revision",
             "memorywire.store._vector_cache",
+            "memorywire.store._coarse_index",
             "memorywire.store.graph",
             "memorywire.store.refs",
             "memorywire.store.rowstore",

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memorywire.store._coarse_index import CoarseIndex
 from memorywire.wire.models import MemoryType
 
 __all__ = ["NO_EXPIRY", "TYPE_CODES", "CachedRow", "ScopeCache", "ScopeIndex"]
@@ -60,6 +61,9 @@ class ScopeIndex:
         self._users = np.empty(cap, dtype=object)
         self.ids: list[str] = []
         self.pos: dict[int, int] = {}
+        #: The conflict search's coarse clusters of this matrix, built on first use by a
+        #: large scope and grown by :meth:`extend` (:mod:`memorywire.store._coarse_index`).
+        self.coarse: CoarseIndex | None = None
 
     @classmethod
     def from_rows(cls, dim: int, version: int, rows: Sequence[Sequence[Any]],
@@ -113,6 +117,7 @@ class ScopeIndex:
         self._users = users
 
     def extend(self, rows: Sequence[CachedRow]) -> None:
+        first = self.n
         self._grow(self.n + len(rows))
         for row in rows:
             i = self.n
@@ -126,6 +131,8 @@ class ScopeIndex:
             self.ids.append(row.id)
             self.pos[row.rid] = i
             self.n += 1
+        if self.coarse is not None:
+            self.coarse.add(self._matrix[first:self.n])
 
     @property
     def matrix(self) -> npt.NDArray[np.float32]:
@@ -138,6 +145,17 @@ class ScopeIndex:
     @property
     def demoted(self) -> npt.NDArray[np.bool_]:
         return self._demoted[: self.n]
+
+    def of_scope(self, positions: npt.NDArray[np.int64], now_ms: int, user_id: str | None,
+                 mtype: MemoryType) -> npt.NDArray[np.int64]:
+        """The ``positions`` holding live rows of exactly this user (``None``: rows without
+        one) and type: the conflict detector's scope, checked only where it looks."""
+        keep = (self._expires[positions] > now_ms) & (self._types[positions] == TYPE_CODES[mtype])
+        users = self._users[positions]
+        keep &= np.array([u is None for u in users.tolist()], dtype=bool) if user_id is None \
+            else users == user_id
+        out: npt.NDArray[np.int64] = positions[keep]
+        return out
 
     def eligible(
         self,

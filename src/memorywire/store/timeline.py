@@ -3,19 +3,19 @@ backend.
 
 :mod:`memorywire.core.timeline` holds the rules; this module applies them around a store's
 own ``remember_many`` and ``recall`` (which know nothing of time): it folds the validity into
-the record, closes the memories a write supersedes through the store's ``update``, looks for
-contradiction candidates among the scope's memories. Recall's side (what is true now or at
-``as_of``, and the re-ranking rules) is :mod:`memorywire.store.recall_plan`. Because both
-only call the protocol, every backend behaves identically.
+the record, closes the memories a write supersedes through the store's ``update``, and asks
+the store for contradiction candidates (through its own indexes, :class:`ConflictIndex`).
+Recall's side (what is true now or at ``as_of``, and the re-ranking rules) is
+:mod:`memorywire.store.recall_plan`. Because both only call the protocol, every backend
+behaves identically.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 from memorywire.core.content import Edge, edges_of, edges_to_storage
 from memorywire.core.contradiction import find_conflicts
@@ -38,24 +38,45 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "ScanningWrite", "TextScan", "VectorScan",
-           "VectorScanNow", "apply_update", "conflicts_for", "no_conflict_scan",
-           "remember_in_time", "supersede", "update_in_time"]
+__all__ = ["CONFLICT_LEXICAL", "CONFLICT_NEIGHBOURS", "CONFLICT_SCAN_LIMIT", "ConflictIndex",
+           "ConflictIndexNow", "Found", "Probe", "ScanningWrite", "apply_update",
+           "conflicts_for", "no_conflict_scan", "remember_in_time", "supersede",
+           "update_in_time"]
 
-#: How many of the scope's memories (of the same type) the detector compares a write with.
+#: How many memories a write is compared with in a store that has no index of its own (the
+#: scope's newest, through ``list``): the in-memory reference store and adapters.
 CONFLICT_SCAN_LIMIT = 1000
+#: How many of the scope's nearest memories by vector a :class:`ConflictIndex` store gives the
+#: detector for one write (its meaning rule names the closest; the word rules read them too).
+CONFLICT_NEIGHBOURS = 16
+#: How many of the scope's best full-text matches on the write's subject words it adds.
+CONFLICT_LEXICAL = 16
 _FACT_TYPES = (MemoryType.SEMANTIC, MemoryType.EPISODIC, MemoryType.EMOTIONAL)
 
 Write = Callable[[Sequence[RememberRequest]], Awaitable[list[RememberResponse]]]
-#: A store's own cheap read of the detector's candidates: ``(agent_id, user_id, type, limit)``
-#: to ``(id, text)`` of the scope's current memories, newest first. Without one, a write reads
-#: the scope through ``list`` (whole records: several times the cost on a large scope).
-Scan = Callable[[str, str | None, "MemoryType", int], Awaitable[list[tuple[str, str]]]]
-#: A store's batch write that first runs the given (blocking) conflict scan in the same
-#: worker-thread call, so the scan costs no thread hop of its own. The store passes the scan
-#: the batch's vectors (one row per request, computed before the write and reused by it), or
-#: ``None``; with vectors the detector's meaning rule runs too.
-ScanningWrite = Callable[[Sequence[RememberRequest], Callable[[Vectors | None], None]],
+
+
+class Probe(NamedTuple):
+    """One write's question to a :class:`ConflictIndex`: what in the scope ``(agent_id,
+    user_id, type)`` might ``text`` (whose vector is ``vector``, from the store's embedder)
+    contradict?"""
+
+    agent_id: str
+    user_id: str | None
+    type: MemoryType
+    text: str
+    vector: Any
+
+
+#: A probe's candidates: ``(id, text, cosine to the probe's vector)`` of current memories of
+#: the scope (not superseded, not forgotten, not expired), in no particular order.
+Found = list[tuple[str, str, float]]
+
+#: A store's batch write that first runs the given (blocking) conflict search in the same
+#: worker-thread call, so the search costs no thread hop of its own. The store passes the
+#: search the batch's vectors (one row per request, computed before the write and reused by
+#: it).
+ScanningWrite = Callable[[Sequence[RememberRequest], Callable[[Vectors], None]],
                          Awaitable[list[RememberResponse]]]
 #: A store's embedding of a batch before its write (see ``remember_in_time``'s ``embed``).
 Embed = Callable[[Sequence[RememberRequest]], Awaitable[Vectors]]
@@ -93,52 +114,36 @@ def no_conflict_scan() -> Iterator[None]:
 
 
 @runtime_checkable
-class TextScan(Protocol):
-    """A store whose :data:`Scan` can also run blocking, inside its own worker thread (SQLite):
-    ``current_texts`` is the async :data:`Scan`, ``current_texts_now`` the same read for a
-    write's worker-thread call (see ``remember_in_time``'s ``scanning``)."""
+class ConflictIndex(Protocol):
+    """A store that finds a write's conflict candidates through the indexes it already keeps
+    for recall (the scope's nearest vectors, the full-text index on the write's subject
+    words), so a write costs about the same in a scope of a hundred memories or of a
+    hundred thousand. Reading the scope's newest rows instead cost a scan per write that
+    grew with the bound (13 ms a write at a bound of 1,000) and missed every fact stated
+    before the bound.
 
-    def current_texts_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                          limit: int) -> list[tuple[str, str]]: ...
+    ``embed_requests`` gives the vectors a remember of ``reqs`` stores (computed before the
+    write; the store passes them on to it, or its embedder's cache spares the second model
+    call); ``conflict_candidates`` answers one :class:`Probe` per write, with cosines, so the
+    detector's meaning rule runs at no extra model call."""
 
-    async def current_texts(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                            limit: int) -> list[tuple[str, str]]: ...
-
-
-@runtime_checkable
-class VectorScan(Protocol):
-    """A store that can give each conflict candidate's cosine to a new memory's vector
-    (computed where the vectors are stored), so the detector's meaning rule runs at no extra
-    model call: ``embed_requests`` gives the vectors a remember of ``reqs`` stores (computed
-    before the write; the embedder's cache, or the store passing them on, spares the write a
-    second model call) and ``current_vectors`` the scan with cosines."""
-
-    async def current_vectors(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                              limit: int, vector: Any) -> list[tuple[str, str, float]]: ...
+    async def conflict_candidates(self, probes: Sequence[Probe]) -> list[Found]: ...
 
     async def embed_requests(self, reqs: Sequence[RememberRequest]) -> Vectors: ...
 
 
 @runtime_checkable
-class VectorScanNow(VectorScan, Protocol):
-    """A :class:`VectorScan` whose scan can also run blocking, in a write's own worker-thread
-    call (SQLite; see ``remember_in_time``'s ``scanning``)."""
+class ConflictIndexNow(ConflictIndex, Protocol):
+    """A :class:`ConflictIndex` whose search can also run blocking, in a write's own
+    worker-thread call (SQLite; see ``remember_in_time``'s ``scanning``)."""
 
-    def current_vectors_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                            limit: int, vector: Any) -> list[tuple[str, str, float]]: ...
-
-
-def _split(rows: Sequence[tuple[str, str, float]]) -> tuple[list[tuple[str, str]],
-                                                           dict[str, float]]:
-    return [(r[0], r[1]) for r in rows], {r[0]: r[2] for r in rows}
+    def conflict_candidates_now(self, probes: Sequence[Probe]) -> list[Found]: ...
 
 
-async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
-    """``(id, text)`` of the scope's current memories of one type: the detector's candidates,
-    through the store's own scan when it has one (a :class:`TextScan`), else ``list``."""
+async def _listed(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
+    """``(id, text)`` of the scope's newest current memories of one type, through ``list``:
+    the detector's candidates in a store without a :class:`ConflictIndex`."""
     agent_id, user_id, mtype = scope
-    if isinstance(store, TextScan):
-        return await store.current_texts(agent_id, user_id, mtype, CONFLICT_SCAN_LIMIT)
     try:
         rows = await store.list(ListQuery(agent_id=agent_id, user_id=user_id, types=[mtype],
                                           limit=CONFLICT_SCAN_LIMIT))
@@ -167,80 +172,66 @@ def _candidates(req: RememberRequest, stored: Sequence[tuple[str, str]],
             for c in find_conflicts(req.content, pairs, closeness=closeness)]
 
 
-async def _conflicts(store: MemoryStore, req: RememberRequest,
-                     seen: dict[Scope, list[tuple[str, str]]],
-                     scan: Scan | None) -> list[ConflictCandidate]:
-    """Candidates for one write; ``seen`` shares one scan per scope across a batch (a batch
-    is compared with what was stored before it, not with itself)."""
-    scope = _scope(req)
-    if scope is None:
-        return []
-    if scope not in seen:
-        seen[scope] = (await scan(*scope, CONFLICT_SCAN_LIMIT) if scan is not None
-                       else await _current(store, scope))
-    return _candidates(req, seen[scope])
+def _judged(req: RememberRequest, found: Found) -> list[ConflictCandidate]:
+    """The detector's verdict on a probe's candidates (each once, with its cosine)."""
+    unique = {i: (text, cos) for i, text, cos in found}
+    return _candidates(req, [(i, text) for i, (text, _) in unique.items()],
+                       {i: cos for i, (_, cos) in unique.items()})
 
 
-def _conflicts_now(store: TextScan, reqs: Sequence[RememberRequest],
+def _probes(reqs: Sequence[RememberRequest], scopes: Sequence[Scope | None],
+            vectors: Vectors) -> tuple[list[int], list[Probe]]:
+    """The writes the detector reads (their positions in the batch) and their probes."""
+    at = [n for n, scope in enumerate(scopes) if scope is not None]
+    return at, [Probe(*cast("Scope", scopes[n]), cast("str", reqs[n].content), vectors[n])
+                for n in at]
+
+
+def _verdicts(reqs: Sequence[RememberRequest], at: Sequence[int],
+              found: Sequence[Found]) -> list[list[ConflictCandidate]]:
+    out: list[list[ConflictCandidate]] = [[] for _ in reqs]
+    for n, rows in zip(at, found, strict=True):
+        out[n] = _judged(reqs[n], rows) if rows else []
+    return out
+
+
+async def _indexed(store: ConflictIndex, reqs: Sequence[RememberRequest],
                    scopes: Sequence[Scope | None],
                    vectors: Vectors | None = None) -> list[list[ConflictCandidate]]:
-    """:func:`_conflicts` for a whole batch, blocking, for a store's own worker thread
-    (``scopes`` are decided beforehand, in the caller's context). With the batch's
-    ``vectors`` and a :class:`VectorScanNow` store each write reads its scope with its cosines
-    (one scan per write, for the meaning rule); otherwise one scan per scope.
-
-    A scope holding nothing current has nothing to contradict: for a scope with several
-    writes in the batch one row read says so, and its writes skip their scans (the first
-    batch of a new scope, a conversation written at once, paid a scan per
-    write for an empty answer). A single write's own scan answers that as cheaply."""
-    by_meaning = vectors is not None and isinstance(store, VectorScanNow)
-    seen: dict[Scope, list[tuple[str, str]]] = {}
-    empty: dict[Scope, bool] = {}
-    writes = Counter(scopes)
-    out: list[list[ConflictCandidate]] = []
-    for n, (req, scope) in enumerate(zip(reqs, scopes, strict=True)):
-        if scope is not None and by_meaning and writes[scope] > 1 and scope not in empty:
-            empty[scope] = not store.current_texts_now(*scope, 1)
-        if scope is None or empty.get(scope, False):
-            out.append([])
-        elif by_meaning and vectors is not None:
-            rows = cast("VectorScanNow", store).current_vectors_now(*scope, CONFLICT_SCAN_LIMIT,
-                                                                 vectors[n])
-            out.append(_candidates(req, *_split(rows)))
-        else:
-            if scope not in seen:
-                seen[scope] = store.current_texts_now(*scope, CONFLICT_SCAN_LIMIT)
-            out.append(_candidates(req, seen[scope]))
-    return out
+    """Candidates for a batch from a :class:`ConflictIndex` (a batch is compared with what
+    was stored before it, not with itself); embeds the batch unless given its vectors."""
+    if vectors is None:
+        vectors = await store.embed_requests(reqs)
+    at, probes = _probes(reqs, scopes, vectors)
+    return _verdicts(reqs, at, await store.conflict_candidates(probes) if probes else [])
 
 
 async def conflicts_for(store: MemoryStore, req: RememberRequest) -> list[ConflictCandidate]:
     """What a remember of ``req`` would report as ``conflicts``, without writing it (for a
-    policy that decides before the write; a store's own scan when it is a :class:`TextScan`,
-    else ``list``, so any store works). A :class:`VectorScan` store embeds ``req`` first (its
-    embedder's cache then serves the write's own embedding) so the meaning rule runs too."""
+    policy that decides before the write). A :class:`ConflictIndex` store embeds ``req``
+    first (its embedder's cache then serves the write's own embedding) and searches its
+    indexes; any other store is read through ``list``."""
     scope = _scope(req)
-    if scope is None or not isinstance(store, VectorScan):
-        return await _conflicts(store, req, {}, None)
-    vector = (await store.embed_requests([req]))[0]
-    return _candidates(req, *_split(await store.current_vectors(*scope, CONFLICT_SCAN_LIMIT,
-                                                                vector)))
+    if scope is None:
+        return []
+    if isinstance(store, ConflictIndex):
+        return (await _indexed(store, [req], [scope]))[0]
+    return _candidates(req, await _listed(store, scope))
 
 
 async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
-                           write: Write, scan: Scan | None = None, *,
-                           scanning: ScanningWrite | None = None,
+                           write: Write, *, scanning: ScanningWrite | None = None,
                            embed: Embed | None = None) -> list[RememberResponse]:
-    """``write`` (the store's own batch remember) with validity, supersession and conflicts;
-    ``scan``, when the store has one, reads the detector's candidates (see :data:`Scan`).
+    """``write`` (the store's own batch remember) with validity, supersession and conflicts.
 
     Every id in ``supersedes`` must name a live memory of the same agent and user, checked
-    before anything is written (``NotFound`` otherwise). A :class:`TextScan` store may pass
-    ``scanning``, its write running the conflict scan first in the same worker-thread call:
-    one thread hop per remember instead of two (each hop wakes a thread and, on a busy
-    machine, costs the event loop its core). A :class:`VectorScan` store may pass ``embed``,
-    which computes the batch's vectors before the write (and keeps them for ``write``): the
-    scan then reads cosines and the detector's meaning rule runs.
+    before anything is written (``NotFound`` otherwise). A :class:`ConflictIndexNow` store
+    may pass ``scanning``, its write running the conflict search first in the same
+    worker-thread call: one thread hop per remember instead of two (each hop wakes a thread
+    and, on a busy machine, costs the event loop its core). A :class:`ConflictIndex` store
+    may pass ``embed``, which computes the batch's vectors before the write (and keeps them
+    for ``write``). A store with neither is read through ``list`` (its newest
+    :data:`CONFLICT_SCAN_LIMIT` memories of each scope).
     """
     olds = {}
     for req in reqs:
@@ -251,23 +242,30 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
             olds[(req.agent_id, old_id)] = rec
     plain = [_plain(req) for req in reqs]
     scopes = [_scope(req) for req in reqs]  # here: no_conflict_scan's flag is this context's
-    if scanning is not None and isinstance(store, TextScan) and any(scopes):
-        conflicts: list[list[ConflictCandidate]] = []
+    conflicts: list[list[ConflictCandidate]]
+    if scanning is not None and isinstance(store, ConflictIndexNow) and any(scopes):
+        conflicts = []
         scanner = store
 
-        def run_scan(vectors: Vectors | None) -> None:
-            conflicts.extend(_conflicts_now(scanner, reqs, scopes, vectors))
+        def run_scan(vectors: Vectors) -> None:
+            at, probes = _probes(reqs, scopes, vectors)
+            conflicts.extend(_verdicts(reqs, at, scanner.conflict_candidates_now(probes)))
 
         responses = await scanning(plain, run_scan)
-    elif embed is not None and isinstance(store, VectorScan) and any(scopes):
-        vectors = await embed(reqs)
-        conflicts = [[] if scope is None else _candidates(req, *_split(
-            await store.current_vectors(*scope, CONFLICT_SCAN_LIMIT, vectors[n])))
-            for n, (req, scope) in enumerate(zip(reqs, scopes, strict=True))]
+    elif isinstance(store, ConflictIndex) and any(scopes):
+        conflicts = await _indexed(store, reqs, scopes,
+                                   await embed(reqs) if embed is not None else None)
         responses = await write(plain)
     else:
         seen: dict[Scope, list[tuple[str, str]]] = {}
-        conflicts = [await _conflicts(store, req, seen, scan) for req in reqs]
+        conflicts = []
+        for req, scope in zip(reqs, scopes, strict=True):
+            if scope is None:
+                conflicts.append([])
+                continue
+            if scope not in seen:  # one read per scope: the batch is not compared with itself
+                seen[scope] = await _listed(store, scope)
+            conflicts.append(_candidates(req, seen[scope]))
         responses = await write(plain)
     out = []
     for req, resp, found in zip(reqs, responses, conflicts, strict=True):

@@ -58,7 +58,15 @@ from memorywire.store.base import STORAGE_CAPABILITIES, Capability, Health
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, BulkState, Cursor, ImportCounts, OnConflict
-from memorywire.store.postgres import bulk, evidence, maintenance, portable, purge, writes
+from memorywire.store.postgres import (
+    bulk,
+    conflicts,
+    evidence,
+    maintenance,
+    portable,
+    purge,
+    writes,
+)
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.sql import (
     RECORD_COLS,
@@ -72,7 +80,7 @@ from memorywire.store.postgres.sql import (
 )
 from memorywire.store.postgres.url import PG_ALIASES, is_libpq_key
 from memorywire.store.recall_plan import recall_in_time
-from memorywire.store.timeline import remember_in_time
+from memorywire.store.timeline import Found, Probe, remember_in_time
 from memorywire.store.url_settings import (
     constructor_settings,
     refusing_bad_values,
@@ -205,17 +213,13 @@ class PostgresStore:
             return await writes.remember_many(self._db, plain,
                                               embedded[-1] if embedded else None)
 
-        async def scan(agent_id: str, user_id: str | None, mtype: MemoryType,
-                       limit: int) -> list[tuple[str, str]]:
-            return await writes.conflict_scan(self._db, agent_id, user_id, mtype, limit)
+        return await remember_in_time(self, reqs, write, embed=embed)
 
-        return await remember_in_time(self, reqs, write, scan, embed=embed)
-
-    async def current_vectors(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                              limit: int, vector: Any) -> list[tuple[str, str, float]]:
-        """The conflict scan with cosines (:class:`~memorywire.store.timeline.VectorScan`)."""
-        return await writes.conflict_scan_vectors(self._db, agent_id, user_id, mtype, limit,
-                                                  vector)
+    async def conflict_candidates(self, probes: Sequence[Probe]) -> list[Found]:
+        """A write's conflict candidates through the HNSW and full-text indexes
+        (:mod:`memorywire.store.postgres.conflicts`;
+        :class:`~memorywire.store.timeline.ConflictIndex`)."""
+        return await conflicts.conflict_candidates(self._db, probes)
 
     async def embed_requests(self, reqs: Sequence[RememberRequest]) -> Vectors:
         """The vectors a remember of ``reqs`` stores, computed before the write for the

@@ -19,6 +19,7 @@ from typing import Any
 
 from memorywire.cli.audit import register_audit
 from memorywire.cli.consolidate import register_consolidate
+from memorywire.cli.embed import register_embed
 from memorywire.cli.forgetting import register_forgetting
 from memorywire.cli.ops import register_ops
 from memorywire.cli.portability import register_portability
@@ -112,6 +113,7 @@ SUBCOMMANDS: list[Register] = [
     register_portability,
     register_audit,
     register_forgetting,
+    register_embed,
 ]
 
 

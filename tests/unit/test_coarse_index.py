@@ -23,7 +23,7 @@ def _found_rate(index: CoarseIndex, matrix: npt.NDArray[np.float32],
                 queries: npt.NDArray[np.float32]) -> float:
     hits = 0
     for q in queries:
-        order = index.probe_order(q)
+        order = index.probe_order(index.centroids @ q)
         probed = index.positions(order[:probe_rounds(order.shape[0])[0]])
         hits += int(np.argmax(matrix @ q)) in set(probed.tolist())
     return hits / len(queries)
@@ -53,6 +53,6 @@ def test_appended_rows_are_filed_and_found() -> None:
     everything = index.positions(np.arange(index.centroids.shape[0]))
     assert sorted(everything.tolist()) == list(range(8000))
     for row in rng.choice(np.arange(5000, 8000), size=50, replace=False):
-        order = index.probe_order(whole[row])
+        order = index.probe_order(index.centroids @ whole[row])
         assert row in set(index.positions(order[:8]).tolist())  # a row finds itself
     assert _found_rate(index, whole, _clustered(np.random.default_rng(10), 200)) >= 0.85

@@ -113,9 +113,9 @@ class CoarseIndex:
         if self._n - self._filed > max(1024, self._filed // 8):
             self._file()  # the unfiled tail is scanned by every probe: keep it short
 
-    def probe_order(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
-        """Lists by closeness of their centroid to ``query``, as far as a search may go."""
-        sims = self.centroids @ query
+    def probe_order(self, sims: npt.NDArray[np.float32]) -> npt.NDArray[np.intp]:
+        """Lists by closeness of their centroid to a query (``sims``: the query's dot
+        product with every centroid), as far as a search may go."""
         far = min(_MAX_PROBE, sims.shape[0])
         if far == sims.shape[0]:
             return np.argsort(-sims)

@@ -59,6 +59,8 @@ class ScopeIndex:
         self._expires = np.zeros(cap, dtype=np.int64)
         self._demoted = np.zeros(cap, dtype=bool)
         self._users = np.empty(cap, dtype=object)
+        #: Rows without a user (the conflict scope of a write without one reads it).
+        self._userless = np.zeros(cap, dtype=bool)
         self.ids: list[str] = []
         self.pos: dict[int, int] = {}
         #: The conflict search's coarse clusters of this matrix, built on first use by a
@@ -86,6 +88,7 @@ class ScopeIndex:
         index._expires[:n] = [NO_EXPIRY if e is None else e for e in expires]
         index._demoted[:n] = demoted
         index._users[:n] = users
+        index._userless[:n] = [u is None for u in users]
         index.ids = list(ids)
         index.pos = dict(zip(rids, range(n), strict=True))
         index.n = n
@@ -112,6 +115,7 @@ class ScopeIndex:
         self._created = grown(self._created)
         self._expires = grown(self._expires)
         self._demoted = grown(self._demoted)
+        self._userless = grown(self._userless)
         users = np.empty(new, dtype=object)
         users[: self.n] = self._users[: self.n]
         self._users = users
@@ -128,6 +132,7 @@ class ScopeIndex:
             self._expires[i] = NO_EXPIRY if row.expires_at is None else row.expires_at
             self._demoted[i] = row.demoted
             self._users[i] = row.user_id
+            self._userless[i] = row.user_id is None
             self.ids.append(row.id)
             self.pos[row.rid] = i
             self.n += 1
@@ -151,9 +156,8 @@ class ScopeIndex:
         """The ``positions`` holding live rows of exactly this user (``None``: rows without
         one) and type: the conflict detector's scope, checked only where it looks."""
         keep = (self._expires[positions] > now_ms) & (self._types[positions] == TYPE_CODES[mtype])
-        users = self._users[positions]
-        keep &= np.array([u is None for u in users.tolist()], dtype=bool) if user_id is None \
-            else users == user_id
+        keep &= self._userless[positions] if user_id is None else \
+            self._users[positions] == user_id
         out: npt.NDArray[np.int64] = positions[keep]
         return out
 

@@ -20,6 +20,8 @@ or expired), each with its cosine to the new vector for the detector's meaning r
 from __future__ import annotations
 
 import json
+import time
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,13 +34,18 @@ from memorywire.store._coarse_index import COARSE_MIN_ROWS, CoarseIndex, probe_r
 from memorywire.store._vector_cache import ScopeIndex
 from memorywire.store.sqlite.db import IN_JSON, VISIBLE, SqliteDb
 from memorywire.store.sqlite.schema import agent_number
-from memorywire.store.sqlite.search import lexical_rids, lexical_units
+from memorywire.store.sqlite.search import lexical_rids
 from memorywire.store.timeline import CONFLICT_LEXICAL, CONFLICT_NEIGHBOURS, Found, Probe
 
 __all__ = ["CONFLICT_LEXICAL_BUDGET", "conflict_candidates"]
 
 #: Most full-text rows one write's subject search may rank (summed over its kept words).
-CONFLICT_LEXICAL_BUDGET = 1000
+CONFLICT_LEXICAL_BUDGET = 300
+#: How long a word's row count is reused (see _Counts).
+COUNT_TTL_S = 60.0
+_COUNTS_MAX = 8192
+#: Subject words searched per write (its own first, then its slot class's).
+_TERMS = 8
 #: Nearest rows read per write before superseded ones are left out (a chain of updates of
 #: one slot sits close together; its current value must still make the cut).
 _OVERFETCH = 2
@@ -67,10 +74,20 @@ def conflict_candidates(db: SqliteDb, probes: Sequence[Probe]) -> list[Found]:
             queries = np.stack([np.asarray(p.vector, dtype=np.float32) for p in group])
             near = _nearest(index, queries, group, now)
             rid_range = (int(index.rids.min()), int(index.rids.max()))
+            rows = int(conn.execute("SELECT coalesce(max(rid), 0) FROM memories").fetchone()[0])
             for j, (n, probe) in enumerate(zip(at, group, strict=True)):
-                lexical = _lexical(conn, index, probe, now, rid_range)
+                lexical = _lexical(conn, index, probe, now, rid_range, rows)
                 if near[j].size or lexical:
                     out[n] = _current(conn, index, near[j], lexical, probe, queries[j], now)
+    return out
+
+
+def _dots(rows: npt.NDArray[np.float32], query: npt.NDArray[np.float32]
+          ) -> npt.NDArray[np.float32]:
+    """``rows @ query`` without BLAS: a few thousand rows are a small product, and OpenBLAS
+    hands a product over its threshold to its thread pool, which on a busy machine (the
+    server's own threads, the model's) took 10 ms to come back instead of 0.3."""
+    out: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, query)
     return out
 
 
@@ -103,24 +120,66 @@ def _nearest(index: ScopeIndex, queries: npt.NDArray[np.float32], probes: Sequen
     coarse = index.coarse
     if coarse is None or coarse.stale(index.n):
         coarse = index.coarse = CoarseIndex(index.matrix)
+    lists = queries @ coarse.centroids.T  # every probe's closeness to every list at once
     for j, p in enumerate(probes):
-        order = coarse.probe_order(queries[j])
+        order = coarse.probe_order(lists[j])
         pos = np.zeros(0, dtype=np.int64)
         for width in probe_rounds(order.shape[0]):
             pos = index.of_scope(coarse.positions(order[:width]), now, p.user_id, p.type)
             if pos.size >= k:
                 break
-        out.append(pos[_top(index.matrix[pos] @ queries[j], k)])
+        out.append(pos[_top(_dots(index.matrix[pos], queries[j]), k)])
     return out
 
 
+class _Counts:
+    """How many rows each word matches, per connection, counted up to the budget: a batch of
+    writes about one topic asks for the same words again and again, and a count costs a
+    statement. A count is reused while the table has grown by at most a quarter since it was
+    taken (and for at most COUNT_TTL_S): a stale count only picks words a little wrongly,
+    and a word that has grown common costs at most the rows it grew by."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, tuple[int, int, float]] = {}
+
+    def count(self, conn: Any, unit: str, rows: int) -> int:
+        now = time.monotonic()
+        hit = self.known.get(unit)
+        if hit is not None and rows <= hit[1] * 1.25 + 64 and now - hit[2] < COUNT_TTL_S:
+            return hit[0]
+        row = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? "
+            "LIMIT ?)", (f"body : {unit}", CONFLICT_LEXICAL_BUDGET + 1)).fetchone()
+        if len(self.known) >= _COUNTS_MAX:
+            self.known.clear()
+        self.known[unit] = (int(row[0]), rows, now)
+        return int(row[0])
+
+
+_counts: weakref.WeakKeyDictionary[Any, _Counts] = weakref.WeakKeyDictionary()
+
+
+def _units(conn: Any, terms: Sequence[str], rows: int) -> tuple[list[str], int]:
+    """The quoted words worth ranking, rarest first, within CONFLICT_LEXICAL_BUDGET rows."""
+    counts = _counts.setdefault(conn, _Counts())
+    counted = sorted((counts.count(conn, u, rows), u) for u in
+                     ('"' + t.replace('"', '""') + '"' for t in terms))
+    kept: list[str] = []
+    total = 0
+    for n, unit in counted:
+        if n == 0:
+            continue
+        if total + n > CONFLICT_LEXICAL_BUDGET:
+            break
+        kept.append(unit)
+        total += n
+    return kept, total
+
+
 def _lexical(conn: Any, index: ScopeIndex, probe: Probe, now: int,
-             rid_range: tuple[int, int]) -> list[int]:
+             rid_range: tuple[int, int], rows: int) -> list[int]:
     """Positions of the best full-text matches of the probe's subject words in its scope."""
-    terms = subject_terms(probe.text)
-    if not terms:
-        return []
-    units = lexical_units(conn, " ".join(terms), CONFLICT_LEXICAL_BUDGET)
+    units = _units(conn, subject_terms(probe.text, _TERMS), rows)
     if not units[0]:
         return []
     rids = lexical_rids(conn, probe.agent_id, "", CONFLICT_LEXICAL_BUDGET,
@@ -141,12 +200,13 @@ def _current(conn: Any, index: ScopeIndex, near: Positions, lexical: Sequence[in
     positions = list(dict.fromkeys([*near.tolist(), *lexical]))
     rids = index.rids[positions].tolist()
     rows = conn.execute(
-        f"SELECT rid, id, content FROM memories WHERE rid IN {IN_JSON} AND agent_id = ? "
-        f"AND user_id IS ? AND type = ? AND {VISIBLE} "
+        # ``+column``: no index on those columns; the rows are fetched by rid
+        f"SELECT rid, id, content FROM memories WHERE rid IN {IN_JSON} AND +agent_id = ? "
+        f"AND +user_id IS ? AND +type = ? AND {VISIBLE} "
         f"AND json_extract(metadata, '$.{TIME_KEY}.superseded_by') IS NULL",
         (json.dumps(rids), probe.agent_id, probe.user_id, probe.type.value, now)).fetchall()
     current = {int(r[0]): (str(r[1]), str(r[2])) for r in rows}
-    sims = (index.matrix[positions] @ query).tolist()
+    sims = _dots(index.matrix[positions], query).tolist()
     keep = set(lexical)
     out: Found = []
     nearest = 0

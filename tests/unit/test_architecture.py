@@ -190,7 +190,8 @@ LAYERS: dict[str, Layer] = {
         "anyio numpy pydantic pytest",
     ),
     # Fixtures that start a real service: the only testing modules that reach a backend.
-    "testing.postgres": _layer(("memorywire.testing.postgres",), "", "pytest pgserver psycopg"),
+    "testing.postgres": _layer(("memorywire.testing.postgres", "memorywire.testing.pg_cluster"),
+                               "", "pytest pgserver psycopg"),
     "testing.mem0": _layer(("memorywire.testing.mem0",), "backend.mem0", "pytest"),
 }
 

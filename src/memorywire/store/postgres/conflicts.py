@@ -6,7 +6,8 @@ current memories of the write's agent, user and type:
 * **nearest by vector**: the :data:`CONFLICT_NEIGHBOURS` closest. A scope of at most
   :data:`CONFLICT_EXACT_ROWS` rows is searched exactly through the ``(agent_id, user_id)``
   index; a larger one through the HNSW index, with ``hnsw.ef_search`` scaled by the share of
-  the table the agent owns (as recall does), and without recall's exact fallback: a write
+  the table the agent owns (as recall does; an iterative scan from pgvector 0.8 on,
+  :mod:`memorywire.store.postgres.hnsw`), and without recall's exact fallback: a write
   must not pay a scan of a large scope, and a short list only means fewer candidates.
 * **full text on the subject**: the :data:`CONFLICT_LEXICAL` best matches of the write's
   subject words (:func:`memorywire.core.contradiction.subject_terms`) in the GIN index.
@@ -28,6 +29,7 @@ from typing import Any
 from memorywire.core.contradiction import subject_terms
 from memorywire.core.timeline import TIME_KEY
 from memorywire.store.postgres.db import Conn, PgDb
+from memorywire.store.postgres.hnsw import hnsw_settings
 from memorywire.store.postgres.migrations import TS_CONFIG
 from memorywire.store.postgres.sql import TABLE, vector_literal
 from memorywire.store.timeline import CONFLICT_LEXICAL, CONFLICT_NEIGHBOURS, Found, Probe
@@ -106,12 +108,13 @@ async def conflict_candidates(db: PgDb, probes: Sequence[Probe]) -> list[Found]:
         now = db.clock.now_ms()
         for probe in probes:
             rows, total = counts.get(probe.agent_id, (0, 0))
-            out.append(await _probe(conn, probe, rows, total, lexemes, now) if rows else [])
+            out.append(await _probe(conn, probe, rows, total, lexemes, now, db.pgvector)
+                       if rows else [])
     return out
 
 
 async def _probe(conn: Conn, probe: Probe, rows: int, total: int, common: list[str],
-                 now: int) -> Found:
+                 now: int, version: tuple[int, ...] | None) -> Found:
     args: dict[str, Any] = {
         "agent": probe.agent_id, "user": probe.user_id, "type": probe.type.value, "now": now,
         "q": vector_literal(probe.vector), "k": CONFLICT_NEIGHBOURS, "l": CONFLICT_LEXICAL,
@@ -121,7 +124,7 @@ async def _probe(conn: Conn, probe: Probe, rows: int, total: int, common: list[s
     else:
         share = rows / max(total, rows)
         ef = int(min(1000, max(CONFLICT_NEIGHBOURS * 4 / share, 40)))
-        await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+        await hnsw_settings(conn, ef, version)
         near = _INDEXED
     sql = f"({near}) UNION ALL ({_LEXICAL})" if args["terms"] else near
     cur = await conn.execute(sql, args)

@@ -15,6 +15,7 @@ that user.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["PG_BIN_ENV", "Cluster", "PgBouncer", "PgNode", "free_port", "pgbouncer_binary",
-           "start_cluster", "wait_replayed"]
+           "start_cluster", "stop_cluster", "wait_replayed"]
 
 #: Where Debian installs PgBouncer (``/usr/sbin`` is not on every user's PATH).
 _PGBOUNCER_PATHS = ("/usr/sbin/pgbouncer", "/usr/bin/pgbouncer")
@@ -301,7 +302,10 @@ class Cluster:
                 "pgbouncer": self.bouncer.dsn() if self.bouncer else None,
                 "primary_port": self.primary.port,
                 "replica_ports": [r.port for r in self.replicas],
-                "pgbouncer_port": self.bouncer.port if self.bouncer else None}
+                "pgbouncer_port": self.bouncer.port if self.bouncer else None,
+                "nodes": [{"name": n.name, "datadir": str(n.datadir), "port": n.port}
+                          for n in [self.primary, *self.replicas]],
+                "user": self.primary.user}
 
     def create_database(self, name: str) -> str:
         """A database with the vector extension on the primary (standbys replay both); its
@@ -322,6 +326,20 @@ class Cluster:
                 pass
         if remove:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def stop_cluster(root: Path) -> None:
+    """Stop what :func:`start_cluster` started under ``root`` (from its ``cluster.json``), for
+    a cluster whose starting process has exited (``scripts/cluster-up.sh --down``)."""
+    info = json.loads((root / "cluster.json").read_text(encoding="utf-8"))
+    pidfile = root / "pgbouncer" / "pgbouncer.pid"
+    if pidfile.exists():
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(pidfile.read_text(encoding="utf-8").strip()), 15)
+    for node in reversed(info["nodes"]):
+        pg = PgNode(node["name"], Path(node["datadir"]), int(node["port"]), info.get("user"))
+        if pg.running:
+            pg.stop("fast")
 
 
 def start_cluster(root: Path, *, replicas: int = 1, pgbouncer: bool = False,

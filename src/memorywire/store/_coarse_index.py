@@ -3,15 +3,16 @@ comparing it with all of them.
 
 The conflict detector needs, for every write, the few memories of the scope closest to it
 (:mod:`memorywire.store.timeline`). An exact search costs a matrix-vector product and a
-partial sort over the whole scope: 1 ms at 20,000 memories and 7 ms at 100,000 on this
-project's machine, so a write would cost more the more the agent remembers. This is an
-inverted-file index (IVF): about ``sqrt(n)`` centroids from a few rounds of spherical k-means
-on a sample, every row filed under its closest centroid, and a search that compares the new
-vector with the centroids and then only with the rows of the closest few lists. The work is
-``O(sqrt(n))`` dot products instead of ``O(n)``; the answer is approximate (the closest
-memory can sit just across a list border), which the detector tolerates: it already named at
-most one memory by meaning, and its word rules get their own candidates from the full-text
-index.
+partial sort over the whole scope, so a write would cost more the more the agent remembers
+(docs/benchmarks.md, pg35). This is an
+inverted-file index (IVF): centroids from a few rounds of spherical k-means on a sample (one
+per ~192 rows, at least ``sqrt(n)``, at most 2,048), every row filed under its closest
+centroid, and a search that compares the new vector with the centroids and then only with
+the rows of the closest few lists. A search reads about the same number of rows in a large
+scope whatever its size (a few lists of ~192), plus one dot product per centroid; the answer
+is approximate (the closest memory can sit just across a list border), which the detector
+tolerates: it already named at most one memory by meaning, and its word rules get their own
+candidates from the full-text index.
 
 It lives beside :class:`~memorywire.store._vector_cache.ScopeIndex` (positions are that
 matrix's rows) and only ever grows with it: rows appended to the scope are filed under their
@@ -35,6 +36,10 @@ COARSE_MIN_ROWS = 4096
 #: rows of the write's own user and type.
 _FIRST_PROBE = 8
 _MAX_PROBE = 64
+#: Rows per list a large scope aims at (a probe then reads about 8 lists of this size
+#: whatever the scope), and the most lists (training and filing cost grow with them).
+_ROWS_PER_LIST = 192
+_MAX_LISTS = 2048
 #: Training: rows sampled per centroid, and k-means rounds over that sample.
 _SAMPLE_PER_LIST = 24
 _ROUNDS = 4
@@ -66,7 +71,7 @@ class CoarseIndex:
     def __init__(self, matrix: Matrix, seed: int = 0) -> None:
         n = int(matrix.shape[0])
         self.trained_n = n
-        lists = max(1, math.isqrt(n))
+        lists = max(1, math.isqrt(n), min(n // _ROWS_PER_LIST, _MAX_LISTS))
         rng = np.random.default_rng(seed)
         sample = matrix[np.sort(rng.choice(n, size=min(n, lists * _SAMPLE_PER_LIST),
                                            replace=False))]

@@ -119,8 +119,7 @@ class ConflictIndex(Protocol):
     for recall (the scope's nearest vectors, the full-text index on the write's subject
     words), so a write costs about the same in a scope of a hundred memories or of a
     hundred thousand. Reading the scope's newest rows instead cost a scan per write that
-    grew with the bound (13 ms a write at a bound of 1,000) and missed every fact stated
-    before the bound.
+    grew with the bound (issue 35) and missed every fact stated before the bound.
 
     ``embed_requests`` gives the vectors a remember of ``reqs`` stores (computed before the
     write; the store passes them on to it, or its embedder's cache spares the second model

@@ -36,7 +36,7 @@ from memorywire.store.timeline import CONFLICT_LEXICAL, CONFLICT_NEIGHBOURS, Fou
 
 __all__ = ["CONFLICT_EXACT_ROWS", "CONFLICT_LEXICAL_BUDGET", "conflict_candidates"]
 
-#: A scope of at most this many rows is searched exactly (bounded: about a millisecond).
+#: A scope of at most this many rows is searched exactly (a bounded scan).
 CONFLICT_EXACT_ROWS = 2000
 #: A lexeme the statistics count in more rows than this is left out of the subject search.
 CONFLICT_LEXICAL_BUDGET = 1000

@@ -86,7 +86,8 @@ def _dots(rows: npt.NDArray[np.float32], query: npt.NDArray[np.float32]
           ) -> npt.NDArray[np.float32]:
     """``rows @ query`` without BLAS: a few thousand rows are a small product, and OpenBLAS
     hands a product over its threshold to its thread pool, which on a busy machine (the
-    server's own threads, the model's) took 10 ms to come back instead of 0.3."""
+    server's own threads, the model's) came back tens of times later than one thread
+    computes it (docs/benchmarks.md, pg35)."""
     out: npt.NDArray[np.float32] = np.einsum("ij,j->i", rows, query)
     return out
 

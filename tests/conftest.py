@@ -2,6 +2,11 @@ from pathlib import Path
 
 import pytest
 
+# Autouse, session-wide: HOME, the XDG folders and MEMORYWIRE_HOME point into the session's
+# temporary folder, deployment settings are cleared, and the real data directory must be
+# unchanged at the end (see memorywire/testing/home.py).
+from memorywire.testing.home import private_home_session  # noqa: F401
+
 _INTEGRATIONS = Path(__file__).resolve().parent / "integrations"
 
 

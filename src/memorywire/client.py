@@ -1,7 +1,8 @@
 """The Python SDK: the same methods and return types in-process, over HTTP, and blocking.
 
-* :class:`Memory` runs operations in this process through the server's own dispatcher (same
-  validation, same errors), over a store object or a store URL.
+* :class:`Memory` runs operations in this process on the server's runtime (same dispatcher,
+  validation, errors, limits, signing key and governance), over a store object, a store URL
+  or a configuration.
 * :class:`RemoteMemory` speaks the REST transport with a bearer token.
 * :class:`SyncMemory` wraps either for scripts, on a private event loop thread.
 
@@ -15,6 +16,7 @@ a mapping or keyword arguments, returns the wire response model (``RememberRespo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
@@ -27,12 +29,12 @@ from pydantic import BaseModel
 from memorywire.errors import (
     BackendUnavailable,
     CapabilityMissing,
+    InvalidRequest,
     MemorywireError,
     error_from_envelope,
 )
-from memorywire.server.approvals import Approvals
 from memorywire.server.auth import Principal
-from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, validate_request
+from memorywire.server.dispatch import FAILURES_HEADER, validate_request
 from memorywire.store.base import MemoryStore
 from memorywire.sync_loop import LoopThread
 from memorywire.wire.memory_ops import (
@@ -63,7 +65,9 @@ from memorywire.wire.models import (
 from memorywire.wire.routes import route_for, route_named
 
 if TYPE_CHECKING:
+    from memorywire.server.config import ServerConfig
     from memorywire.server.recovery import RecoveryResult
+    from memorywire.server.runtime import Runtime
 
 __all__ = ["AsyncMemoryAPI", "Memory", "RemoteMemory", "SyncMemory"]
 
@@ -130,29 +134,63 @@ class AsyncMemoryAPI(Protocol):
 
 
 class Memory:
-    """In-process memory over a store object or URL (``memory://``, ``sqlite:///x.db``)."""
+    """In-process memory on the server's runtime (:mod:`memorywire.server.runtime`).
+
+    Operations go through the dispatcher ``memorywire serve`` builds from the same
+    configuration, with its signing key, limits and governance, so an answer here is the
+    answer over REST (a hard forget returns the same signed receipt). What to run on:
+
+    * a store URL (``memory://``, ``sqlite:///x.db``) or a store object: the runtime of a
+      configuration naming that store (no governance unless ``config`` asks for it);
+    * ``config``: a :class:`~memorywire.server.config.ServerConfig` (``load_config()``),
+      opened here: its store, governance and signing key;
+    * nothing: ``load_config()``, the deployment the ``memorywire`` command uses (the default
+      store under the data directory, governed, unless the environment says otherwise);
+    * ``runtime``: one the caller opened (``async with running(config) as rt``) and closes.
+    """
 
     def __init__(
         self,
-        store: MemoryStore | str,
+        store: MemoryStore | str | None = None,
         *,
-        approvals: Approvals | None = None,
+        config: ServerConfig | None = None,
+        runtime: Runtime | None = None,
         principal: Principal | None = None,
         own_store: bool = False,
         min_relevance: float | None = None,
         **store_kw: Any,
     ) -> None:
-        """A URL is opened here and closed by :meth:`aclose`; so is a store with ``own_store``.
-        ``min_relevance``: the floor of a recall that names none (a configuration's)."""
-        if isinstance(store, str):
-            from memorywire.store.registry import open_store
+        """A URL is opened here and closed by :meth:`aclose`; so is a store with ``own_store``
+        and whatever ``config`` opens. ``min_relevance``: the floor of a recall that names
+        none (a configuration's ``min_relevance``). ``store_kw`` go to the store a URL opens
+        (``embedder=``)."""
+        from memorywire.server.runtime import open_runtime
 
-            self._owned: MemoryStore | None = open_store(store, **store_kw)
-            store = self._owned
-        else:
-            self._owned = store if own_store else None
-        self.store = store
-        self._dispatcher = Dispatcher(store, approvals=approvals, min_relevance=min_relevance)
+        if runtime is not None:
+            extra = [name for name, given in (
+                ("store", store is not None), ("config", config is not None),
+                ("own_store", own_store), ("min_relevance", min_relevance is not None),
+                *((k, True) for k in sorted(store_kw))) if given]
+            if extra:
+                raise InvalidRequest(f"Memory: {', '.join(extra)}: not with runtime, whose "
+                                     "store and configuration are already chosen")
+        if store_kw and not isinstance(store, str):
+            raise InvalidRequest(f"Memory: {', '.join(sorted(store_kw))}: store settings apply "
+                                 "only to a store URL")
+        self._runtime_owned = runtime is None
+        self._store_owned = own_store or not isinstance(store, MemoryStore)
+        if runtime is None:
+            cfg = _config_for(store, config, min_relevance)
+            opened = _open_store(store, cfg, store_kw)
+            try:
+                runtime = open_runtime(cfg, store=opened)
+            except BaseException:
+                if self._store_owned:
+                    _close_now(opened)
+                raise
+        self.runtime = runtime
+        self.store = runtime.store
+        self._dispatcher = runtime.dispatcher
         self._principal = principal or Principal.local_admin()
 
     async def remember(
@@ -224,21 +262,83 @@ class Memory:
         arguments of :func:`memorywire.server.recovery.recover` (``source``, ``agent_id``,
         ``since_ms``, ``until_ms``, ``ids``, ``key``, ``dry_run``, ``reason``, ``audit``).
         Admins only. :meth:`RemoteMemory.recover` asks a server's admin route instead and
-        returns its JSON (plan, receipt), with ``approval=True`` to stage the plan."""
+        returns its JSON (plan, receipt), with ``approval=True`` to stage the plan.
+        Without ``key`` the runtime's signing key signs the receipt, and without ``audit``
+        the receipt is chained into its governance audit log, as the server does."""
         from memorywire.server.recovery import recover
 
+        if kw.get("key") is None and not kw.get("dry_run"):
+            source = self._dispatcher.signing_key
+            kw["key"] = source.get() if source is not None else None
+        kw.setdefault("audit", self.runtime.governed)
         return await recover(self.store, self._principal, **kw)
 
     async def aclose(self) -> None:
-        if self._owned is not None:
-            owned, self._owned = self._owned, None
-            await owned.aclose()
+        """Close what this object opened: its runtime (a ``runtime`` passed in is the
+        caller's), and the store unless it was handed over without ``own_store``."""
+        if not self._runtime_owned:
+            return
+        self._runtime_owned = False
+        if self._store_owned:
+            await self.runtime.aclose()
+        elif self.runtime.governed is not None:  # the caller's store stays open
+            await self.runtime.governed.aclose(inner=False)
 
     async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _config_for(
+    store: MemoryStore | str | None, config: ServerConfig | None, min_relevance: float | None
+) -> ServerConfig:
+    """The configuration a :class:`Memory` runs on, checked before anything is opened."""
+    from dataclasses import replace
+
+    from memorywire.server.config import ServerConfig, load_config
+
+    if config is None:
+        config = load_config() if store is None else ServerConfig()
+    if isinstance(store, str):
+        config = replace(config, store=store, stores=())
+    elif store is not None and not config.governance_db:
+        # The default governance database belongs to the default store, not to this one.
+        config = replace(config, governance=False)
+    if min_relevance is not None:
+        config = replace(config, min_relevance=min_relevance)
+    config.resolved()  # a bad setting is refused before a store is opened
+    return config
+
+
+def _open_store(
+    store: MemoryStore | str | None, config: ServerConfig, store_kw: Mapping[str, Any]
+) -> MemoryStore:
+    if isinstance(store, MemoryStore):
+        return store
+    if isinstance(store, str):
+        from memorywire.store.registry import open_store
+
+        return open_store(store, **store_kw)
+    from memorywire.server.runtime import open_configured_store
+
+    return open_configured_store(config.resolved())
+
+
+_closing: set[asyncio.Task[None]] = set()
+
+
+def _close_now(store: MemoryStore) -> None:
+    """Close a store this constructor opened when a later step failed: on the running loop
+    if there is one (``__init__`` cannot await), else it is left to the garbage collector."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    task = loop.create_task(store.aclose())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
 
 
 class RemoteMemory:
@@ -399,7 +499,8 @@ class SyncMemory(Generic[A]):
         self._finalizer = weakref.finalize(self, loop.shutdown, self._mem.aclose)
 
     @classmethod
-    def local(cls, store: MemoryStore | str, **kw: Any) -> SyncMemory[Memory]:
+    def local(cls, store: MemoryStore | str | None = None, **kw: Any) -> SyncMemory[Memory]:
+        """:class:`Memory` in this process (its arguments); no store: the deployment's."""
         return SyncMemory(lambda: Memory(store, **kw))
 
     @classmethod

@@ -26,10 +26,11 @@ from memorywire.server.app import http_app
 from memorywire.server.auth import TokenStore
 from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
-from memorywire.server.mcp import is_destructive
-from memorywire.server.mcp_tools import TOOLS
+from memorywire.server.mcp.server import is_destructive
+from memorywire.server.mcp.tools import TOOLS
 from memorywire.server.runtime import Runtime, running
 from memorywire.wire.codec import to_wire
+from memorywire.wire.operations import OPERATION_TABLE
 from memorywire.wire.routes import OPERATIONS as FIVE
 from memorywire.wire.routes import RECORD_OPERATIONS, route_for
 
@@ -96,8 +97,7 @@ class InProcess:
     async def call(self, op: str, doc: dict[str, Any], token: str) -> Outcome:
         try:
             principal = self.world.tokens.authenticate(token)
-            mem = Memory(self.world.store, principal=principal)
-            mem._dispatcher = self.world.dispatcher  # share the server's limits and rate limiter
+            mem = Memory(runtime=self.world.runtime, principal=principal)
             if op in FIVE or op in RECORD_OPERATIONS:  # the typed client methods
                 resp = await getattr(mem, op)(doc)
                 return Outcome(True, to_wire(resp), meta=[f.store for f in resp.failures]
@@ -136,9 +136,7 @@ class Rest:
         return Outcome(True, body, meta=r.headers.get("memorywire-store-failures"))
 
 
-_RPC_METHOD = {op: f"memory.{op}" for op in (*FIVE, *RECORD_OPERATIONS)} | {
-    "health": "server.health", "recover": "admin.recover"
-}
+_RPC_METHOD = {s.name: s.rpc for s in OPERATION_TABLE if s.rpc is not None}
 
 
 class JsonRpc:

@@ -76,7 +76,7 @@ async def test_agent_stages_person_approves_at_the_cli_agent_recalls(
         # The agent side cannot approve its own write (the in-process client is agent side).
         config = load_config(env={}, overrides={"embedder": "hashing"})
         async with running(config) as runtime:
-            as_agent = Memory(runtime.store, approvals=runtime.approvals)
+            as_agent = Memory(runtime=runtime)
             with pytest.raises(Forbidden, match="own write"):
                 await as_agent.call("approvals.approve", {"id": approval_id})
 

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from memorywire.server.mcp_tools import TOOLS
+from memorywire.server.mcp.tools import TOOLS
 
 pytestmark = pytest.mark.anyio
 

@@ -24,8 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 from memorywire.server.app import Server, build_server
 from memorywire.server.auth import TokenStore
 from memorywire.server.config import ServerConfig
-from memorywire.server.mcp_http import origin_allowed
-from memorywire.server.mcp_tools import TOOLS
+from memorywire.server.mcp.http import origin_allowed
+from memorywire.server.mcp.tools import TOOLS
 from memorywire.wire.validate import validate
 
 pytestmark = pytest.mark.anyio

@@ -20,7 +20,7 @@ from memorywire.embed.hashing import HashingEmbedder
 from memorywire.governance import GovernedStore
 from memorywire.server.auth import Principal, Role
 from memorywire.server.dispatch import Dispatcher
-from memorywire.server.mcp import build_mcp_server
+from memorywire.server.mcp.server import build_mcp_server
 from memorywire.store.base import ListQuery
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.validate import validate

@@ -17,7 +17,7 @@ from memorywire.governance.signing import SigningKeySource
 from memorywire.server.approvals import GovernanceApprovals
 from memorywire.server.auth import Principal
 from memorywire.server.dispatch import Dispatcher
-from memorywire.server.mcp import build_mcp_server
+from memorywire.server.mcp.server import build_mcp_server
 from memorywire.store.base import ListQuery
 from memorywire.store.memory import InMemoryStore
 

@@ -28,7 +28,7 @@ from memorywire.server.auth import TokenStore
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
 from memorywire.server.limits import Limits
-from memorywire.server.mcp_http import McpHttp
+from memorywire.server.mcp.http import McpHttp
 from memorywire.store.sqlite import SqliteStore
 
 #: The code a test sees when the MCP SDK refused the bytes as unparseable JSON-RPC.

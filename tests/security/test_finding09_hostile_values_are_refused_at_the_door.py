@@ -81,7 +81,7 @@ async def test_mcp_answers_an_internal_fault_with_the_envelope_not_the_exception
     from mcp import Client
 
     from memorywire.server.dispatch import Dispatcher
-    from memorywire.server.mcp import build_mcp_server
+    from memorywire.server.mcp.server import build_mcp_server
 
     server = build_mcp_server(Dispatcher(_Exploding()))  # type: ignore[arg-type]
     async with Client(server) as client:
@@ -99,7 +99,7 @@ async def test_mcp_tool_with_a_lone_surrogate_value_is_invalid_request(rig: Rig)
 
     from mcp import Client
 
-    from memorywire.server.mcp import build_mcp_server
+    from memorywire.server.mcp.server import build_mcp_server
 
     server = build_mcp_server(rig.dispatcher)
     before = rig.audit_len()

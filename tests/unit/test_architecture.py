@@ -106,8 +106,7 @@ LAYERS: dict[str, Layer] = {
     "backend.mem0": _layer(_backend("mem0"), _BELOW_BACKENDS, "anyio numpy mem0"),
     "backend.letta": _layer(_backend("letta"), _BELOW_BACKENDS, "anyio numpy httpx"),
     "backend.cognee": _layer(_backend("cognee"), _BELOW_BACKENDS, "anyio numpy cognee"),
-    "router": _layer(("memorywire.router", "memorywire.router_fanout", "memorywire.router_graph",
-                      "memorywire.router_outbox"), "errors wire core store", "anyio"),
+    "router": _layer(_pkg("memorywire.router"), "errors wire core store", "anyio"),
     "governance": _layer(
         _pkg("memorywire.governance"),
         "errors wire core store governance.pg",
@@ -154,7 +153,7 @@ LAYERS: dict[str, Layer] = {
         "anyio httpx pydantic",
     ),
     "cli": _layer(
-        _pkg("memorywire.cli"),
+        (*_pkg("memorywire.cli"), "memorywire.__main__"),
         "errors wire core embed store router governance consolidation server client "
         "portability portability.formats",
         "anyio pydantic rich cryptography",
@@ -193,6 +192,9 @@ LAYERS: dict[str, Layer] = {
     "testing.postgres": _layer(("memorywire.testing.postgres", "memorywire.testing.pg_cluster"),
                                "", "pytest pgserver psycopg"),
     "testing.mem0": _layer(("memorywire.testing.mem0",), "backend.mem0", "pytest"),
+    # The test sessions' private home: it names the deployment settings it clears, which the
+    # server's configuration defines.
+    "testing.home": _layer(("memorywire.testing.home",), "server", "pytest"),
 }
 
 #: Standard-library modules that only these layers may import: command-line parsing belongs
@@ -382,6 +384,8 @@ def test_the_checker_catches_what_it_claims_to() -> None:
     assert layers_of("memorywire.store.sqlite_schema") == ["backend.sqlite"]
     assert layers_of("memorywire.store._cognee_row") == ["backend.cognee"]
     assert layers_of("memorywire.governance.pg_backend") == ["governance.pg"]
+    assert layers_of("memorywire.router.outbox") == ["router"]
+    assert layers_of("memorywire.server.mcp.tools") == ["server"]
     assert layers_of("memorywire.nowhere") == []
     assert "starlette" not in LAYERS["governance"].third_party
     assert "store" not in LAYERS["core"].uses

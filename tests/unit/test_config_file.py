@@ -68,7 +68,7 @@ async def test_documented_example_loads_and_runs(
         assert [s.name for s in router.stores] == ["local", "archive"]
         assert (router._deadlines, router._trust) == ({"local": 2.0, "archive": 5.0},
                                                       {"archive": 0.8})
-        mem = Memory(runtime.store, approvals=runtime.approvals)
+        mem = Memory(runtime=runtime)
         wrote = await mem.remember(agent_id="my-agent", content="a note", type="semantic")
         assert wrote.stores == ["local", "archive"]
         staged = await mem.remember(agent_id="my-agent", content="from a page",

@@ -177,11 +177,23 @@ def test_incomplete_model_folder_is_reported(tmp_path: Path) -> None:
         MiniLMEmbedder(model_dir=tmp_path, cache_dir=tmp_path)
 
 
-def test_unwritable_cache_is_reported(tmp_path: Path) -> None:
+def test_unwritable_cache_is_reported_on_the_first_embedding(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("", encoding="utf-8")
+    embedder = MiniLMEmbedder(cache_dir=blocker / "cache")  # reads only the configuration
     with pytest.raises(CapabilityMissing, match="MEMORYWIRE_CACHE_DIR"):
-        MiniLMEmbedder(cache_dir=blocker / "cache")
+        embedder.embed(["hello"])
+
+
+def test_the_model_loads_on_the_first_embedding_not_at_construction(cache_dir: Path) -> None:
+    """A store checks ``name`` and ``dim`` when it opens; neither needs the model, so a
+    server (or an MCP handshake) that never embeds never loads it."""
+    embedder = MiniLMEmbedder(cache_dir=cache_dir)
+    assert (embedder.name, embedder.dim, embedder.max_tokens) == (
+        "all-MiniLM-L6-v2/onnx-fp32", 384, 256)
+    assert not embedder.loaded
+    assert embedder.embed(["hello"]).shape == (1, 384)
+    assert embedder.loaded
 
 
 def test_bad_arguments_are_invalid_requests(fp32: MiniLMEmbedder) -> None:

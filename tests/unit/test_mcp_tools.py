@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from memorywire.server.auth import Principal, Role
-from memorywire.server.mcp_tools import (
+from memorywire.server.mcp.tools import (
     DESTRUCTIVE,
     TOOLS,
     ToolDefaults,
@@ -85,3 +85,17 @@ def test_the_user_default_reaches_every_tool_that_takes_user_id() -> None:
     args: dict[str, Any] = {"agent_id": "A", "id": "x"}
     complete_args("history", args, OWNER, ToolDefaults(agent_id="claude", user_id="carol"))
     assert args == {"agent_id": "A", "id": "x", "user_id": "carol"}
+
+
+def test_the_mcp_package_and_its_tool_texts_load_no_mcp_sdk() -> None:
+    """The configuration imports the tool texts, and ``extra`` must be able to say "install
+    the extra" where the SDK is missing: neither may pull the SDK in."""
+    import subprocess
+    import sys
+
+    code = ("import sys, memorywire.server.mcp, memorywire.server.mcp.tools, "
+            "memorywire.server.mcp.extra; print(sorted(m for m in sys.modules "
+            "if m == 'mcp' or m.startswith(('mcp.', 'mcp_types'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"

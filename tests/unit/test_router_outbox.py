@@ -14,7 +14,7 @@ from memorywire.core.clock import FakeClock
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import BackendUnavailable
 from memorywire.router import MemoryRouter
-from memorywire.router_outbox import ForgetOutbox
+from memorywire.router.outbox import ForgetOutbox
 from memorywire.store.base import ListQuery
 from memorywire.store.memory import InMemoryStore
 from memorywire.store.sqlite import SqliteStore

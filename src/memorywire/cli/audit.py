@@ -13,16 +13,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
-
-import anyio
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from typing import TYPE_CHECKING, Any
 
 from memorywire.cli.guard import guarded
 from memorywire.errors import MemorywireError
-from memorywire.governance.audit import AuditLog
-from memorywire.governance.db import is_postgres_url
+
+if TYPE_CHECKING:  # the handlers import governance; building the parser does not
+    from memorywire.governance.audit import AuditLog
 
 __all__ = ["register_audit"]
 
@@ -51,6 +48,8 @@ def _store_drift(args: argparse.Namespace, log: AuditLog) -> dict[str, Any] | No
     when ``--db`` names a log whose store this command was not told."""
     if args.db:
         return None
+    import anyio
+
     from memorywire.governance.drift import unaudited_memories
     from memorywire.server.runtime import open_configured_store
 
@@ -69,6 +68,9 @@ def _store_drift(args: argparse.Namespace, log: AuditLog) -> dict[str, Any] | No
 
 
 def _open(db: str) -> AuditLog:
+    from memorywire.governance.audit import AuditLog
+    from memorywire.governance.db import is_postgres_url
+
     if not is_postgres_url(db) and not Path(db).is_file():
         raise MemorywireError(f"no governance database at {db}")
     return AuditLog.open(db)
@@ -137,6 +139,9 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _checkpoint(args: argparse.Namespace) -> int:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
     with open(args.key, "rb") as fh:
         key = load_pem_private_key(fh.read(), password=None)
     if not isinstance(key, Ed25519PrivateKey):

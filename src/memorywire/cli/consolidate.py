@@ -8,10 +8,7 @@ import sys
 import time
 from typing import Any
 
-import anyio
-
 from memorywire.cli.render import iso
-from memorywire.consolidation import Consolidator
 from memorywire.errors import MemorywireError
 
 __all__ = ["register_consolidate"]
@@ -24,6 +21,9 @@ def _summary(report: dict[str, list[str]]) -> str:
 
 
 def _consolidate(args: argparse.Namespace) -> int:
+    import anyio
+
+    from memorywire.consolidation import Consolidator
     from memorywire.server.config import load_config
     from memorywire.server.runtime import running
 

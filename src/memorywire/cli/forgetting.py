@@ -3,55 +3,42 @@
 ``purge`` is the expiry sweep (``--once``, or every ``--every`` seconds until stopped).
 
 ``receipt verify FILE`` needs nothing but the file (exit 0 valid, 1 not, 2 unreadable).
-``recover`` runs on a local ``--store`` (the data directory's by default): it prints the plan,
-and with ``--dry-run`` stops there; otherwise it needs the deployment's Ed25519 signing key
-(``--key`` or ``MEMORYWIRE_SIGNING_KEY``, a PEM file, the one ``audit checkpoint`` uses),
-acts through the configured store (so a governance policy can stage the forgets for review)
-and writes the signed receipt to ``--receipt`` or standard output.
+``recover`` and ``purge`` run on the local store through the server's runtime
+(:mod:`memorywire.server.runtime`): the same store, governance and signing key as
+``memorywire serve`` with the same configuration. The key is the one serve signs with:
+``--key`` (or ``signing_key`` / ``MEMORYWIRE_SIGNING_KEY``, a PEM file), else the key beside
+the governance database, created on first use, so on the default store neither command needs
+a flag. ``recover`` prints the plan, and with ``--dry-run`` stops there; otherwise it acts
+through the governed store (a policy can stage the forgets for review), chains the receipt
+into the audit log and writes it to ``--receipt`` or standard output.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
-from typing import Any
-
-import anyio
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from typing import TYPE_CHECKING, Any
 
 from memorywire.cli.guard import guarded
-from memorywire.core.clock import SystemClock
-from memorywire.errors import MemorywireError
-from memorywire.governance.audit import AuditLog
-from memorywire.governance.purge import purgeable, run_sweeper, sweep_once
-from memorywire.governance.receipts import dump_receipt, verify_receipt
-from memorywire.governance.recover import (
-    RecoverySelector,
-    apply_recovery,
-    plan_recovery,
-    scan_all,
-)
+from memorywire.errors import CapabilityMissing
 
-__all__ = ["load_signing_key", "register_forgetting"]
+if TYPE_CHECKING:
+    from memorywire.governance.signing import SigningKey
+    from memorywire.server.config import ServerConfig
+    from memorywire.server.runtime import Runtime
 
+__all__ = ["register_forgetting"]
 
-def load_signing_key(path: str | None) -> Ed25519PrivateKey:
-    """The deployment key from ``path`` or ``MEMORYWIRE_SIGNING_KEY``; refuses anything else."""
-    where = path or os.environ.get("MEMORYWIRE_SIGNING_KEY")
-    if not where:
-        raise MemorywireError("a signing key is needed: pass --key PEM or set "
-                              "MEMORYWIRE_SIGNING_KEY")
-    key = load_pem_private_key(Path(where).read_bytes(), password=None)
-    if not isinstance(key, Ed25519PrivateKey):
-        raise MemorywireError("the signing key must be an Ed25519 private key (PEM)")
-    return key
+#: What to do when the runtime has no key; named in the refusal.
+_KEY_HINT = ("pass --key PEM, set MEMORYWIRE_SIGNING_KEY (or signing_key in --config), or "
+             "keep governance on, whose database keeps a key beside it")
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from memorywire.governance.receipts import verify_receipt
+
     try:
         raw = Path(args.file).read_bytes()
     except OSError as exc:
@@ -62,45 +49,65 @@ def _verify(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _recover(args: argparse.Namespace) -> int:
+def _config(args: argparse.Namespace) -> ServerConfig:
+    """The data commands' configuration, with ``--key`` as the ``signing_key`` setting."""
+    from dataclasses import replace
+
     from memorywire.cli.ops import _local_config
+
+    config = _local_config(args)
+    return replace(config, signing_key=args.key) if args.key else config
+
+
+def _key_of(rt: Runtime, command: str) -> SigningKey:
+    source = rt.dispatcher.signing_key
+    key = source.get() if source is not None else None
+    if key is None:
+        raise CapabilityMissing(f"{command} signs a receipt but this store has no signing key: "
+                                f"{_KEY_HINT}")
+    return key
+
+
+def _recover(args: argparse.Namespace) -> int:
+    import anyio
+
+    from memorywire.server.auth import Principal
     from memorywire.server.runtime import running
 
-    selector = RecoverySelector(source=args.source, agent_id=args.agent_id,
-                                since_ms=args.since_ms, until_ms=args.until_ms,
-                                ids=args.ids or None)
-    key = None if args.dry_run else load_signing_key(args.key)
+    doc = {k: v for k, v in (("source", args.source), ("agent_id", args.agent_id),
+                             ("since_ms", args.since_ms), ("until_ms", args.until_ms),
+                             ("ids", args.ids), ("dry_run", args.dry_run or None))
+           if v is not None}
 
     async def go() -> dict[str, Any]:
-        async with running(_local_config(args), reads_need_file=True) as rt:
-            plan = plan_recovery(await scan_all(rt.store), selector)
-            if key is None:
-                return {"dry_run": True, "plan": plan.to_dict()}
-            audit = AuditLog.open(args.governance_db) if args.governance_db else None
-            try:
-                res = await apply_recovery(rt.store, plan, key, audit=audit,
-                                           now_ms=SystemClock().now_ms())
-            finally:
-                if audit is not None:
-                    audit.close()
-            assert res.receipt is not None
-            if args.receipt:
-                Path(args.receipt).write_bytes(dump_receipt(res.receipt))
-            return {"dry_run": False, "plan": plan.to_dict(),
-                    "pending_approval": res.pending_approval,
-                    "receipt": args.receipt or res.receipt,
-                    "part_receipts": res.receipts}
+        async with running(_config(args), reads_need_file=True) as rt:
+            if not args.dry_run:
+                _key_of(rt, "recover")  # refuse before planning, naming the flag
+            # The server's own operation (REST /v0/admin/recover), as the local operator.
+            return await rt.dispatcher.recovery.run(doc, Principal.local_operator())
 
     out = anyio.run(go)
+    code = 0
+    if args.receipt and out.get("receipt") is not None:
+        from memorywire.governance.receipts import dump_receipt
+
+        Path(args.receipt).write_bytes(dump_receipt(out["receipt"]))
+        out["receipt"] = args.receipt
+    elif args.receipt and not args.dry_run:  # staged by a policy: signed when approved
+        print(f"memorywire recover: no receipt written to {args.receipt}: the forgets are "
+              "staged for review; the receipts come with the approval", file=sys.stderr)
+        code = 1
     print(json.dumps(out, indent=2, ensure_ascii=False))
-    return 0
+    return code
 
 
 def _purge(args: argparse.Namespace) -> int:
-    from memorywire.cli.ops import _local_config
+    import anyio
+
+    from memorywire.governance.purge import purgeable, run_sweeper, sweep_once
+    from memorywire.governance.receipts import dump_receipt
     from memorywire.server.runtime import running
 
-    key = load_signing_key(args.key)
     grace_ms = int(args.grace_hours * 3_600_000)
 
     def keep(receipts: list[dict[str, Any]]) -> None:
@@ -114,21 +121,32 @@ def _purge(args: argparse.Namespace) -> int:
                   flush=True)
 
     async def go() -> None:
-        async with running(_local_config(args), reads_need_file=True) as rt:
+        async with running(_config(args), reads_need_file=True) as rt:
+            # What serve's expiry sweeper runs: the governed store, its audit log, its key.
             store = purgeable(rt.store)
-            audit = AuditLog.open(args.governance_db) if args.governance_db else None
-            try:
-                if args.once:
-                    keep(await sweep_once(store, key, grace_ms=grace_ms, audit=audit))
-                else:
-                    await run_sweeper(store, key, grace_ms=grace_ms, interval_s=args.every,
-                                      audit=audit, on_receipts=keep)
-            finally:
-                if audit is not None:
-                    audit.close()
+            key = _key_of(rt, "purge")
+            if args.once:
+                keep(await sweep_once(store, key, grace_ms=grace_ms, audit=rt.governed))
+            else:
+                await run_sweeper(store, key, grace_ms=grace_ms, interval_s=args.every,
+                                  audit=rt.governed, on_receipts=keep)
 
     anyio.run(go)
     return 0
+
+
+def _runtime_flags(p: argparse.ArgumentParser, governance_help: str) -> None:
+    p.add_argument("--store", help="store URL (default: sqlite under the data directory)")
+    p.add_argument("--config", metavar="FILE", help="TOML or JSON configuration file "
+                   "(default: $MEMORYWIRE_CONFIG); see docs/configuration.md")
+    p.add_argument("--embedder", choices=["default", "hashing"], default=None,
+                   help=argparse.SUPPRESS)
+    p.add_argument("--governance-db", dest="governance_db", help=governance_help)
+    p.add_argument("--no-governance", dest="no_governance", action="store_true",
+                   help="no audit log (on by default for the default store)")
+    p.add_argument("--key", help="Ed25519 signing key, PEM (default: the deployment's, as "
+                   "serve finds it: MEMORYWIRE_SIGNING_KEY, else beside the governance "
+                   "database)")
 
 
 def register_forgetting(sub: Any) -> None:
@@ -141,32 +159,22 @@ def register_forgetting(sub: Any) -> None:
     v.set_defaults(handler=guarded("receipt", _verify))
 
     p = sub.add_parser("recover", help="remove poisoned memory by provenance, with a plan")
-    p.add_argument("--store", help="store URL (default: sqlite under the data directory)")
-    p.add_argument("--embedder", choices=["default", "hashing"], default=None,
-                   help=argparse.SUPPRESS)
-    p.add_argument("--governance-db", dest="governance_db",
-                   help="governance database (policies, audit) the receipts are chained into")
+    _runtime_flags(p, "governance database (policies, audit) the receipts are chained into")
     p.add_argument("--source", help="the compromised source (or token provenance)")
     p.add_argument("--agent", dest="agent_id", help="only memories of this agent")
     p.add_argument("--since-ms", type=int, help="created at or after (epoch ms)")
     p.add_argument("--until-ms", type=int, help="created before (epoch ms)")
     p.add_argument("--id", dest="ids", action="append", help="a seed id; repeatable")
     p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    p.add_argument("--key", help="Ed25519 signing key, PEM (or MEMORYWIRE_SIGNING_KEY)")
     p.add_argument("--receipt", metavar="FILE", help="write the signed receipt here")
     p.set_defaults(handler=guarded("recover", _recover))
 
     p = sub.add_parser("purge", help="physically remove memories expired past a grace period")
-    p.add_argument("--store", help="store URL (default: sqlite under the data directory)")
-    p.add_argument("--embedder", choices=["default", "hashing"], default=None,
-                   help=argparse.SUPPRESS)
-    p.add_argument("--governance-db", dest="governance_db",
-                   help="governance database whose audit log records the receipts")
+    _runtime_flags(p, "governance database whose audit log records the receipts")
     p.add_argument("--grace-hours", type=float, default=24.0,
                    help="purge only what expired at least this long ago (default 24)")
     p.add_argument("--once", action="store_true", help="one sweep, then exit")
     p.add_argument("--every", type=float, default=300.0, metavar="SECONDS",
                    help="without --once: seconds between sweeps (default 300)")
-    p.add_argument("--key", help="Ed25519 signing key, PEM (or MEMORYWIRE_SIGNING_KEY)")
     p.add_argument("--receipts-dir", metavar="DIR", help="write each receipt here as JSON")
     p.set_defaults(handler=guarded("purge", _purge))

@@ -4,6 +4,10 @@ Every subcommand is a ``register(subparsers)`` callable that adds its parser and
 ``handler`` (``Namespace -> exit code``) as a default. Built-in ones are listed in
 :data:`SUBCOMMANDS`; other packages add theirs through the ``memorywire.commands`` entry-point
 group, exactly as built-ins do, without touching this module.
+
+Building the parser imports no store, model, governance or validator: ``--version`` and
+``--help`` answer at once, and each handler imports what it runs on
+(tests/unit/test_cli_lazy.py checks the import list of ``python -m memorywire --version``).
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,8 @@ from memorywire.cli.ops import register_ops
 from memorywire.cli.portability import register_portability
 from memorywire.cli.records import register_records
 from memorywire.errors import MemorywireError
-from memorywire.wire import CURRENT, parse_json, schema, schema_names, validate
+from memorywire.wire.registry import schema, schema_names
+from memorywire.wire.versions import CURRENT
 
 __all__ = ["ENTRY_POINT_GROUP", "SUBCOMMANDS", "Register", "build_parser", "main", "mcp_main"]
 
@@ -72,6 +76,9 @@ def _read(source: str) -> str:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from memorywire.wire.codec import parse_json
+    from memorywire.wire.validate import validate
+
     try:
         text = _read(args.file)
     except OSError as exc:
@@ -118,10 +125,14 @@ SUBCOMMANDS: list[Register] = [
 
 
 def _plugins() -> list[Register]:
+    from importlib.metadata import entry_points
+
     return [ep.load() for ep in entry_points(group=ENTRY_POINT_GROUP)]
 
 
 def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         pkg = version("memorywire")
     except PackageNotFoundError:

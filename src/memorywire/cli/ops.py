@@ -15,16 +15,15 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
-
-import anyio
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from memorywire.cli.render import render as _render
 from memorywire.errors import MemorywireError
-from memorywire.wire.codec import to_wire
 
-__all__ = ["REGISTER", "register_ops"]
+if TYPE_CHECKING:
+    from memorywire.server.config import ServerConfig
+
+__all__ = ["REGISTER", "register_ops", "save_receipt"]
 
 Subparsers = Any
 
@@ -33,11 +32,17 @@ def _print_json(doc: Any) -> None:
     print(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
-#: One-shot commands that only read: on a store that does not exist yet they fail naming it.
-_READS = frozenset({"recall", "get", "list", "history"})
+def _reads(command: str | None) -> bool:
+    """Whether ``command`` is a one-shot command that only reads memories (the operation
+    table's read-only wire operations): on a store that does not exist yet it fails naming
+    it. The table (and the models it names) is imported here, when a command runs."""
+    from memorywire.wire.operations import by_cli
+
+    spec = by_cli().get(command or "")
+    return spec is not None and spec.read_only and spec.request is not None
 
 
-def _local_config(args: argparse.Namespace) -> Any:
+def _local_config(args: argparse.Namespace) -> ServerConfig:
     from memorywire.server.config import load_config
 
     config = load_config(
@@ -50,12 +55,12 @@ def _local_config(args: argparse.Namespace) -> Any:
             "min_relevance": getattr(args, "min_relevance", None),
         }
     )
-    if getattr(args, "command", None) in _READS:
+    if _reads(getattr(args, "command", None)):
         config = _no_files_for_a_failing_read(config)
     return config
 
 
-def _no_files_for_a_failing_read(config: Any) -> Any:
+def _no_files_for_a_failing_read(config: ServerConfig) -> ServerConfig:
     """A read of the default store before anything was written fails naming the store file;
     opening the default governance database first would create a data directory (and an
     empty audit log) for a command that changes nothing, so governance is left closed then."""
@@ -87,19 +92,25 @@ async def _memory(args: argparse.Namespace) -> AsyncIterator[Any]:
     # A person typed the path: a read of a store that does not exist names it. The person
     # is the local operator, not the agent side, so `approvals approve` works on a laptop.
     # `approvals` reads the store to show a diff; before the first commit it has no file.
-    reads = getattr(args, "command", None) in _READS
+    reads = _reads(getattr(args, "command", None))
     async with running(_local_config(args), reads_need_file=reads) as runtime:
-        yield Memory(runtime.store, approvals=runtime.approvals,
-                     principal=Principal.local_operator(),
-                     min_relevance=runtime.config.min_relevance)
+        # On the runtime itself: its dispatcher signs receipts and enforces its limits.
+        yield Memory(runtime=runtime, principal=Principal.local_operator())
 
 
 def _run(
     args: argparse.Namespace,
     body: Callable[[Any], Awaitable[Any]],
     render: Callable[[Any], None] | None = None,
+    then: Callable[[Any], int] | None = None,
 ) -> int:
-    """Run ``body`` on the client; print the wire JSON, or ``render`` it (a table by default)."""
+    """Run ``body`` on the client; print the wire JSON, or ``render`` it (a table by default).
+    ``then`` gets the printed document and gives the exit status (``--receipt FILE``)."""
+    import anyio
+    from pydantic import BaseModel
+
+    from memorywire.wire.codec import to_wire
+
     async def go() -> Any:
         async with _memory(args) as mem:
             return await body(mem)
@@ -120,7 +131,38 @@ def _run(
         render(doc)
     else:
         _render(args.command, doc)
-    return 0
+    return then(doc) if then is not None else 0
+
+
+def save_receipt(args: argparse.Namespace) -> Callable[[Any], int] | None:
+    """``--receipt FILE``: the signed receipt of a hard forget or erase, written in the one
+    form ``memorywire receipt verify`` accepts (canonical JSON); exit 1 when none came back."""
+    path = getattr(args, "receipt", None)
+    if not path:
+        return None
+
+    def write(doc: Any) -> int:
+        from pathlib import Path
+
+        from memorywire.governance.receipts import dump_receipt
+
+        got = doc if isinstance(doc, dict) else {}
+        receipt = got.get("receipt")
+        if receipt is None:
+            if got.get("pending_approval"):
+                why = "the operation is staged for review; its receipt comes with the approval"
+            elif not (got.get("forgotten_ids") or got.get("erased_ids")):
+                why = "nothing was erased"
+            else:
+                why = ("this store signs no receipts (no signing key: set "
+                       "MEMORYWIRE_SIGNING_KEY or signing_key, or turn governance on)")
+            print(f"memorywire {args.command}: no receipt written to {path}: {why}",
+                  file=sys.stderr)
+            return 1
+        Path(path).write_bytes(dump_receipt(receipt))
+        return 0
+
+    return write
 
 
 def _json_arg(text: str) -> Any:
@@ -206,7 +248,11 @@ def _forget(args: argparse.Namespace) -> int:
         doc["hard_delete"] = True
     if args.cascade:  # followed by the store, so it works the same on every transport
         doc["cascade"] = True
-    return _run(args, lambda m: m.forget(doc))
+    if args.receipt and not args.hard_delete:
+        print("memorywire forget: --receipt needs --hard (only a hard forget is signed)",
+              file=sys.stderr)
+        return 2
+    return _run(args, lambda m: m.forget(doc), then=save_receipt(args))
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -280,6 +326,9 @@ def _register_ops(sub: Subparsers) -> None:
     p.add_argument("--cascade", action="store_true",
                    help="also forget every memory derived from these (derived_from edges)")
     p.add_argument("--reason")
+    p.add_argument("--receipt", metavar="FILE",
+                   help="with --hard: write the signed deletion receipt here (the file "
+                        "`memorywire receipt verify` checks)")
     p.set_defaults(handler=_forget)
 
     p = sub.add_parser("merge", help="merge duplicates into a canonical memory")
@@ -427,7 +476,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _mcp(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from memorywire.server.mcp_stdio import run_stdio
+    from memorywire.server.mcp.stdio import run_stdio
 
     try:
         config = _local_config(args)

@@ -15,25 +15,24 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from memorywire.cli.progress import Progress
-from memorywire.embed.spec import embedder_from_spec
 from memorywire.errors import InvalidRequest, MemorywireError
-from memorywire.portability import export_dump, import_dump, migrate
-from memorywire.portability.foreign import FORMATS, import_foreign, open_foreign
-from memorywire.portability.moves import DumpImportCounts
-from memorywire.store.portable import OnConflict
-from memorywire.store.registry import open_store
 
 __all__ = ["register_portability"]
 
 DUMP_FORMAT = "memorywire-export"
+#: ``portability.foreign.FORMATS`` and ``store.portable.OnConflict``, written out so that
+#: ``--help`` does not import the stores (tests/unit/test_cli_lazy.py keeps them equal).
+FOREIGN_FORMATS = ("memorywire-0.5", "mem0", "letta", "cognee")
+ON_CONFLICT = ("skip", "replace", "fail")
 
 
 def _open(url: str, spec: str | None, governance_db: str | None = None) -> Any:
     """The store, governed by ``governance_db`` when one is named (which must exist: a
     misspelt path would otherwise start an empty log and export no history)."""
+    from memorywire.embed.spec import embedder_from_spec
+    from memorywire.store.registry import open_store
+
     store = open_store(url, embedder=embedder_from_spec(spec or "minilm"))
     if governance_db is None:
         return store
@@ -64,6 +63,8 @@ def _since(text: str | None) -> int | None:
 
 
 def _guard(run: Any, name: str) -> int:
+    import anyio
+
     try:
         return int(anyio.run(run))
     except MemorywireError as exc:
@@ -77,6 +78,8 @@ def _progress(args: argparse.Namespace) -> Progress:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from memorywire.portability import export_dump
+
     async def go() -> int:
         if (args.include_history or args.include_pending or args.audit) and not args.governance_db:
             raise InvalidRequest("--include-history, --include-pending and --audit need "
@@ -103,6 +106,11 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    from memorywire.portability import import_dump
+    from memorywire.portability.foreign import import_foreign, open_foreign
+    from memorywire.portability.moves import DumpImportCounts
+    from memorywire.store.portable import OnConflict
+
     foreign = args.from_format != DUMP_FORMAT
 
     async def go() -> int:
@@ -150,6 +158,8 @@ def _beside(url: str, name: str) -> Path:
 
 
 def _migrate(args: argparse.Namespace) -> int:
+    from memorywire.portability import migrate
+
     async def go() -> int:
         source = _open(args.source, args.embedder)
         target = _open(args.target, args.embedder)
@@ -210,12 +220,12 @@ def register_portability(sub: Any) -> None:
     p.add_argument("file", metavar="SOURCE",
                    help="a dump; with --from-format: a memorywire 0.5 database file, a mem0 "
                         "configuration JSON, a Letta server URL or a Cognee dataset name")
-    p.add_argument("--from-format", default=DUMP_FORMAT, choices=[DUMP_FORMAT, *FORMATS],
+    p.add_argument("--from-format", default=DUMP_FORMAT, choices=[DUMP_FORMAT, *FOREIGN_FORMATS],
                    help="what SOURCE is (default: a memorywire/export dump)")
     p.add_argument("--agent", metavar="A",
                    help="mem0: the agent for memories without a mem0 agent_id; letta: the "
                         "Letta agent to read; cognee: the agent the dataset becomes")
-    p.add_argument("--on-conflict", choices=[c.value for c in OnConflict], default="skip")
+    p.add_argument("--on-conflict", choices=ON_CONFLICT, default="skip")
     p.add_argument("--reembed", action="store_true",
                    help="embed again even when the dump's vectors match the target's embedder")
     p.add_argument("--allow-loss", nargs="+", metavar="FIELD")

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from memorywire.cli.ops import _agent, _common, _doc, _json_arg, _run
+from memorywire.cli.ops import _agent, _common, _doc, _json_arg, _run, save_receipt
 from memorywire.cli.render import excerpt, fit_table, iso
 
 __all__ = ["REGISTER", "register_records"]
@@ -102,7 +102,7 @@ def _erase(args: argparse.Namespace) -> int:
               "good; pass --yes to go ahead", file=sys.stderr)
         return 2
     doc = _doc(args, "agent_id", "user_id", "reason")
-    return _run(args, lambda m: m.erase(doc), _show_erase)
+    return _run(args, lambda m: m.erase(doc), _show_erase, then=save_receipt(args))
 
 
 def register_records(sub: Any) -> None:
@@ -150,6 +150,9 @@ def register_records(sub: Any) -> None:
     _agent(p)
     p.add_argument("--reason", help="why (audit log, reviewer)")
     p.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
+    p.add_argument("--receipt", metavar="FILE",
+                   help="write the signed deletion receipt here (the file `memorywire "
+                        "receipt verify` checks)")
     p.set_defaults(handler=_erase)
 
 

@@ -11,10 +11,11 @@ import json
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:  # rich loads when a table is drawn, not when the CLI starts
+    from rich.console import Console
+    from rich.table import Table
 
 __all__ = ["age", "excerpt", "is_time_key", "iso", "render"]
 
@@ -87,6 +88,8 @@ def fit_table(
         else:
             dropped.append(c)
     caption = f"not shown here: {', '.join(dropped)} (--json)" if dropped else None
+    from rich.table import Table
+
     table = Table(title=title, caption=caption, expand=False)
     for i in kept:
         c = columns[i]
@@ -166,6 +169,9 @@ def _rows(key: str, rows: list[dict[str, Any]], console: Console) -> Table:
 
 def render(command: str, doc: Any, console: Console | None = None) -> None:
     """Print ``doc`` (a wire response) for a person."""
+    from rich.console import Console
+    from rich.table import Table
+
     console = console or Console()
     if command == "recall" and isinstance(doc, dict) and "results" in doc:
         console.print(_recall(doc, console))

@@ -2,7 +2,10 @@
 
 The ONNX graph is built from the packaged safetensors weights on first use and cached per user
 (see :mod:`memorywire.embed.model_cache`), so later processes reach their first embedding in a
-few hundred milliseconds. One intra-op thread with spinning off is the default: memorywire
+few hundred milliseconds. Constructing the embedder reads only the model's configuration (its
+name and dimension are what a store checks at open); the graph, the onnxruntime session and
+the tokenizer load on the first :meth:`MiniLMEmbedder.embed`, so a server or an MCP handshake
+that never embeds never loads them. One intra-op thread with spinning off is the default: memorywire
 usually shares the machine with an agent and its model, and a single short sentence gains
 little from a second thread while a spinning pool burns a core.
 """
@@ -10,9 +13,10 @@ little from a second thread while a spinning pool burns a core.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,6 +36,14 @@ __all__ = ["MiniLMEmbedder", "plan_batches"]
 MODEL_ID = "all-MiniLM-L6-v2"
 _PRECISIONS: tuple[Precision, ...] = ("fp32", "int8")
 _PAD_SLACK = 64
+
+
+class _Loaded(NamedTuple):
+    """What the first embedding loads: the cached graph, its session and the tokenizer."""
+
+    model_path: Path
+    session: Any
+    tokenizer: Any
 
 
 class MiniLMEmbedder:
@@ -64,15 +76,16 @@ class MiniLMEmbedder:
         folder = model_dir if model_dir is not None else minilm_model_dir()
         check_model_dir(folder)
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        self._folder = folder
+        self._cache_dir = cache_dir
         self._precision = precision
         self._threads = threads
         self._dim = int(config["hidden_size"])
         self._max_tokens = _max_tokens(folder, config)
         self._batch_size = batch_size
         self._cache = VectorCache(cache_entries)
-        self._model_path = ensure_onnx_model(folder, precision, cache_dir)
-        self._session = _session(self._model_path, threads)
-        self._tokenizer = _tokenizer(folder / "tokenizer.json", self._max_tokens)
+        self._loaded: _Loaded | None = None
+        self._load_lock = threading.Lock()
         # Concurrent callers (server worker threads) share model calls; see embed.batching.
         self._batcher = MicroBatcher(
             self._run, max_wait_s=batch_wait_ms / 1000, max_batch=batch_size, lanes=lanes
@@ -97,7 +110,26 @@ class MiniLMEmbedder:
 
     @property
     def model_path(self) -> Path:
-        return self._model_path
+        """The ONNX graph in the cache (building it if this process has not embedded yet)."""
+        return self._model().model_path
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (it loads on the first embedding)."""
+        return self._loaded is not None
+
+    def _model(self) -> _Loaded:
+        loaded = self._loaded
+        if loaded is None:
+            with self._load_lock:  # concurrent first callers load it once
+                loaded = self._loaded
+                if loaded is None:
+                    path = ensure_onnx_model(self._folder, self._precision, self._cache_dir)
+                    loaded = _Loaded(path, _session(path, self._threads),
+                                     _tokenizer(self._folder / "tokenizer.json",
+                                                self._max_tokens))
+                    self._loaded = loaded
+        return loaded
 
     @property
     def cache(self) -> VectorCache:
@@ -126,6 +158,7 @@ class MiniLMEmbedder:
             else:
                 out[i] = row
         if pending:
+            self._model()  # a first load's error is this caller's, not the batcher thread's
             unique = [texts[rows[0]] for rows in pending.values()]
             vectors = self._batcher.embed(unique)
             for (key, rows), vec in zip(pending.items(), vectors, strict=True):
@@ -134,10 +167,11 @@ class MiniLMEmbedder:
         return out
 
     def _run(self, texts: list[str]) -> Vectors:
+        model = self._model()
         if len(texts) == 1:
-            encodings = [self._tokenizer.encode(texts[0])]
+            encodings = [model.tokenizer.encode(texts[0])]
         else:
-            encodings = self._tokenizer.encode_batch(texts)
+            encodings = model.tokenizer.encode_batch(texts)
         lengths = [len(e.ids) for e in encodings]
         result = np.empty((len(texts), self._dim), dtype=np.float32)
         for chunk in plan_batches(lengths, self._batch_size):
@@ -147,7 +181,7 @@ class MiniLMEmbedder:
             for row, i in enumerate(chunk):
                 ids[row, : lengths[i]] = encodings[i].ids
                 mask[row, : lengths[i]] = 1
-            (vectors,) = self._session.run(
+            (vectors,) = model.session.run(
                 ["sentence_embedding"], {"input_ids": ids, "attention_mask": mask}
             )
             result[chunk] = vectors

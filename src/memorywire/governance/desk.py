@@ -1,14 +1,13 @@
-"""The reviewer's side of :class:`~memorywire.governance.store.GovernedStore`.
+"""The reviewer's side of a governed store's approval queue and audit log.
 
 Approving, rejecting, recovering, listing, reading the audit log, verifying it and reporting
 health: everything that works on the approval queue and the log rather than on a memory
-write. :class:`ReviewDesk` is mixed into ``GovernedStore``, which owns the state declared
-below; it is kept apart so each module holds one concern.
+write. :class:`ReviewDesk` owns the :class:`~memorywire.governance.commit.CommitDriver` that
+carries an approved item into the inner store; the writer's side is :mod:`.staging`.
 """
 
 from __future__ import annotations
 
-import builtins
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,20 +34,24 @@ VERIFY_SLICE = 5_000
 
 
 class ReviewDesk:
-    """Queue and log operations over the state a ``GovernedStore`` sets up."""
+    """Queue and log operations of one governance database over ``inner``."""
 
-    _inner: MemoryStore
-    _clock: Clock
-    _audit: AuditLog
-    _queue: ApprovalQueue
-    _key: AuditKey
-    _w: GovWorker
-    _reviews: ReviewBuilder
-    _driver: CommitDriver
-    _base_url: str | None
-    _recovered: bool
-    _failed_probe: tuple[float, bool]
-    _inner_health: tuple[float, Health]
+    def __init__(self, inner: MemoryStore, audit: AuditLog, queue: ApprovalQueue,
+                 worker: GovWorker, key: AuditKey, clock: Clock,
+                 approval_base_url: str | None) -> None:
+        self._inner = inner
+        self._audit = audit
+        self._queue = queue
+        self._w = worker
+        self._key = key
+        self._clock = clock
+        self._base_url = approval_base_url.rstrip("/") if approval_base_url else None
+        self._recovered = False
+        self._failed_probe: tuple[float, bool] = (float("-inf"), False)
+        self._inner_health: tuple[float, Health] = (float("-inf"), Health(status="ok"))
+        self._reviews = ReviewBuilder(inner, clock)
+        self.driver = CommitDriver(inner, queue, audit, worker, clock, self.approval_url)
+        self.driver.on_failed = self._forget_failed_probe
 
     def approval_url(self, item_id: str) -> str | None:
         return f"{self._base_url}/ui/approvals/{item_id}" if self._base_url else None
@@ -65,16 +68,16 @@ class ReviewDesk:
         inner = self._inner_health[1]
         failed = await self._failed_items()
         state = self._audit.verification_state()
-        reasons: builtins.list[str] = []
+        reasons: list[str] = []
         if failed:
             reasons.append("an approved operation could not be committed (status failed)")
         if state["audit_chain_ok"] is False:
             reasons.append(f"audit chain verification failed: {state['problem']}")
         if self._w.post_error is not None:
             reasons.append(f"audit entries cannot be written: {self._w.post_error.message}")
-        if self._driver.last_recovery.failed:
+        if self.driver.last_recovery.failed:
             reasons.append(
-                f"recovery could not commit {sorted(self._driver.last_recovery.failed)}"
+                f"recovery could not commit {sorted(self.driver.last_recovery.failed)}"
             )
         details = {
             **inner.details,
@@ -103,23 +106,24 @@ class ReviewDesk:
 
     # --- approvals -------------------------------------------------------------------------
 
-    async def _ensure_recovered(self) -> None:
+    async def ensure_recovered(self) -> None:
+        """Run :meth:`recover` once, before the first operation that needs the queue settled."""
         if not self._recovered:
             await self.recover()
 
-    async def recover(self) -> builtins.list[str]:
+    async def recover(self) -> list[str]:
         """Finish every approval a crash left in ``committing``; returns the ids committed.
 
         Each item is driven on its own: one the inner store refuses is marked ``failed`` and
         listed in :attr:`recovery_report`, and never stops the others or later operations.
         """
-        report = await self._driver.recover()
+        report = await self.driver.recover()
         self._recovered = True
         return report.committed
 
     @property
     def recovery_report(self) -> RecoveryReport:
-        return self._driver.last_recovery
+        return self.driver.last_recovery
 
     async def approve(
         self, item_id: str, reviewer: str, content_hash: str | None, reason: str | None = None
@@ -129,13 +133,13 @@ class ReviewDesk:
         different one means the item changed: ``Conflict``). ``None`` skips that check, for
         callers that approve by id only. Safe to retry: the commit happens once. A commit the
         inner store refuses leaves the item ``failed`` and raises ``Conflict``."""
-        await self._ensure_recovered()
+        await self.ensure_recovered()
         now = self._clock.now_ms()
         item = await self._w.grouped(
             lambda: self._queue.begin_commit(item_id, reviewer, content_hash, reason, now)
         )
         if item.status == "committing":
-            done = await self._driver.drive(item)
+            done = await self.driver.drive(item)
             if done is not None:  # read where the commit finished: no second wait for it
                 return await self._reviews.review(done, self.approval_url(done.id), False)
         return await self.get_review(item_id, with_diff=False)
@@ -176,7 +180,7 @@ class ReviewDesk:
         operation: str | None = None,
         status: str | None = "pending",
         limit: int = 100,
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> list[dict[str, Any]]:
         """Review summaries (``diff`` left empty; :meth:`get_review` computes it)."""
         items = self._w.call(
             lambda: self._queue.items(
@@ -192,7 +196,7 @@ class ReviewDesk:
         operation: str | None = None,
         status: str | None = "pending",
         limit: int = 100,
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> list[dict[str, Any]]:
         items = await self._w.run(
             lambda: self._queue.items(
                 agent_id=agent_id, operation=operation, status=status, limit=limit
@@ -200,7 +204,7 @@ class ReviewDesk:
         )
         return [self._reviews.summary(i, self.approval_url(i.id)) for i in items]
 
-    async def pending_items(self, limit: int = 100_000) -> builtins.list[QueueItem]:
+    async def pending_items(self, limit: int = 100_000) -> list[QueueItem]:
         """Staged operations awaiting review, whole (the request included), oldest first:
         what a dump carries so the decision can be taken in another store."""
         return await self._w.run(lambda: self._queue.items(status="pending", limit=limit))
@@ -234,17 +238,17 @@ class ReviewDesk:
 
     def audit_entries(
         self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 500
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> list[dict[str, Any]]:
         return self._w.call(lambda: self._entries(agent_id, memory_id, limit))
 
     async def aaudit_entries(
         self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 500
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> list[dict[str, Any]]:
         return await self._w.run(lambda: self._entries(agent_id, memory_id, limit))
 
     def _entries(
         self, agent_id: str | None, memory_id: str | None, limit: int
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> list[dict[str, Any]]:
         return [
             e.to_dict()
             for e in self._audit.entries(agent_id=agent_id, memory_id=memory_id, limit=limit)
@@ -273,6 +277,12 @@ class ReviewDesk:
             checked += report["checked"]
             if not report["ok"] or report["checked"] < VERIFY_SLICE:
                 return {**report, "checked": checked}
+
+    async def queue_counts(self) -> dict[str, int]:
+        """Items waiting for a reviewer and items mid-commit (for the metrics gauge)."""
+        return await self._w.run(
+            lambda: {s: self._queue.count(s) for s in ("pending", "committing")}
+        )
 
     def checkpoint(self, private_key: Ed25519PrivateKey) -> dict[str, Any]:
         return self._w.call(lambda: self._audit.checkpoint(private_key))

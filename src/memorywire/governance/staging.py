@@ -1,66 +1,59 @@
-"""The writer's side of the approval queue in :class:`~memorywire.governance.store.GovernedStore`.
+"""The writer's side of a governed store's approval queue.
 
-Staging an operation for review (per call with :meth:`StagingDesk.stage`, for a block with
-:meth:`StagingDesk.staging`, or an operation its caller commits itself), and the two places
-where a direct write meets what is staged: a remember of a memory a staged item will create
-is refused with ``PendingApproval``, and a forget withdraws the pending remembers it names.
-:class:`StagingDesk` is mixed into ``GovernedStore``, which owns the state declared below and
-decides (by policy) which calls are staged; the reviewer's side is :mod:`.desk`.
+:class:`StagingDesk` puts operations in the queue for review (one call at a time when policy
+says ``review``, every forget, merge and expire of a block under :meth:`StagingDesk.staging`,
+or an operation its caller commits itself), and answers for the two places where a direct
+write meets what is staged: a remember of a memory a staged item will create is refused
+with ``PendingApproval`` (:meth:`StagingDesk.refuse_if_staged`), and a direct forget
+withdraws the pending remembers it names (:meth:`StagingDesk.withdrawal`). Both run on the
+governance worker inside the write's audit bracket, so each costs the write no extra wait.
+The reviewer's side is :mod:`.desk`.
 """
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memorywire.core.clock import Clock
 from memorywire.core.ids import new_id
 from memorywire.errors import PendingApproval
 from memorywire.governance.actor import current_actor, current_actor_id
-from memorywire.governance.audit import AuditLog
+from memorywire.governance.bracket import Settle
 from memorywire.governance.checks import check_committable
 from memorywire.governance.keys import AuditKey
 from memorywire.governance.queue import ApprovalQueue, QueueItem, content_hash_of
 from memorywire.governance.worker import GovWorker
+from memorywire.wire.memory_ops import UpdateMemoryRequest
 from memorywire.wire.models import (
     ExpireRequest,
-    ExpireResponse,
     ForgetRequest,
     ForgetResponse,
     MergeRequest,
-    MergeResponse,
+    RememberRequest,
 )
 
-__all__ = ["StagingDesk"]
+__all__ = ["Staged", "StagingDesk"]
 
-#: The stores whose forget/merge/expire calls in the current task are staged (see ``staging``).
+#: The requests that can wait for a reviewer.
+Staged = RememberRequest | ForgetRequest | MergeRequest | ExpireRequest | UpdateMemoryRequest
+
+#: The desks whose forget/merge/expire calls in the current task are staged (see ``staging``).
 _STAGING: ContextVar[tuple[StagingDesk, ...]] = ContextVar("memorywire_staging", default=())
 
 
 class StagingDesk:
-    """Staging over the state a ``GovernedStore`` sets up."""
+    """Stages operations in one governance database's approval queue."""
 
-    _clock: Clock
-    _audit: AuditLog
-    _queue: ApprovalQueue
-    _key: AuditKey
-    _w: GovWorker
-
-    if TYPE_CHECKING:  # provided by ReviewDesk and GovernedStore
-        def approval_url(self, item_id: str) -> str | None: ...
-
-        async def _decide(
-            self, operation: str, agent_id: str, user_id: str | None, req: Any
-        ) -> str: ...
-
-        async def forget(self, req: ForgetRequest) -> ForgetResponse: ...
-
-        async def merge(self, req: MergeRequest) -> MergeResponse: ...
-
-        async def expire(self, req: ExpireRequest) -> ExpireResponse: ...
+    def __init__(self, queue: ApprovalQueue, worker: GovWorker, key: AuditKey, clock: Clock,
+                 approval_url: Callable[[str], str | None]) -> None:
+        self._queue = queue
+        self._w = worker
+        self._key = key
+        self._clock = clock
+        self._url = approval_url
 
     @contextmanager
     def staging(self) -> Iterator[None]:
@@ -76,51 +69,28 @@ class StagingDesk:
         finally:
             _STAGING.reset(token)
 
-    def _staging_now(self) -> bool:
+    def active(self) -> bool:
+        """Whether this task is inside :meth:`staging` of this desk."""
         return any(s is self for s in _STAGING.get())
 
-    async def stage(
-        self, req: ForgetRequest | MergeRequest | ExpireRequest
-    ) -> ForgetResponse | MergeResponse | ExpireResponse:
-        """Stage one destructive call for review; the response says ``pending_approval``."""
-        with self.staging():
-            if isinstance(req, ForgetRequest):
-                return await self.forget(req)
-            if isinstance(req, MergeRequest):
-                return await self.merge(req)
-            return await self.expire(req)
+    async def stage(self, operation: str, req: Staged, reasoning: str | None,
+                    details: Mapping[str, Any], *, item_id: str | None = None) -> QueueItem:
+        """Put ``req`` in the queue as ``pending`` (under a new id unless ``item_id``; a
+        remember's id is its memory's), recorded with ``details``."""
+        return await self._put(operation, item_id or new_id(self._clock.now_ms()),
+                               req.agent_id, req.user_id,
+                               req.model_dump(mode="json", exclude_none=True),
+                               reasoning, details)
 
     async def stage_operation(
         self, operation: str, agent_id: str, request: dict[str, Any], reasoning: str,
         details: Mapping[str, Any],
     ) -> QueueItem:
         """Stage one operation the caller commits itself (see ``CommitDriver.appliers``)."""
-        return await self._stage(operation, new_id(self._clock.now_ms()), agent_id, None,
-                                 request, reasoning, details)
+        return await self._put(operation, new_id(self._clock.now_ms()), agent_id, None,
+                               request, reasoning, details)
 
-    async def _stage_expire(self, req: ExpireRequest) -> ExpireResponse:
-        await self._decide("expire", req.agent_id, req.user_id, req)
-        item = await self._stage(
-            "expire",
-            new_id(self._clock.now_ms()),
-            req.agent_id,
-            req.user_id,
-            req.model_dump(mode="json", exclude_none=True),
-            None,
-            {
-                "policy": req.policy.model_dump(mode="json", exclude_none=True),
-                "action_requested": req.action.value,
-            },
-        )
-        return ExpireResponse(
-            matched_count=0,
-            action_taken=req.action,
-            stores=[],
-            pending_approval=True,
-            approval_url=self.approval_url(item.id),
-        )
-
-    async def _stage(
+    async def _put(
         self,
         operation: str,
         item_id: str,
@@ -153,48 +123,35 @@ class StagingDesk:
         fresh = new_id(now) if is_remember else None
         return await self._w.grouped(lambda: self._queue.stage(item, details, fresh))
 
-    async def _intent_unless_staged(self, agent_id: str, memory_id: str,
-                                    details: Mapping[str, Any]) -> None:
-        """A direct remember's ``intent`` entry, written only if no staged item will create
-        the same memory (else ``PendingApproval``): the check and the entry are one job of
-        the worker, so a remember waits for one commit before the store acts, not two."""
-        await self._w.grouped(self._intent_job(agent_id, memory_id, details))
+    def refuse_if_staged(self, agent_id: str, memory_id: str) -> Callable[[], None]:
+        """A direct remember's guard (run on the worker with its ``intent``): no staged item
+        may create the same memory, else ``PendingApproval``."""
 
-    def _intent_job(self, agent_id: str, memory_id: str,
-                    details: Mapping[str, Any]) -> Callable[[], None]:
-        """The worker's job of :meth:`_intent_unless_staged` (also run by a store's write
-        bracket, :mod:`.bracket`), its entry prepared here, on the caller's side."""
-        entry = self._audit.prepare(actor=current_actor(), action="remember", agent_id=agent_id,
-                                    memory_ids=[memory_id],
-                                    details={"phase": "intent", **details})
-
-        def run() -> None:
+        def check() -> None:
             item = self._queue.open_for_memory(agent_id, memory_id)
             if item is not None:
-                where = self.approval_url(item.id) or item.id
+                where = self._url(item.id) or item.id
                 raise PendingApproval(f"{memory_id} is awaiting approval ({where})")
-            self._audit.write(entry)
 
-        return run
+        return check
 
-    async def _withdraw_and_done(
-        self, req: ForgetRequest, resp: ForgetResponse, details: Mapping[str, Any]
-    ) -> tuple[builtins.list[str], builtins.list[str]]:
-        """After a direct forget: close the pending remembers it names (so no later approval
-        brings them back) and write the ``done`` entry naming every id that went, as one
-        grouped job (one commit to wait for, not two; a withdrawal that fails leaves no
-        ``done``, as before). Returns (withdrawn, forgotten)."""
-        actor, now = current_actor(), self._clock.now_ms()
-        ids = list(req.ids or [])
+    def withdrawal(self, req: ForgetRequest,
+                   details: Mapping[str, Any]) -> Callable[[ForgetResponse], Settle]:
+        """After a direct forget: close the pending remembers it names, so no later approval
+        brings them back. The job names every id that went (forgotten or withdrawn) for the
+        forget's ``done`` entry (with ``details``), written with it in one savepoint: a
+        withdrawal that fails leaves no ``done``."""
 
-        def run() -> tuple[builtins.list[str], builtins.list[str]]:
-            withdrawn = self._queue.withdraw(req.agent_id, req.user_id, ids, actor, now) \
-                if ids else []
-            forgotten = [*resp.forgotten_ids,
-                         *(i for i in withdrawn if i not in resp.forgotten_ids)]
-            self._audit.write(self._audit.prepare(
-                actor=actor, action="forget", agent_id=req.agent_id, memory_ids=forgotten,
-                details={"phase": "done", **details}))
-            return withdrawn, forgotten
+        def settle(resp: ForgetResponse) -> Settle:
+            actor, now = current_actor(), self._clock.now_ms()
+            ids = list(req.ids or [])
 
-        return await self._w.grouped(run)
+            def run() -> tuple[list[str], Mapping[str, Any]]:
+                withdrawn = self._queue.withdraw(req.agent_id, req.user_id, ids, actor, now) \
+                    if ids else []
+                return [*resp.forgotten_ids,
+                        *(i for i in withdrawn if i not in resp.forgotten_ids)], details
+
+            return run
+
+        return settle

@@ -9,10 +9,10 @@ get and list: nothing of them exists there yet.
 Crash safety, and why the audit trail can be trusted to tell what happened:
 
 * A governance-db change and the audit entry recording it are one transaction.
-* An inner-store mutation cannot join that transaction, so it is bracketed: an ``intent``
-  entry (carrying the memory id) is written before the call, a ``done`` (or ``failed``) entry
-  after. An ``intent`` without a matching ``done`` is the detectable mark of a crash in between;
-  the id it carries tells an operator what to look up in the inner store.
+* An inner-store mutation cannot join that transaction, so it is bracketed (:mod:`.bracket`):
+  an ``intent`` entry (carrying the memory id) is written before the call, a ``done`` (or
+  ``failed``) entry after. An ``intent`` without a matching ``done`` is the detectable mark of
+  a crash in between; the id it carries tells an operator what to look up in the inner store.
 * An approval is recorded as ``pending -> committing`` (with the ``approved`` entry) before
   the inner call and ``committing -> approved`` (with the completion entry, and the content
   scrubbed from the queue) after it. :meth:`GovernedStore.recover`, run lazily before the first
@@ -23,6 +23,12 @@ Crash safety, and why the audit trail can be trusted to tell what happened:
 
 Every database call runs on the governance worker thread (:mod:`.worker`), never on the event
 loop; audit entries waiting together are written in one transaction.
+
+The store is composed of parts, each its own module: :class:`~.gate.PolicyGate` decides what
+is staged, :class:`~.staging.StagingDesk` stages it, :class:`~.desk.ReviewDesk` serves the
+reviewer and commits approvals, :class:`~.trail.AuditTrail` writes every entry (each inner
+write through one :class:`~.bracket.AuditBracket`). This class holds them, runs the write
+paths and forwards the rest.
 """
 
 from __future__ import annotations
@@ -35,28 +41,25 @@ from typing import Any
 
 from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.ids import new_id
-from memorywire.errors import (
-    CapabilityMissing,
-    Forbidden,
-    MemorywireError,
-)
+from memorywire.errors import CapabilityMissing
 from memorywire.governance.actor import current_actor
 from memorywire.governance.audit import AuditLog
-from memorywire.governance.bracket import RememberBracket
-from memorywire.governance.chain import canonical_json, sha256_hex
+from memorywire.governance.bracket import AuditBracket, Outcome
 from memorywire.governance.checks import check_remember
-from memorywire.governance.commit import CommitDriver, HardForgetSigner
+from memorywire.governance.commit import HardForgetSigner, RecoveryReport
 from memorywire.governance.conflicts import apply_auto, proposal
 from memorywire.governance.db import is_postgres_url
+from memorywire.governance.delegate import delegate, delegate_async
 from memorywire.governance.desk import ReviewDesk
+from memorywire.governance.gate import Policies, PolicyGate
 from memorywire.governance.keys import AuditKey, default_key_path
-from memorywire.governance.policies import PolicyDecision, PolicySet
+from memorywire.governance.policies import PolicySet
 from memorywire.governance.queue import ApprovalQueue
-from memorywire.governance.review import ReviewBuilder
 from memorywire.governance.staging import StagingDesk
+from memorywire.governance.trail import AuditTrail
 from memorywire.governance.worker import GovWorker
-from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
-from memorywire.store.bracket import bracketing, honours_bracket
+from memorywire.store.base import Capability, ListQuery, MemoryStore, UpdateRequest
+from memorywire.store.bracket import honours_bracket
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.timeline import no_conflict_scan
 from memorywire.wire.memory_ops import UpdateMemoryRequest
@@ -77,13 +80,9 @@ from memorywire.wire.models import (
 
 __all__ = ["GovernedStore"]
 
-_GATEABLE = frozenset({"forget", "merge"})
-
-
 _AUDIT_FAILURE = ("fail_closed", "serve_reads")
 
-
-class GovernedStore(ReviewDesk, StagingDesk):
+class GovernedStore:
     """A ``MemoryStore`` that stages, audits and gates the writes of ``inner``.
 
     ``audit_failure`` says what a recall does when its audit entry cannot be written:
@@ -97,7 +96,7 @@ class GovernedStore(ReviewDesk, StagingDesk):
         inner: MemoryStore,
         db_path: str | Path,
         *,
-        policies: PolicySet | Mapping[str, Any] | str | Path | None = None,
+        policies: Policies | None = None,
         clock: Clock | None = None,
         approval_base_url: str | None = None,
         require_approval_for: Iterable[str] = (),
@@ -119,22 +118,15 @@ class GovernedStore(ReviewDesk, StagingDesk):
         self._audit = AuditLog.open(db_path, self._clock)
         self._queue = ApprovalQueue(self._audit, self._key)
         self._w = GovWorker(self._audit)
-        self._policies = _as_policies(policies)
-        self._base_url = approval_base_url.rstrip("/") if approval_base_url else None
-        gated = set(require_approval_for)
-        if gated - _GATEABLE:
-            raise ValueError(f"require_approval_for accepts {sorted(_GATEABLE)}")
-        self._gated = frozenset(gated)
+        self._trail = AuditTrail(self._audit, self._w, self._key)
+        self._desk = ReviewDesk(inner, self._audit, self._queue, self._w, self._key,
+                                self._clock, approval_base_url)
+        self._staging = StagingDesk(self._queue, self._w, self._key, self._clock,
+                                    self._desk.approval_url)
+        self._gate = PolicyGate(policies, require_approval_for, self._trail,
+                                self._staging.active)
         self._audit_recall = audit_recall
         self._serve_reads = audit_failure == "serve_reads"
-        self._recovered = False
-        self._failed_probe: tuple[float, bool] = (float("-inf"), False)
-        self._inner_health: tuple[float, Health] = (float("-inf"), Health(status="ok"))
-        self._reviews = ReviewBuilder(inner, self._clock)
-        self._driver = CommitDriver(
-            inner, self._queue, self._audit, self._w, self._clock, self.approval_url
-        )
-        self._driver.on_failed = self._forget_failed_probe
 
     # --- identity --------------------------------------------------------------------------
 
@@ -162,80 +154,37 @@ class GovernedStore(ReviewDesk, StagingDesk):
 
     @property
     def policies(self) -> PolicySet:
-        return self._policies
+        return self._gate.policies
 
-    def set_policies(self, policies: PolicySet | Mapping[str, Any] | str | Path) -> None:
-        new = _as_policies(policies)
-        entry = self._audit.prepare(
-            actor=current_actor(),
-            action="policy_changed",
-            details={"policy_sha256": sha256_hex(canonical_json(new.to_dict()))},
-        )
-        self._w.call(lambda: self._audit.write(entry))
-        self._policies = new
+    def set_policies(self, policies: Policies) -> None:
+        self._gate.replace(policies)
 
     async def record(self, event: Mapping[str, Any]) -> None:
         """The ``AuditSink`` face (consolidation): one entry, written by the worker."""
-        await self._append(
-            actor=str(event.get("actor") or "system"),
-            action=str(event.get("action") or ""),
-            agent_id=event.get("agent_id"),
-            memory_ids=[str(i) for i in event.get("memory_ids") or ()],
-            details=event.get("details") or {},
-        )
-
-    # --- helpers ---------------------------------------------------------------------------
-
-    def _keyed(self, name: str, value: Any) -> dict[str, str]:
-        """``{name: keyed hash, "hmac_key": key id}`` for an audit entry's details."""
-        return {name: self._key.digest(value), "hmac_key": self._key.key_id}
-
-    async def _append(self, **entry: Any) -> None:
-        await self._w.append(self._audit.prepare(**entry))
-
-    async def _decide(self, operation: str, agent_id: str, user_id: str | None, req: Any) -> str:
-        d: PolicyDecision = self._policies.decide(operation, agent_id, user_id, req)
-        if d.decision == "reject":
-            await self._append(
-                actor=current_actor(),
-                action="rejected",
-                agent_id=agent_id,
-                details={"operation": operation, "by": "policy", "rule": d.rule},
-            )
-            why = f": {d.reason}" if d.reason else ""
-            raise Forbidden(f"governance policy rule '{d.rule}' refuses this {operation}{why}")
-        if operation in self._gated or self._staging_now():
-            return "review"
-        return d.decision
+        await self._trail.record(event)
 
     @property
     def commit_appliers(self) -> dict[str, Any]:
-        return self._driver.appliers
+        return self._desk.driver.appliers
 
     def sign_hard_forgets(self, signer: HardForgetSigner) -> None:
         """Approved hard forgets then carry a signed receipt in their item's ``result``."""
-        self._driver.hard_forget = signer
-
-    async def _phase(
-        self, phase: str, action: str, agent_id: str, ids: Sequence[str], details: Mapping[str, Any]
-    ) -> None:
-        """One bracket entry (``intent`` before the inner call, ``done``/``failed`` after)."""
-        await self._append(actor=current_actor(), action=action, agent_id=agent_id,
-                           memory_ids=ids, details={"phase": phase, **details})
+        self._desk.driver.hard_forget = signer
 
     # --- writes ----------------------------------------------------------------------------
 
     async def remember(self, req: RememberRequest) -> RememberResponse:
-        await self._ensure_recovered()
+        await self._desk.ensure_recovered()
         asked = req.approval_required
         decision = (
-            "review" if asked else await self._decide("remember", req.agent_id, req.user_id, req)
+            "review" if asked
+            else await self._gate.decide("remember", req.agent_id, req.user_id, req)
         )
-        rule = None if asked else self._policies.decide_remember(req).rule
+        rule = None if asked else self._gate.policies.decide_remember(req).rule
         item_id = req.id or new_id(self._clock.now_ms())
         req = req.model_copy(update={"id": item_id, "approval_required": False})
-        content_h = self._keyed("content_hmac", req.content)
-        on_conflict = self._policies.conflicts
+        content_h = self._trail.keyed("content_hmac", req.content)
+        on_conflict = self._gate.policies.conflicts
         found: builtins.list[ConflictCandidate] = []
         reasoning = f"governance policy rule '{rule}'" if rule else "the writer asked for approval"
         if decision != "review" and on_conflict.action == "review":
@@ -246,15 +195,8 @@ class GovernedStore(ReviewDesk, StagingDesk):
                              "; approving supersedes them (governance conflicts: review)")
         if decision == "review":
             await check_remember(self._inner, req)
-            item = await self._stage(
-                "remember",
-                item_id,
-                req.agent_id,
-                req.user_id,
-                req.model_dump(mode="json", exclude_none=True),
-                reasoning,
-                {**content_h, "rule": rule},
-            )
+            item = await self._staging.stage("remember", req, reasoning,
+                                             {**content_h, "rule": rule}, item_id=item_id)
             return RememberResponse(
                 id=item_id,
                 stored_at=item.created_at,
@@ -267,66 +209,52 @@ class GovernedStore(ReviewDesk, StagingDesk):
                 "user_id": req.user_id}
         # ``review`` has looked already; ``off`` does not want the scan's cost
         scan = no_conflict_scan() if on_conflict.action in ("off", "review") else nullcontext()
-        if honours_bracket(self._inner) and not req.supersedes:
-            resp = await self._remember_bracketed(req, item_id, meta, scan)
-        else:
-            await self._intent_unless_staged(req.agent_id, item_id, meta)
-            try:
-                with scan:
-                    resp = await self._inner.remember(req)
-            except MemorywireError as exc:
-                await self._phase("failed", "remember", req.agent_id, [item_id],
-                                  {"error": exc.code})
-                raise
-            done = {**meta, "stores": resp.stores}
-            await self._phase("done", "remember", req.agent_id, [resp.id], done)
+        resp = await self._remember_now(req, item_id, meta, scan)
         if found:
             resp = resp.model_copy(update={"conflicts": found})
         if on_conflict.action == "auto":
             await apply_auto(self, req, resp, on_conflict)
         return resp
 
-    async def _remember_bracketed(self, req: RememberRequest, item_id: str,
-                                  meta: Mapping[str, Any],
-                                  scan: AbstractContextManager[Any]) -> RememberResponse:
-        """The inner store runs intent, write and ``done`` in its one worker-thread call
-        (:mod:`.bracket`). Not for ``supersedes``: closing the old memories is part of the
-        write and happens after the store's thread call, so ``done`` would precede it."""
-        bracket = RememberBracket(self._w, self._audit,
-                                  self._intent_job(req.agent_id, item_id, meta),
-                                  req.agent_id, item_id, meta)
-        try:
-            with scan, bracketing(bracket):
-                resp = await self._inner.remember(req)
-        except MemorywireError as exc:
-            if bracket.begun:
-                raise
-            # refused before its thread ran: recorded as the async path records it
-            await self._intent_unless_staged(req.agent_id, item_id, meta)
-            await self._phase("failed", "remember", req.agent_id, [item_id], {"error": exc.code})
-            raise
-        if not bracket.begun:  # a store that declared the bracket and skipped it: a bug
-            raise MemorywireError(f"store {self._inner.name!r} wrote without its audit bracket")
-        return resp
+    async def _remember_now(self, req: RememberRequest, item_id: str, meta: Mapping[str, Any],
+                            scan: AbstractContextManager[Any]) -> RememberResponse:
+        """The inner remember in its bracket, refused while a staged item holds the id.
+
+        A store that honours the bracket runs it on its writing thread, where it hands
+        ``done`` its batch of one. Not with ``supersedes``: closing the old memories is part
+        of the write and follows the store's thread call, so ``done`` would precede it.
+        """
+        def remembered(resp: RememberResponse) -> Outcome:
+            return [resp.id], {**meta, "stores": resp.stores}
+
+        def batch_remembered(batch: Sequence[RememberResponse]) -> Outcome:
+            (resp,) = batch
+            return remembered(resp)
+
+        async def write() -> RememberResponse:
+            with scan:
+                return await self._inner.remember(req)
+
+        guard = self._staging.refuse_if_staged(req.agent_id, item_id)
+        if honours_bracket(self._inner) and not req.supersedes:
+            return await self._trail.bracket(
+                "remember", req.agent_id, [item_id], meta, done=batch_remembered, guard=guard
+            ).run_on_thread(write, self._inner.name)
+        return await self._trail.bracket(
+            "remember", req.agent_id, [item_id], meta, done=remembered, guard=guard
+        ).run(write)
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
-        await self._ensure_recovered()
+        await self._desk.ensure_recovered()
         if req.hard_delete and Capability.ERASE not in self._inner.capabilities:
             # refuse up front: staging a hard delete the store can never honour helps no one
             raise CapabilityMissing(f"store {self._inner.name!r} does not declare erase: "
                                     "hard_delete is unsupported, use a soft delete")
         # Expanded before the policy and the queue, so a reviewer sees every id that goes.
         req = await expand_cascade(self._inner, req)
-        if await self._decide("forget", req.agent_id, req.user_id, req) == "review":
-            item = await self._stage(
-                "forget",
-                new_id(self._clock.now_ms()),
-                req.agent_id,
-                req.user_id,
-                req.model_dump(mode="json", exclude_none=True),
-                req.reason,
-                {"ids": req.ids or [], "hard_delete": req.hard_delete},
-            )
+        if await self._gate.decide("forget", req.agent_id, req.user_id, req) == "review":
+            item = await self._staging.stage(
+                "forget", req, req.reason, {"ids": req.ids or [], "hard_delete": req.hard_delete})
             return ForgetResponse(
                 forgotten_ids=[],
                 stores=[],
@@ -338,29 +266,22 @@ class GovernedStore(ReviewDesk, StagingDesk):
             "hard_delete": req.hard_delete,
             "reason": req.reason,
             "user_id": req.user_id,
-            **(self._keyed("filter_hmac", req.filter) if req.filter is not None else {}),
+            **(self._trail.keyed("filter_hmac", req.filter) if req.filter is not None else {}),
         }
-        await self._phase("intent", "forget", req.agent_id, req.ids or [], details)
-        try:
-            resp = await self._inner.forget(req)
-        except MemorywireError as exc:
-            await self._phase("failed", "forget", req.agent_id, req.ids or [], {"error": exc.code})
-            raise
-        withdrawn, forgotten = await self._withdraw_and_done(req, resp, details)
-        return resp.model_copy(update={"forgotten_ids": forgotten}) if withdrawn else resp
+        bracket = self._trail.bracket("forget", req.agent_id, req.ids or [], details,
+                                      settle=self._staging.withdrawal(req, details))
+        resp = await bracket.run(lambda: self._inner.forget(req))
+        # ``done`` names the pending remembers the forget withdrew too; so does the answer
+        forgotten = bracket.recorded
+        if forgotten == resp.forgotten_ids:
+            return resp
+        return resp.model_copy(update={"forgotten_ids": forgotten})
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
-        await self._ensure_recovered()
-        if await self._decide("merge", req.agent_id, req.user_id, req) == "review":
-            item = await self._stage(
-                "merge",
-                new_id(self._clock.now_ms()),
-                req.agent_id,
-                req.user_id,
-                req.model_dump(mode="json", exclude_none=True),
-                None,
-                {"canonical": req.canonical, "duplicates": req.duplicates},
-            )
+        await self._desk.ensure_recovered()
+        if await self._gate.decide("merge", req.agent_id, req.user_id, req) == "review":
+            item = await self._staging.stage(
+                "merge", req, None, {"canonical": req.canonical, "duplicates": req.duplicates})
             return MergeResponse(
                 canonical=req.canonical,
                 merged_count=0,
@@ -371,34 +292,39 @@ class GovernedStore(ReviewDesk, StagingDesk):
             )
         ids = [req.canonical, *req.duplicates]
         details = {"strategy": req.strategy.value, "user_id": req.user_id}
-        await self._phase("intent", "merge", req.agent_id, ids, details)
-        try:
-            resp = await self._inner.merge(req)
-        except MemorywireError as exc:
-            await self._phase("failed", "merge", req.agent_id, ids, {"error": exc.code})
-            raise
-        done = {**details, "merged_count": resp.merged_count}
-        await self._phase("done", "merge", req.agent_id, ids, done)
-        return resp
+
+        def merged(resp: MergeResponse) -> Outcome:
+            return ids, {**details, "merged_count": resp.merged_count}
+
+        return await self._trail.bracket("merge", req.agent_id, ids, details,
+                                         done=merged).run(lambda: self._inner.merge(req))
 
     async def expire(self, req: ExpireRequest) -> ExpireResponse:
-        await self._ensure_recovered()
-        if self._staging_now():
-            return await self._stage_expire(req)
+        await self._desk.ensure_recovered()
+        if self._staging.active():
+            await self._gate.decide("expire", req.agent_id, req.user_id, req)
+            item = await self._staging.stage("expire", req, None, {
+                "policy": req.policy.model_dump(mode="json", exclude_none=True),
+                "action_requested": req.action.value,
+            })
+            return ExpireResponse(
+                matched_count=0,
+                action_taken=req.action,
+                stores=[],
+                pending_approval=True,
+                approval_url=self.approval_url(item.id),
+            )
         details = {
             "policy": req.policy.model_dump(mode="json", exclude_none=True),
             "action_requested": req.action.value,
             "user_id": req.user_id,
         }
-        await self._phase("intent", "expire", req.agent_id, [], details)
-        try:
-            resp = await self._inner.expire(req)
-        except MemorywireError as exc:
-            await self._phase("failed", "expire", req.agent_id, [], {"error": exc.code})
-            raise
-        done = {**details, "matched_count": resp.matched_count}
-        await self._phase("done", "expire", req.agent_id, resp.matched_ids or [], done)
-        return resp
+
+        def expired(resp: ExpireResponse) -> Outcome:
+            return resp.matched_ids or [], {**details, "matched_count": resp.matched_count}
+
+        return await self._trail.bracket("expire", req.agent_id, [], details,
+                                         done=expired).run(lambda: self._inner.expire(req))
 
     async def gate_update(self, req: UpdateMemoryRequest) -> str | None:
         """Stage an update a caller asked for when policy sends ``update`` to review: the
@@ -407,65 +333,90 @@ class GovernedStore(ReviewDesk, StagingDesk):
         Only the public update operation is gated; the store's own in-place changes
         (procedure state, tier promotion) call :meth:`update` and are audited, never staged.
         """
-        if await self._decide("update", req.agent_id, req.user_id, req) != "review":
+        if await self._gate.decide("update", req.agent_id, req.user_id, req) != "review":
             return None
-        item = await self._stage(
-            "update",
-            new_id(self._clock.now_ms()),
-            req.agent_id,
-            req.user_id,
-            req.model_dump(mode="json", exclude_none=True),
-            req.reason,
-            {"ids": [req.id]},
-        )
+        item = await self._staging.stage("update", req, req.reason, {"ids": [req.id]})
         return item.id
 
     async def update(self, req: UpdateRequest) -> MemoryRecord:
-        await self._ensure_recovered()
+        await self._desk.ensure_recovered()
         details: dict[str, Any] = {
-            **(self._keyed("content_hmac", req.content) if req.content is not None else {}),
+            **(self._trail.keyed("content_hmac", req.content) if req.content is not None
+               else {}),
             "metadata_keys": sorted(req.metadata_patch or {}),
             "confidence": req.confidence,
             "user_id": req.user_id,
             "reason": req.reason,
         }
-        await self._phase("intent", "update", req.agent_id, [req.id], details)
-        try:
-            rec = await self._inner.update(req)
-        except MemorywireError as exc:
-            await self._phase("failed", "update", req.agent_id, [req.id], {"error": exc.code})
-            raise
-        await self._phase("done", "update", req.agent_id, [req.id], details)
-        return rec
+        bracket: AuditBracket[MemoryRecord] = self._trail.bracket(
+            "update", req.agent_id, [req.id], details)
+        return await bracket.run(lambda: self._inner.update(req))
+
+    # --- staging ---------------------------------------------------------------------------
+
+    staging = delegate("_staging", StagingDesk.staging)
+    stage_operation = delegate_async("_staging", StagingDesk.stage_operation)
+
+    async def stage(
+        self, req: ForgetRequest | MergeRequest | ExpireRequest
+    ) -> ForgetResponse | MergeResponse | ExpireResponse:
+        """Stage one destructive call for review; the response says ``pending_approval``."""
+        with self.staging():
+            if isinstance(req, ForgetRequest):
+                return await self.forget(req)
+            if isinstance(req, MergeRequest):
+                return await self.merge(req)
+            return await self.expire(req)
+
+    # --- the reviewer's side (see ReviewDesk) ------------------------------------------------
+
+    approval_url = delegate("_desk", ReviewDesk.approval_url)
+    health = delegate_async("_desk", ReviewDesk.health)
+    recover = delegate_async("_desk", ReviewDesk.recover)
+    approve = delegate_async("_desk", ReviewDesk.approve)
+    reject = delegate_async("_desk", ReviewDesk.reject)
+    decide = delegate_async("_desk", ReviewDesk.decide)
+    list_pending = delegate("_desk", ReviewDesk.list_pending)
+    alist_pending = delegate_async("_desk", ReviewDesk.alist_pending)
+    pending_items = delegate_async("_desk", ReviewDesk.pending_items)
+    restage = delegate_async("_desk", ReviewDesk.restage)
+    get_item = delegate_async("_desk", ReviewDesk.get_item)
+    get_review = delegate_async("_desk", ReviewDesk.get_review)
+    queue_counts = delegate_async("_desk", ReviewDesk.queue_counts)
+    audit_entries = delegate("_desk", ReviewDesk.audit_entries)
+    aaudit_entries = delegate_async("_desk", ReviewDesk.aaudit_entries)
+    verify = delegate("_desk", ReviewDesk.verify)
+    averify = delegate_async("_desk", ReviewDesk.averify)
+    averify_incremental = delegate_async("_desk", ReviewDesk.averify_incremental)
+    checkpoint = delegate("_desk", ReviewDesk.checkpoint)
+
+    @property
+    def recovery_report(self) -> RecoveryReport:
+        return self._desk.recovery_report
 
     # --- reads -----------------------------------------------------------------------------
 
     async def recall(self, req: RecallRequest) -> RecallResponse:
-        await self._ensure_recovered()
+        await self._desk.ensure_recovered()
         resp = await self._inner.recall(req)
         if not self._audit_recall:
             return resp
-        entry = self._audit.prepare(
+        await self._trail.record_read(
+            fail_closed=not self._serve_reads,
             actor=current_actor(),
             action="recall",
             agent_id=req.agent_id,
             memory_ids=[h.id for h in resp.results],
-            details={**self._keyed("query_hmac", req.query), "k": req.k, "user_id": req.user_id},
+            details={**self._trail.keyed("query_hmac", req.query), "k": req.k,
+                     "user_id": req.user_id},
         )
-        await self._w.record_read(entry, fail_closed=not self._serve_reads)
         return resp
 
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
         return await self._inner.get(agent_id, id, user_id)
 
-    async def list(self, query: ListQuery) -> list[MemoryRecord]:
+    async def list(self, query: ListQuery) -> builtins.list[MemoryRecord]:
         return await self._inner.list(query)
-
-    async def queue_counts(self) -> dict[str, int]:
-        """Items waiting for a reviewer and items mid-commit (for the metrics gauge)."""
-        return await self._w.run(
-            lambda: {s: self._queue.count(s) for s in ("pending", "committing")}
-        )
 
     async def aclose(self, *, inner: bool = True) -> None:
         """Write what is queued, close the governance database and (unless ``inner=False``,
@@ -476,13 +427,3 @@ class GovernedStore(ReviewDesk, StagingDesk):
         finally:
             self._w.close()
             self._audit.close()
-
-
-def _as_policies(p: PolicySet | Mapping[str, Any] | str | Path | None) -> PolicySet:
-    if p is None:
-        return PolicySet()
-    if isinstance(p, PolicySet):
-        return p
-    if isinstance(p, str | Path):
-        return PolicySet.from_file(p)
-    return PolicySet.from_dict(p)

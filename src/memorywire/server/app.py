@@ -20,8 +20,8 @@ from memorywire.server.auth import LOCAL_OPERATOR, Role, TokenStore
 from memorywire.server.config import ServerConfig
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
-from memorywire.server.mcp_extra import INSTALL_HINT, mcp_available
-from memorywire.server.mcp_http import McpHttp
+from memorywire.server.mcp.extra import INSTALL_HINT, mcp_available
+from memorywire.server.mcp.http import McpHttp
 from memorywire.server.observability import Observability
 from memorywire.server.origin import BrowserRules
 from memorywire.server.runtime import Runtime, open_runtime, running

@@ -21,6 +21,7 @@ from pathlib import Path
 from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.ids import new_id
 from memorywire.errors import Forbidden, InvalidRequest, NotFound, Unauthorized
+from memorywire.wire.operations import operation
 
 __all__ = ["LOCAL_OPERATOR", "TOKEN_PREFIX", "Principal", "Role", "TokenInfo", "TokenStore"]
 
@@ -81,6 +82,10 @@ class Principal:
         if self.role not in roles:
             allowed = ", ".join(r.value for r in roles)
             raise Forbidden(f"role {self.role.value!r} may not do this (needs: {allowed})")
+
+    def require_for(self, op: str) -> None:
+        """Refuse operation ``op`` unless the operation table lets this role call it."""
+        self.require(*(r for r in Role if r.value in operation(op).roles))
 
 
 @dataclass(frozen=True)

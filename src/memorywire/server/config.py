@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from memorywire.errors import InvalidRequest
 from memorywire.server.config_file import StoreEntry, read_config_file
 from memorywire.server.limits import Limits, Timeouts
-from memorywire.server.mcp_tools import ToolDefaults
+from memorywire.server.mcp.tools import ToolDefaults
 
 if TYPE_CHECKING:
     from memorywire.governance.signing import SigningKeySource

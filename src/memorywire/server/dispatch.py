@@ -3,6 +3,11 @@
 Every transport (REST, JSON-RPC, MCP, the in-process client) goes through :class:`Dispatcher`,
 so validation, authorisation, tenancy and limits are enforced once. Errors are always
 :class:`~memorywire.errors.MemorywireError`; transports render ``err.to_envelope()``.
+
+What can be dispatched is the operation table (:mod:`memorywire.wire.operations`): each entry
+runs the method ``_<name>`` (dots as underscores), and the roles and rate limit each handler
+checks are the entry's. A handler checks them where it always has (after the request is
+parsed, before the store is touched), so the order of refusals is the handler's to state.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from memorywire.server.precheck import (
 from memorywire.server.records import RecordOperations
 from memorywire.server.recovery import RecoverOperation
 from memorywire.store.base import MemoryStore
-from memorywire.wire.codec import RECORD_OPERATIONS, parse_record_request, parse_request, to_wire
+from memorywire.wire.codec import parse, to_wire
 from memorywire.wire.door import check_document
 from memorywire.wire.memory_ops import (
     EraseRequest,
@@ -55,6 +60,7 @@ from memorywire.wire.models import (
     RememberResponse,
     StoreFailure,
 )
+from memorywire.wire.operations import OPERATION_TABLE, operation
 from memorywire.wire.registry import schema as schema_document
 from memorywire.wire.registry import schema_names
 from memorywire.wire.versions import check_requested, versions_doc
@@ -72,10 +78,6 @@ M = TypeVar("M", bound=BaseModel)
 #: HTTP header carrying router diagnostics (JSON list of StoreFailure) beside a v0 body.
 FAILURES_HEADER = "Memorywire-Store-Failures"
 
-_WRITERS = (Role.AGENT, Role.ADMIN)
-_REVIEWERS = (Role.REVIEWER, Role.ADMIN)
-_ANYONE = (Role.AGENT, Role.REVIEWER, Role.ADMIN)
-
 def validate_request(model: type[M], doc: Any, op: str) -> M:
     """Parse a request document (schema first, then model) or raise ``InvalidRequest``."""
     if not isinstance(doc, Mapping):
@@ -83,7 +85,9 @@ def validate_request(model: type[M], doc: Any, op: str) -> M:
             f"{op} request must be a JSON object",
             [ErrorDetail("", "type", "expected an object")],
         )
-    parsed = (parse_record_request if op in RECORD_OPERATIONS else parse_request)(op, dict(doc))
+    kind = operation(op).request_schema
+    assert kind is not None, f"{op} has no wire request"
+    parsed = parse(kind, dict(doc))
     assert isinstance(parsed, model)
     return parsed
 
@@ -151,26 +155,10 @@ class Dispatcher:
         governed = getattr(approvals, "governed", None)
         if governed is not None and signing_key is not None:
             governed.sign_hard_forgets(self._signed_hard_forget)
+        # A table entry without its handler fails here, at construction, not on first call.
         self._ops: dict[str, Handler] = {
-            "remember": self._remember,
-            "recall": self._recall,
-            "forget": self._forget,
-            "merge": self._merge,
-            "expire": self._expire,
-            "get": self._get,
-            "list": self._list,
-            "update": self._update,
-            "history": self._history,
-            "erase": self._erase,
-            "approvals.list": self._approvals_list,
-            "approvals.get": self._approvals_get,
-            "approvals.approve": self._approvals_approve,
-            "approvals.reject": self._approvals_reject,
-            "audit.list": self._audit_list,
-            "audit.verify": self._audit_verify,
-            "recover": self._recover,
-            "health": self._health,
-            "schema": self._schema,
+            spec.name: getattr(self, "_" + spec.name.replace(".", "_"))
+            for spec in OPERATION_TABLE
         }
 
     @property
@@ -195,12 +183,12 @@ class Dispatcher:
     # --- typed entry points (the in-process client uses these) --------------------------------
 
     async def remember(self, req: RememberRequest, p: Principal) -> RememberResponse:
-        p.require(*_WRITERS)
+        p.require_for("remember")
         p.check_scope(req.agent_id, req.user_id)
         check_document("remember", to_wire(req))
         check_content_size(req.content, self.limits)
         check_approval_capability(self.store, req)
-        self._limit_writes(p)
+        self._throttle("remember", p)
         if p.provenance is not None:
             req = req.model_copy(update={"source": p.provenance})
         with acting_as(p.name, p.token_id):
@@ -210,18 +198,17 @@ class Dispatcher:
     async def recall(self, req: RecallRequest, p: Principal) -> RecallResponse:
         p.check_scope(req.agent_id, req.user_id)
         check_document("recall", to_wire(req))
-        if self.rate_limiter is not None:
-            self.rate_limiter.acquire(p.name)
+        self._throttle("recall", p)
         if req.min_relevance is None and self.min_relevance is not None:
             req = req.model_copy(update={"min_relevance": self.min_relevance})
         with acting_as(p.name, p.token_id):
             return await self.store.recall(req)
 
     async def forget(self, req: ForgetRequest, p: Principal) -> ForgetResponse:
-        p.require(*_WRITERS)
+        p.require_for("forget")
         p.check_scope(req.agent_id, req.user_id)
         check_document("forget", to_wire(req))
-        self._limit_writes(p)
+        self._throttle("forget", p)
         with acting_as(p.name, p.token_id):
             key = None if self.signing_key is None or not req.hard_delete \
                 else self.signing_key.get()
@@ -244,25 +231,29 @@ class Dispatcher:
         return er.response, er.receipt
 
     async def merge(self, req: MergeRequest, p: Principal) -> MergeResponse:
-        p.require(*_WRITERS)
+        p.require_for("merge")
         p.check_scope(req.agent_id, req.user_id)
         check_document("merge", to_wire(req))
-        self._limit_writes(p)
+        self._throttle("merge", p)
         with acting_as(p.name, p.token_id):
             await check_merge_size(self.store, req, self.limits)
             return await self.store.merge(req)
 
     async def expire(self, req: ExpireRequest, p: Principal) -> ExpireResponse:
-        p.require(*_WRITERS)
+        p.require_for("expire")
         p.check_scope(req.agent_id, req.user_id)
         check_document("expire", to_wire(req))
-        self._limit_writes(p)
+        self._throttle("expire", p)
         with acting_as(p.name, p.token_id):
             return await self.store.expire(req)
 
-    def _limit_writes(self, p: Principal) -> None:
-        if self.write_limiter is not None:
-            self.write_limiter.acquire(p.name)
+    def _throttle(self, op: str, p: Principal) -> None:
+        """Take a token from the bucket the operation table names for ``op``, if any."""
+        rate = operation(op).rate
+        limiter = self.write_limiter if rate == "write" else (
+            self.rate_limiter if rate == "recall" else None)
+        if limiter is not None:
+            limiter.acquire(p.name)
 
     # --- JSON handlers -------------------------------------------------------------------------
 
@@ -292,8 +283,7 @@ class Dispatcher:
 
     async def _list(self, doc: Any, p: Principal) -> DispatchResult:
         req = validate_request(ListRequest, doc, "list")
-        if self.rate_limiter is not None:
-            self.rate_limiter.acquire(p.name)
+        self._throttle("list", p)
         return DispatchResult(dump_response(await self.records.list(req, p)))
 
     async def _update(self, doc: Any, p: Principal) -> DispatchResult:
@@ -349,11 +339,11 @@ class Dispatcher:
         # is enough for that; its review (whose diff is a recall of the inner store: a model
         # call and a search) is built once, after the decision.
         await approvals.check_visible(p, approval_id)
-        p.require(*_REVIEWERS)
+        p.require_for(op)
         return DispatchResult(await approvals.decide(p, approval_id, approve, reason))
 
     async def _audit_list(self, doc: Any, p: Principal) -> DispatchResult:
-        p.require(*_REVIEWERS)
+        p.require_for("audit.list")
         q = _object(doc, "audit.list")
         agent_id = _opt_str(q, "agent_id")
         if agent_id is not None:
@@ -364,7 +354,7 @@ class Dispatcher:
 
     async def _audit_verify(self, doc: Any, p: Principal) -> DispatchResult:
         # The chain spans every tenant, so only an unscoped admin may see its summary.
-        p.require(Role.ADMIN)
+        p.require_for("audit.verify")
         if p.agent_ids is not None:
             raise NotFound("no audit chain in this scope")
         return DispatchResult(await self._need_approvals().verify())

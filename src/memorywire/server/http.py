@@ -39,7 +39,8 @@ from memorywire.server.jsonrpc import handle_rpc
 from memorywire.server.limits import AnonymousPacer, parse_json_body
 from memorywire.server.openapi import openapi_document
 from memorywire.server.origin import BrowserRules, BrowserSafe
-from memorywire.wire.routes import OPERATIONS, RECORD_OPERATIONS, ROUTES
+from memorywire.wire.operations import operation as spec_of
+from memorywire.wire.routes import BODY_OPERATIONS, ROUTES
 from memorywire.wire.versions import LATEST_MINOR, VERSION_HEADER, check_requested
 
 __all__ = ["FAILURES_HEADER", "create_app"]
@@ -159,12 +160,13 @@ def create_app(
     limits = dispatcher.limits
     pacer = AnonymousPacer(limits.anonymous_rate, limits.anonymous_burst)
 
-    async def run(request: Request, op: str, doc: Any, *, anonymous_ok: bool = False,
+    async def run(request: Request, op: str, doc: Any, *,
                   principal: Principal | None = None) -> Response:
         # ``principal``: the caller was authenticated before its body was read; looking the
         # token up again would cost a second token-store query per request for nothing.
+        # Without a token only the operations the table marks ``anonymous`` may run.
         p = principal if principal is not None else principal_of(
-            request, anonymous_ok=anonymous_ok)
+            request, anonymous_ok=spec_of(op).anonymous)
         if p is _ANONYMOUS:
             wait = pacer.reserve()
             if wait > 0:
@@ -221,15 +223,13 @@ def create_app(
                                                 dispatcher.limits))
 
     async def health(request: Request) -> Response:
-        return await run(request, "health", {}, anonymous_ok=True)
+        return await run(request, "health", {})
 
     async def schemas(request: Request) -> Response:
-        return await run(request, "schema", {}, anonymous_ok=True)
+        return await run(request, "schema", {})
 
     async def schema(request: Request) -> Response:
-        return await run(
-            request, "schema", {"name": request.path_params["name"]}, anonymous_ok=True
-        )
+        return await run(request, "schema", {"name": request.path_params["name"]})
 
     async def rpc(request: Request) -> Response:
         p = principal_of(request)
@@ -244,9 +244,7 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return _Json(openapi_document())
 
-    endpoints: dict[str, Endpoint] = {
-        op: operation(op) for op in (*OPERATIONS, *RECORD_OPERATIONS)
-    }
+    endpoints: dict[str, Endpoint] = {op: operation(op) for op in BODY_OPERATIONS}
     endpoints |= {
         "approvals.list": approvals_list,
         "approvals.get": approvals_get,

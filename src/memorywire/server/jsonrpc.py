@@ -21,6 +21,7 @@ from memorywire.errors import (
 from memorywire.server.auth import Principal
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.limits import parse_json_body
+from memorywire.wire.operations import by_rpc
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -46,27 +47,8 @@ SERVER_ERROR = -32000
 
 MAX_BATCH = 100
 
-METHODS: Mapping[str, str] = {
-    "memory.remember": "remember",
-    "memory.recall": "recall",
-    "memory.forget": "forget",
-    "memory.merge": "merge",
-    "memory.expire": "expire",
-    "memory.get": "get",
-    "memory.list": "list",
-    "memory.update": "update",
-    "memory.history": "history",
-    "memory.erase": "erase",
-    "approvals.list": "approvals.list",
-    "approvals.get": "approvals.get",
-    "approvals.approve": "approvals.approve",
-    "approvals.reject": "approvals.reject",
-    "audit.list": "audit.list",
-    "audit.verify": "audit.verify",
-    "admin.recover": "recover",
-    "server.health": "health",
-    "server.schema": "schema",
-}
+#: Method name to dispatcher operation, from the operation table's ``rpc`` names.
+METHODS: Mapping[str, str] = {method: spec.name for method, spec in by_rpc().items()}
 
 
 def rpc_error_code(err: MemorywireError) -> int:

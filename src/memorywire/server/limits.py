@@ -42,7 +42,8 @@ class Limits:
     max_import_bytes: int = 1 << 30
     max_content_bytes: int = 256 << 10
     max_json_depth: int = 64
-    #: Sustained recall calls per second per token, and the burst allowed above it.
+    #: Sustained recall calls per second per token, and the burst allowed above it. Which
+    #: operations draw from which bucket is the operation table's ``rate`` (recall, list).
     recall_rate: float = 50.0
     recall_burst: int = 100
     #: The same for writes (remember, forget, merge, expire), per token.

@@ -11,8 +11,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from memorywire.wire.operations import operation
 from memorywire.wire.registry import BASE_URI, schema, schema_names
-from memorywire.wire.routes import OPERATIONS, RECORD_OPERATIONS, ROUTES
+from memorywire.wire.routes import BODY_OPERATIONS, ROUTES
 from memorywire.wire.versions import LATEST_MINOR, VERSION_HEADER, versions_doc
 
 __all__ = ["bundled_schema", "component_name", "openapi_document"]
@@ -132,15 +133,22 @@ def _generic(description: str) -> dict[str, Any]:
 def _operations() -> dict[str, dict[str, Any]]:
     """The OpenAPI operation object for each route, by route name."""
     ops: dict[str, dict[str, Any]] = {}
-    for op in (*OPERATIONS, *RECORD_OPERATIONS):
+    for op in BODY_OPERATIONS:  # posted as their request: components of the models, if wire
+        spec = operation(op)
+        request, response = spec.request_schema, spec.response_schema
         ops[op] = {
             "operationId": op,
-            "summary": f"{op} (wire v0)",
+            "summary": f"{op} (wire v0)" if request else spec.description,
             "requestBody": {
                 "required": True,
-                "content": {"application/json": {"schema": _ref_to(op)}},
+                "content": {"application/json": {
+                    "schema": _ref_to(component_name(request)) if request else _OPEN_OBJECT}},
             },
-            "responses": {"200": _json(f"{op}.response", f"{op} response"), **_ERRORS},
+            "responses": {
+                "200": _json(component_name(response), f"{op} response") if response
+                else _generic(f"{op} response"),
+                **_ERRORS,
+            },
         }
     id_param = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
     query = [

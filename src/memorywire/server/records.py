@@ -28,7 +28,7 @@ from memorywire.governance import GovernedStore
 from memorywire.governance.actor import acting_as
 from memorywire.governance.erasure import AuditSink, erase_with_receipt
 from memorywire.governance.signing import SigningKeySource
-from memorywire.server.auth import Principal, Role
+from memorywire.server.auth import Principal
 from memorywire.store.base import Capability, ListQuery, MemoryStore
 from memorywire.store.timeline import apply_update
 from memorywire.wire.memory_ops import (
@@ -48,7 +48,6 @@ from memorywire.wire.models import ForgetRequest
 
 __all__ = ["RecordOperations", "decode_cursor", "encode_cursor"]
 
-_WRITERS = (Role.AGENT, Role.ADMIN)
 #: How many ids erase lists per store call while collecting a scope.
 _ERASE_PAGE = 1000
 
@@ -113,7 +112,7 @@ class RecordOperations:
         return ListResponse(memories=page, next_cursor=encode_cursor(page[-1].id) if more else None)
 
     async def update(self, req: UpdateMemoryRequest, p: Principal) -> UpdateMemoryResponse:
-        p.require(*_WRITERS)
+        p.require_for("update")
         p.check_scope(req.agent_id, req.user_id)
         governed = self.store if isinstance(self.store, GovernedStore) else None
         if governed is not None:
@@ -149,7 +148,7 @@ class RecordOperations:
         return HistoryResponse(id=req.id, revisions=[_revision(e) for e in entries])
 
     async def erase(self, req: EraseRequest, p: Principal) -> EraseResponse:
-        p.require(*_WRITERS)
+        p.require_for("erase")
         p.check_scope(req.agent_id, req.user_id)
         if Capability.ERASE not in self.store.capabilities:
             raise CapabilityMissing(

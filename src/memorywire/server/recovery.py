@@ -34,7 +34,7 @@ from memorywire.governance.recover import (
     scan_all,
 )
 from memorywire.governance.signing import SigningKey, SigningKeySource
-from memorywire.server.auth import Principal, Role
+from memorywire.server.auth import Principal
 from memorywire.store.base import MemoryStore
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class RecoverOperation:
         return key
 
     async def run(self, doc: Any, p: Principal) -> dict[str, Any]:
-        p.require(Role.ADMIN)
+        p.require_for("recover")
         if p.agent_ids is not None:
             raise Forbidden("recover reads every agent's memories: it needs an admin token "
                             "that is not scoped to agents")
@@ -177,7 +177,7 @@ async def recover(
     """Plan over every memory of ``store``, then (unless ``dry_run``) act through its own
     forget, so a governance policy can stage it; ``dry_run`` returns the plan with no
     receipt."""
-    principal.require(Role.ADMIN)
+    principal.require_for("recover")
     selector = RecoverySelector(source=source, agent_id=agent_id, since_ms=since_ms,
                                 until_ms=until_ms, ids=ids)
     plan = plan_recovery(await scan_all(store), selector)

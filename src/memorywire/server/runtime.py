@@ -88,7 +88,7 @@ def _open_router(config: ServerConfig, kw: dict[str, Any], reads_need_file: bool
         opened.append(store)
         if reads_need_file and hasattr(store, "reads_need_file"):
             store.reads_need_file = True
-    from memorywire.router_outbox import ForgetOutbox
+    from memorywire.router.outbox import ForgetOutbox
     from memorywire.server.config import data_dir
 
     pairs = list(zip(opened, entries, strict=True))

@@ -19,11 +19,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from memorywire.errors import CapabilityMissing
+from memorywire.wire.operations import OPERATION_TABLE
 
 __all__ = ["EXTRA_HINT", "TracedStore", "Tracing"]
 
 EXTRA_HINT = "pip install 'memorywire[otel]'"
-_OPS = ("remember", "recall", "forget", "merge", "expire")
+#: Store methods that get a child span: the operations the table marks ``traced``.
+_OPS = frozenset(spec.name for spec in OPERATION_TABLE if spec.traced)
 
 
 class Tracing:

@@ -16,13 +16,13 @@ from functools import cache
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from types import MappingProxyType
-from typing import Any
-
-from referencing import Registry
-from referencing.jsonschema import DRAFT202012
+from typing import TYPE_CHECKING, Any
 
 from memorywire.errors import NotFound
 from memorywire.wire.versions import CURRENT
+
+if TYPE_CHECKING:
+    from referencing import Registry
 
 __all__ = [
     "BASE_URI",
@@ -102,7 +102,11 @@ def registry() -> Registry[Any]:
     ``$schema`` is left out of the registered copies (the dialect is fixed to 2020-12 here):
     ``jsonschema`` picks the validator class of a ``$ref`` target from its ``$schema``,
     which would silently drop the keyword extensions of :mod:`memorywire.wire.validate`.
+    ``referencing`` is imported here, on the first check, not with the schema names.
     """
+    from referencing import Registry
+    from referencing.jsonschema import DRAFT202012
+
     resources = [
         (
             BASE_URI + path,

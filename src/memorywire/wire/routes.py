@@ -5,6 +5,11 @@ parameters are taken from the request document; what remains of the document tra
 JSON body (``POST``) or the query string (``GET``). The HTTP server mounts exactly these
 routes, the OpenAPI document describes exactly these, and :class:`~memorywire.client.RemoteMemory`
 finds its URLs here, so a path is spelled once.
+
+Every operation of the operation table (:mod:`memorywire.wire.operations`) is
+``POST /v0/<name>`` with its request document as the body, unless :data:`_SHAPED` gives it a
+route of its own (path parameters, query strings, an ``/admin`` prefix); so an operation
+added to the table is served, documented and found by the client without an edit here.
 """
 
 from __future__ import annotations
@@ -14,13 +19,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["OPERATIONS", "RECORD_OPERATIONS", "ROUTES", "Route", "route_for", "route_named"]
+from memorywire.wire.codec import OPERATIONS, RECORD_OPERATIONS
+from memorywire.wire.operations import OPERATION_TABLE
 
-#: The five wire operations, each ``POST /v0/<op>`` with the wire request as its body.
-OPERATIONS = ("remember", "recall", "forget", "merge", "expire")
-#: The record operations, shaped the same way: ``POST /v0/<op>``, the wire request as body
-#: (a list request carries arrays and a filter object, which a query string cannot).
-RECORD_OPERATIONS = ("get", "list", "update", "history", "erase")
+__all__ = [
+    "BODY_OPERATIONS",
+    "OPERATIONS",
+    "RECORD_OPERATIONS",
+    "ROUTES",
+    "TRANSPORT_ROUTES",
+    "Route",
+    "route_for",
+    "route_named",
+]
+
+#: Routes that run no dispatcher operation: streamed dumps, JSON-RPC itself, this API's
+#: description. Every other route runs an operation of the table.
+TRANSPORT_ROUTES = frozenset({"admin.export", "admin.import", "rpc", "openapi"})
 
 _PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
 
@@ -55,8 +70,8 @@ class Route:
         return _PARAM.sub(lambda m: values[m.group(1)], self.path), rest
 
 
-ROUTES: tuple[Route, ...] = (
-    *(Route(op, "POST", f"/v0/{op}") for op in (*OPERATIONS, *RECORD_OPERATIONS)),
+#: The routes shaped by hand, and the transport's own.
+_SHAPED: tuple[Route, ...] = (
     Route("approvals.list", "GET", "/v0/approvals"),
     Route("approvals.get", "GET", "/v0/approvals/{id}"),
     Route("approvals.approve", "POST", "/v0/approvals/{id}/approve"),
@@ -72,6 +87,15 @@ ROUTES: tuple[Route, ...] = (
     # Transport-level: every operation by JSON-RPC method name, and this API's description.
     Route("rpc", "POST", "/v0/rpc"),
     Route("openapi", "GET", "/openapi.json"),
+)
+#: Operations posted as their request document, ``POST /v0/<op>`` (a list request carries
+#: arrays and a filter object, which a query string cannot), in the operation table's order.
+BODY_OPERATIONS: tuple[str, ...] = tuple(
+    s.name for s in OPERATION_TABLE if s.name not in {r.op for r in _SHAPED}
+)
+ROUTES: tuple[Route, ...] = (
+    *(Route(op, "POST", f"/v0/{op}") for op in BODY_OPERATIONS),
+    *_SHAPED,
 )
 
 _BY_NAME = {r.name: r for r in ROUTES}

@@ -22,15 +22,15 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, cast
-
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import ValidationError, relevance
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any, cast
 
 from memorywire.errors import ErrorDetail, InvalidRequest
 from memorywire.wire.fastcheck import accepts
 from memorywire.wire.registry import registry, schema_id
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
 
 __all__ = [
     "ValidationIssue",
@@ -66,6 +66,8 @@ def _content_schema(
     try:
         decoded = json.loads(instance)
     except json.JSONDecodeError as exc:
+        from jsonschema.exceptions import ValidationError
+
         yield ValidationError(
             f"must hold a JSON document: {exc.msg} at line {exc.lineno}, column {exc.colno}",
             validator="contentMediaType",
@@ -74,15 +76,21 @@ def _content_schema(
     yield from validator.descend(decoded, content_schema)
 
 
-_Validator: Any = validators.extend(  # type: ignore[no-untyped-call]
-    Draft202012Validator, {"contentSchema": _content_schema}
-)
+@cache
+def _validator_class() -> Any:
+    """Draft 2020-12 plus ``contentSchema``; built on the first check, so that importing the
+    wire models (every entry point does) does not load ``jsonschema``."""
+    from jsonschema import Draft202012Validator, validators
+
+    return validators.extend(  # type: ignore[no-untyped-call]
+        Draft202012Validator, {"contentSchema": _content_schema}
+    )
 
 
 @cache
 def validator_for(kind: str) -> Validator:
     """A ready validator for one document kind (``remember``, ``types/fsm``, ...)."""
-    validator: Validator = _Validator({"$ref": schema_id(kind)}, registry=registry())
+    validator: Validator = _validator_class()({"$ref": schema_id(kind)}, registry=registry())
     return validator
 
 
@@ -103,6 +111,8 @@ def reference_issues(kind: str, document: Any) -> list[ValidationIssue]:
 
 def best_match(kind: str, document: Any) -> str | None:
     """The single most useful problem as one line (``"/type: must be one of ..."``)."""
+    from jsonschema.exceptions import relevance
+
     errors = list(validator_for(kind).iter_errors(document))
     if not errors:
         return None

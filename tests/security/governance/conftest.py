@@ -25,7 +25,7 @@ from memorywire.server.auth import TokenStore
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import create_app
 from memorywire.server.limits import Limits, RateLimiter
-from memorywire.server.mcp import build_mcp_server
+from memorywire.server.mcp.server import build_mcp_server
 from memorywire.store.sqlite import SqliteStore
 
 __all__ = ["Gov", "Outcome"]

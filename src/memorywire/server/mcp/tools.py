@@ -20,27 +20,15 @@ from typing import Any
 
 from memorywire.server.auth import Principal
 from memorywire.server.openapi import bundled_schema
+from memorywire.wire.operations import by_tool
 
 __all__ = ["DESTRUCTIVE", "READ_ONLY", "TOOLS", "ToolDefaults", "complete_args", "input_schema"]
 
-TOOLS: dict[str, str] = {
-    "remember": "Store one memory (semantic, episodic, procedural or emotional) for an agent.",
-    "recall": "Search an agent's memories by meaning and words; results are ordered best first.",
-    "get": "Read one memory by its id.",
-    "list": "List an agent's memories oldest first, a page at a time (pass next_cursor on).",
-    "update": "Change a memory's content, metadata or confidence, or name the memories it "
-              "supersedes; its history keeps the change.",
-    "history": "Every recorded change of one memory: who, when, why and which operation.",
-    "forget": "Forget memories by ids or metadata filter. Staged for a human reviewer.",
-    "erase": "Erase every memory of an agent or of one user. Staged for a human reviewer.",
-    "merge": "Merge duplicate memories into a canonical one. Staged for a human reviewer.",
-    "expire": "Forget, archive or demote memories matching a policy. Staged for a human reviewer.",
-    "recover": "Find poisoned memories by source, agent, time or ids and what was derived from "
-               "them; dry_run shows the plan, else it is staged as one item for a human reviewer.",
-}
+#: Tool name to what a model reads about it, in listing order (the operation table's).
+TOOLS: dict[str, str] = {name: spec.description for name, spec in by_tool().items()}
 #: Tools a model may never run directly: staged for review, or refused without governance.
-DESTRUCTIVE = frozenset({"forget", "erase", "merge", "expire", "recover"})
-READ_ONLY = frozenset({"recall", "get", "list", "history"})
+DESTRUCTIVE = frozenset(name for name, spec in by_tool().items() if spec.destructive)
+READ_ONLY = frozenset(name for name, spec in by_tool().items() if spec.read_only)
 
 
 @dataclass(frozen=True)
@@ -64,19 +52,24 @@ def _fill(p: Principal, defaults: ToolDefaults) -> dict[str, str]:
 
 
 def _schema(name: str) -> dict[str, Any]:
-    if name == "recover":  # an administrative operation, not a wire document
+    spec = by_tool()[name]
+    if spec.request_schema is not None:
+        return bundled_schema(spec.request_schema)
+    if spec.name == "recover":  # an administrative operation, not a wire document
         from memorywire.server.recovery import RECOVER_SCHEMA
 
         return copy.deepcopy(RECOVER_SCHEMA)
-    return bundled_schema(name)
+    raise LookupError(f"tool {name!r}: operation {spec.name!r} has no input schema; a tool "
+                      "needs one for a model to call it")
 
 
 def complete_args(name: str, args: dict[str, Any], p: Principal, defaults: ToolDefaults) -> None:
-    """Fill ``agent_id``/``user_id`` the call left out, where the tool takes them (not for
-    ``recover``, whose ``agent_id`` narrows a search the caller means to be wide)."""
-    if name == "recover":
+    """Fill ``agent_id``/``user_id`` the call left out, where the tool takes a wire request
+    (not ``recover``, whose ``agent_id`` narrows a search the caller means to be wide)."""
+    schema = by_tool()[name].request_schema
+    if schema is None:
         return
-    props = bundled_schema(name).get("properties", {})
+    props = bundled_schema(schema).get("properties", {})
     for key, value in _fill(p, defaults).items():
         if key in props and args.get(key) in (None, ""):
             args[key] = value
@@ -85,7 +78,7 @@ def complete_args(name: str, args: dict[str, Any], p: Principal, defaults: ToolD
 def input_schema(name: str, p: Principal, defaults: ToolDefaults) -> dict[str, Any]:
     """The wire schema, with the fields a default will fill no longer required."""
     doc = _schema(name)
-    if name == "recover":
+    if by_tool()[name].request_schema is None:
         return doc
     filled = _fill(p, defaults)
     if "agent_id" in filled:

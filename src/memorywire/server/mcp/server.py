@@ -9,10 +9,10 @@ A model calling tools is not a human at a keyboard: destructive tools (forget, e
 expire) are never executed directly. When the dispatcher's store is a ``GovernedStore`` they
 are staged for a reviewer (the tool answers ``pending_approval``); without governance they
 are refused. Descriptions, defaults for ``agent_id``/``user_id`` and input schemas are in
-:mod:`memorywire.server.mcp_tools`.
+:mod:`memorywire.server.mcp.tools`.
 
-Over stdio (:mod:`memorywire.server.mcp_stdio`) the caller is the process owner. Over HTTP
-(:mod:`memorywire.server.mcp_http`) every request carries its own authenticated principal in
+Over stdio (:mod:`memorywire.server.mcp.stdio`) the caller is the process owner. Over HTTP
+(:mod:`memorywire.server.mcp.http`) every request carries its own authenticated principal in
 the ASGI scope, and each tool call runs as that principal, with the same role and tenancy
 checks as REST.
 """
@@ -30,14 +30,14 @@ from memorywire.errors import Forbidden, InvalidRequest, MemorywireError, NotFou
 from memorywire.governance import GovernedStore
 from memorywire.server.auth import Principal
 from memorywire.server.dispatch import Dispatcher
-from memorywire.server.mcp_tools import (
+from memorywire.server.mcp.tools import (
     DESTRUCTIVE,
-    READ_ONLY,
     TOOLS,
     ToolDefaults,
     complete_args,
     input_schema,
 )
+from memorywire.wire.operations import by_tool
 from memorywire.wire.registry import schema, schema_names
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "TOOLS", "ToolDefaults", "build_mcp_server", "is_destructive"]
@@ -98,6 +98,7 @@ def build_mcp_server(
     local = principal or Principal.local_admin()
     fill = defaults or ToolDefaults()
     governed = dispatcher.store if isinstance(dispatcher.store, GovernedStore) else None
+    specs = by_tool()
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -106,15 +107,15 @@ def build_mcp_server(
         tools = [
             types.Tool(
                 name=name,
-                description=desc,
+                description=spec.description,
                 input_schema=input_schema(name, caller, fill),
                 annotations=types.ToolAnnotations(
-                    read_only_hint=name in READ_ONLY,
-                    destructive_hint=name in DESTRUCTIVE,
-                    idempotent_hint=name in READ_ONLY or name == "remember",
+                    read_only_hint=spec.read_only,
+                    destructive_hint=spec.destructive,
+                    idempotent_hint=spec.idempotent_hint,
                 ),
             )
-            for name, desc in TOOLS.items()
+            for name, spec in specs.items()
         ]
         return types.ListToolsResult(tools=tools)
 
@@ -123,12 +124,13 @@ def build_mcp_server(
     ) -> types.CallToolResult:
         args = dict(params.arguments or {})
         try:
-            if params.name not in TOOLS:
-                raise NotFound(f"unknown tool {params.name!r}; known: {', '.join(TOOLS)}")
+            spec = specs.get(params.name)
+            if spec is None:
+                raise NotFound(f"unknown tool {params.name!r}; known: {', '.join(specs)}")
             caller = _principal_of(ctx, local)
             complete_args(params.name, args, caller, fill)
             if not is_destructive(params.name, args):
-                result = await dispatcher.dispatch(params.name, args, caller)
+                result = await dispatcher.dispatch(spec.name, args, caller)
             elif governed is None:
                 raise Forbidden(
                     f"{params.name} with these arguments is destructive and needs human "
@@ -136,10 +138,10 @@ def build_mcp_server(
                     "reviewer (start it with --governance-db)"
                 )
             else:
-                if params.name == "recover":  # the whole plan becomes one approval item
+                if spec.name == "recover":  # the whole plan becomes one approval item
                     args["approval"] = True
                 with governed.staging():
-                    result = await dispatcher.dispatch(params.name, args, caller)
+                    result = await dispatcher.dispatch(spec.name, args, caller)
         except MemorywireError as err:
             return _error(err)
         except Exception:  # outermost handler of a tool call: an envelope, never the text

@@ -26,7 +26,8 @@ from memorywire.server.auth import Principal, TokenStore
 from memorywire.server.config import is_loopback
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import error_response
-from memorywire.server.mcp import PRINCIPAL_SCOPE_KEY, ToolDefaults, build_mcp_server
+from memorywire.server.mcp.server import PRINCIPAL_SCOPE_KEY, build_mcp_server
+from memorywire.server.mcp.tools import ToolDefaults
 
 __all__ = ["McpHttp", "origin_allowed"]
 

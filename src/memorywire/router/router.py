@@ -59,9 +59,9 @@ from memorywire.errors import (
     NotFound,
     PendingApproval,
 )
-from memorywire.router_fanout import FanOut, _BadAnswer
-from memorywire.router_graph import GraphEdges, GraphStore, _merge_distances
-from memorywire.router_outbox import ForgetOutbox
+from memorywire.router.fanout import FanOut, _BadAnswer
+from memorywire.router.graph import GraphEdges, GraphStore, _merge_distances
+from memorywire.router.outbox import ForgetOutbox
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.recall_plan import recall_in_time
@@ -189,7 +189,7 @@ class MemoryRouter(GraphEdges, FanOut):
         self._name = name
         self._rrf_k = rrf_k
         self._verify = verify_hits
-        #: Forgets a child missed, re-sent until it acknowledges (see ``router_outbox``).
+        #: Forgets a child missed, re-sent until it acknowledges (see ``memorywire.router.outbox``).
         self.outbox = outbox
 
     @property

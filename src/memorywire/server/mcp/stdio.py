@@ -1,6 +1,6 @@
 """``memorywire mcp``: the MCP tools served on stdin/stdout to the process owner.
 
-Kept apart from the tool server (:mod:`memorywire.server.mcp`) so that building the tools
+Kept apart from the tool server (:mod:`memorywire.server.mcp.server`) so that building the tools
 never pulls in the setup, and the setup never pulls in a transport.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import anyio
 
 from memorywire.server.config import ServerConfig
-from memorywire.server.mcp_extra import require_mcp
+from memorywire.server.mcp.extra import require_mcp
 from memorywire.server.runtime import running
 
 __all__ = ["run_stdio"]
@@ -18,7 +18,7 @@ __all__ = ["run_stdio"]
 def run_stdio(config: ServerConfig) -> int:
     """Serve MCP on stdin/stdout until the client closes it."""
     require_mcp("memorywire mcp")
-    from memorywire.server.mcp import build_mcp_server
+    from memorywire.server.mcp.server import build_mcp_server
     from memorywire.server.stdio_guard import guarded_stdio_server
 
     async def main() -> None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from memorywire.errors import CapabilityMissing
-from memorywire.router_fanout import FanOut, _Outcome
+from memorywire.router.fanout import FanOut, _Outcome
 from memorywire.store.base import Capability, MemoryStore
 from memorywire.wire.models import RecallRequest, StoreFailure
 

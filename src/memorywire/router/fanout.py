@@ -29,7 +29,7 @@ from memorywire.errors import (
     RateLimited,
     StoreCorrupt,
 )
-from memorywire.router_outbox import ForgetOutbox
+from memorywire.router.outbox import ForgetOutbox
 from memorywire.store.base import MemoryStore
 from memorywire.wire.models import ForgetRequest, StoreFailure
 

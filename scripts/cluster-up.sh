@@ -80,10 +80,12 @@ tokens = TokenStore(root / "tokens.db")
 try:
     agent, _ = tokens.create(role="agent", agent_ids=["a", *(f"agent-{i}" for i in range(1000))],
                              name="cluster-agent")
+    reviewer, _ = tokens.create(role="reviewer", name="cluster-reviewer")
     admin, _ = tokens.create(role="admin", name="cluster-admin")
 finally:
     tokens.close()
-(root / "tokens.json").write_text(json.dumps({"agent": agent, "admin": admin}))
+(root / "tokens.json").write_text(json.dumps({"agent": agent, "reviewer": reviewer,
+                                              "admin": admin}))
 EOF
 
 pg_json="$dir/pg/cluster.json"
@@ -138,6 +140,7 @@ done
     echo "MEMORYWIRE_PGBOUNCER_PORT='$bouncer_port'"
     echo "MEMORYWIRE_REPLICAS='$replica_hosts'"
     echo "MEMORYWIRE_AGENT_TOKEN='$(field "$dir/tokens.json" agent)'"
+    echo "MEMORYWIRE_REVIEWER_TOKEN='$(field "$dir/tokens.json" reviewer)'"
     echo "MEMORYWIRE_ADMIN_TOKEN='$(field "$dir/tokens.json" admin)'"
 } > "$dir/cluster.env"
 trap - ERR

@@ -34,6 +34,8 @@ from memorywire.store.sqlite import SqliteStore
 #: The code a test sees when the MCP SDK refused the bytes as unparseable JSON-RPC.
 MCP_PARSE_ERROR = "mcp_parse_error"
 FIVE = ("remember", "recall", "forget", "merge", "expire")
+#: The record operations, posted to ``/v0/<op>`` and named ``memory.<op>`` in JSON-RPC too.
+RECORDS = ("get", "list", "update", "history", "erase")
 _REST: dict[str, tuple[str, str]] = {
     "approvals.list": ("GET", "/v0/approvals"),
     "approvals.get": ("GET", "/v0/approvals/{id}"),
@@ -42,7 +44,7 @@ _REST: dict[str, tuple[str, str]] = {
     "audit.list": ("GET", "/v0/audit"),
     "health": ("GET", "/v0/health"),
 }
-_RPC = {op: f"memory.{op}" for op in FIVE} | {"health": "server.health"}
+_RPC = {op: f"memory.{op}" for op in (*FIVE, *RECORDS)} | {"health": "server.health"}
 
 
 @dataclass
@@ -125,7 +127,7 @@ def _status(code: str) -> int:
 async def rest(rig: Rig, op: str, doc: dict[str, Any], token: str) -> Outcome:
     headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
     body = json.dumps(doc)  # keeps lone surrogates as \ud800 escapes: valid JSON text
-    if op in FIVE:
+    if op in FIVE or op in RECORDS:
         r = await rig.http.post(f"/v0/{op}", content=body, headers=headers)
     else:
         method, path = _REST[op]

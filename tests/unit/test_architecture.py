@@ -83,6 +83,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store.refs",
             "memorywire.store.rowstore",
             "memorywire.store.timeline",
+            "memorywire.store.duplicates",
             "memorywire.store.recall_plan",
             "memorywire.store.portable",
             "memorywire.store.cascade",

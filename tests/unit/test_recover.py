@@ -97,11 +97,13 @@ def test_cli_dry_run_changes_nothing_then_recover_erases_with_receipt(
     assert main(["recover", *store_args, "--source", "evil-plugin", "--key", str(key),
                  "--receipt", str(receipt)]) == 0
     capsys.readouterr()
-    assert main(["receipt", "verify", str(receipt)]) == 0
+    # Valid, but signed by a key nobody pinned (exit 3); as this deployment's key, ok.
+    assert main(["receipt", "verify", str(receipt)]) == 3
+    assert main(["receipt", "verify", str(receipt), "--signing-key", str(key)]) == 0
     raw = bytearray(receipt.read_bytes())
     raw[10] ^= 0x01
     receipt.write_bytes(bytes(raw))
-    assert main(["receipt", "verify", str(receipt)]) == 1
+    assert main(["receipt", "verify", str(receipt), "--signing-key", str(key)]) == 1
     capsys.readouterr()
 
     async def left() -> list[str]:

@@ -9,13 +9,20 @@ import pytest
 
 from memorywire.core.clock import FakeClock
 from memorywire.core.contradiction import find_conflicts, judge
+from memorywire.core.timeline import TIME_KEY, Validity, closing_patch, is_visible, validity_of
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import NotFound
 from memorywire.router import MemoryRouter
 from memorywire.store.base import Capability, MemoryStore
 from memorywire.store.memory import InMemoryStore
 from memorywire.store.sqlite import SqliteStore
-from memorywire.wire.models import ForgetRequest, MemoryType, RecallRequest, RememberRequest
+from memorywire.wire.models import (
+    ForgetRequest,
+    MemoryType,
+    RecallHit,
+    RecallRequest,
+    RememberRequest,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -68,7 +75,7 @@ async def test_chain_and_as_of(store: MemoryStore) -> None:
     store.clock.advance(5_000_000)  # type: ignore[attr-defined]
     assert await _ask(store) == [EASYJET]
     assert await _ask(store, as_of=2_500_000) == [RYANAIR]
-    # recorded by 1_001_500 was only KLM, valid then
+    # KLM held until Ryanair's valid_from (valid time; Ryanair was recorded before this)
     assert await _ask(store, as_of=1_001_500) == [KLM]
     assert await _ask(store, as_of=50) == []
 
@@ -227,3 +234,52 @@ async def test_recall_fills_k_when_its_best_hits_are_superseded(store: MemorySto
     assert len(got) == 2
     assert new in got
     assert not set(got) & set(old)
+
+
+def test_a_close_keeps_when_it_was_recorded_and_the_end_it_replaced() -> None:
+    first = closing_patch({TIME_KEY: {"valid_to": 900}}, 100, "b", 500, known_from=700)
+    assert first == {TIME_KEY: {"valid_from": 100, "valid_to": 500, "superseded_by": "b",
+                                "closed_at": 700, "prior_valid_to": 900}}
+    # A second writer closing it earlier keeps the first close's record: what was known
+    # before any close stays what it was.
+    second = closing_patch(first, 100, "c", 300, known_from=800)
+    assert second[TIME_KEY]["valid_to"] == 300 and second[TIME_KEY]["closed_at"] == 700
+    assert second[TIME_KEY]["prior_valid_to"] == 900
+    legacy = closing_patch({TIME_KEY: {"superseded_by": "x", "valid_to": 400}}, 100, "c", 300,
+                           known_from=800)
+    assert "closed_at" not in legacy[TIME_KEY], "an old close of unknown time stays known"
+
+
+def test_validity_as_known_at_a_record_time() -> None:
+    v = validity_of({TIME_KEY: {"valid_to": 500, "superseded_by": "b", "closed_at": 700}}, 100)
+    assert v.known_at(699) == Validity(100, None, None)
+    assert v.known_at(700) is v
+    assert Validity(100, 500, "b").known_at(0).superseded_by == "b", "no closed_at: known"
+
+
+def _hit(created: int, **validity: object) -> RecallHit:
+    return RecallHit(id="h", type=MemoryType.SEMANTIC, content="x", score=1.0,
+                     created_at=created, metadata={TIME_KEY: validity} if validity else None)
+
+
+@pytest.mark.parametrize(("hit", "ask", "seen"), [
+    # recorded at 1000, valid from 100: as_of reads valid time, known_at record time
+    (_hit(1000, valid_from=100), {"as_of": 500}, True),
+    (_hit(1000, valid_from=100), {"known_at": 500}, False),
+    (_hit(1000, valid_from=100), {"known_at": 1000, "as_of": 500}, True),
+    (_hit(1000, valid_from=100), {"as_of": 50}, False),
+    # a plain memory recorded at 1000 (valid from then)
+    (_hit(1000), {"as_of": 999}, False),
+    (_hit(1000), {"as_of": 1000}, True),
+    (_hit(1000), {"known_at": 1500, "as_of": 999}, False),
+    # closed at 500 by a memory recorded at 700
+    (_hit(100, valid_to=500, superseded_by="b", closed_at=700), {"as_of": 600}, False),
+    (_hit(100, valid_to=500, superseded_by="b", closed_at=700), {"known_at": 650,
+                                                                  "as_of": 600}, True),
+    (_hit(100, valid_to=500, superseded_by="b", closed_at=700), {"known_at": 650}, True),
+    (_hit(100, valid_to=500, superseded_by="b", closed_at=700), {"known_at": 750}, False),
+])
+def test_visibility_by_valid_time_and_by_record_time(hit: RecallHit, ask: dict[str, int],
+                                                      seen: bool) -> None:
+    req = RecallRequest.model_validate({"agent_id": "a", "query": "q", **ask})
+    assert is_visible(hit, req, 10_000) is seen

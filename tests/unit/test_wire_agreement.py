@@ -18,6 +18,7 @@ PAIRS: list[tuple[str, str, type[BaseModel]]] = [
     *[(kind, "", model) for kind, model in MODELS.items()],
     ("recall.response", "/$defs/hit", m.RecallHit),
     ("remember.response", "/$defs/conflict", m.ConflictCandidate),
+    ("remember.response", "/$defs/near_duplicate", m.NearDuplicate),
     ("forget.response", "/$defs/store_count", m.StoreCount),
     ("expire", "/$defs/policy", m.ExpirePolicy),
     ("common", "/$defs/store_failure", m.StoreFailure),

@@ -2,7 +2,11 @@
 
 ``purge`` is the expiry sweep (``--once``, or every ``--every`` seconds until stopped).
 
-``receipt verify FILE`` needs nothing but the file (exit 0 valid, 1 not, 2 unreadable).
+``receipt verify FILE`` checks the signature offline and says who signed
+(:mod:`memorywire.governance.receipt_trust`): exit 0 when the key is pinned with
+``--trusted-key`` or is this deployment's signing key, 3 when the signature is valid but
+nobody vouched for the key (``"ok": false, "signer": "unpinned"``), 1 when it is not valid,
+2 when the file cannot be read. ``receipt key`` prints the deployment's public key to pin.
 ``recover`` and ``purge`` run on the local store through the server's runtime
 (:mod:`memorywire.server.runtime`): the same store, governance and signing key as
 ``memorywire serve`` with the same configuration. The key is the one serve signs with:
@@ -25,7 +29,7 @@ from memorywire.cli.guard import guarded
 from memorywire.errors import CapabilityMissing
 
 if TYPE_CHECKING:
-    from memorywire.governance.signing import SigningKey
+    from memorywire.governance.signing import SigningKey, SigningKeySource
     from memorywire.server.config import ServerConfig
     from memorywire.server.runtime import Runtime
 
@@ -36,17 +40,39 @@ _KEY_HINT = ("pass --key PEM, set MEMORYWIRE_SIGNING_KEY (or signing_key in --co
              "keep governance on, whose database keeps a key beside it")
 
 
+def _signing_source(args: argparse.Namespace) -> SigningKeySource:
+    """The deployment's receipt key, as ``serve`` would find it with the same settings."""
+    from memorywire.server.config import load_config
+
+    config = load_config(args.config, overrides={"governance_db": args.governance_db,
+                                                  "signing_key": args.signing_key})
+    return config.resolved().signing_key_source()
+
+
 def _verify(args: argparse.Namespace) -> int:
-    from memorywire.governance.receipts import verify_receipt
+    from memorywire.governance.receipt_trust import check_receipt, deployment_public_key
 
     try:
         raw = Path(args.file).read_bytes()
     except OSError as exc:
         print(f"memorywire receipt: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 2
-    ok, why = verify_receipt(raw, args.trusted_key or None)
-    print(json.dumps({"ok": ok, "reason": why}))
-    return 0 if ok else 1
+    deployment = deployment_public_key(_signing_source(args).path)
+    verdict, status = check_receipt(raw, args.trusted_key or (), deployment)
+    print(json.dumps(verdict))
+    return status
+
+
+def _key(args: argparse.Namespace) -> int:
+    from memorywire.governance.receipt_trust import public_key_document
+
+    doc = public_key_document(_signing_source(args))
+    if doc is None:
+        print("memorywire receipt: this deployment signs no receipts (governance is off and "
+              "no signing_key is set)", file=sys.stderr)
+        return 1
+    print(json.dumps(doc))
+    return 0
 
 
 def _config(args: argparse.Namespace) -> ServerConfig:
@@ -149,14 +175,28 @@ def _runtime_flags(p: argparse.ArgumentParser, governance_help: str) -> None:
                    "database)")
 
 
+def _deployment_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="the deployment's configuration file (MEMORYWIRE_CONFIG)")
+    p.add_argument("--governance-db", dest="governance_db",
+                   help="governance database whose signing key is the deployment's")
+    p.add_argument("--signing-key", dest="signing_key", metavar="PEM",
+                   help="the deployment's signing key file (MEMORYWIRE_SIGNING_KEY)")
+
+
 def register_forgetting(sub: Any) -> None:
     r = sub.add_parser("receipt", help="check a deletion receipt offline")
     rs = r.add_subparsers(dest="receipt_command", metavar="ACTION", required=True)
-    v = rs.add_parser("verify", help="check a receipt's Ed25519 signature (exit 1 if bad)")
+    v = rs.add_parser("verify", help="check a receipt's Ed25519 signature and its signer "
+                                     "(exit 0 pinned or this deployment's key, 3 valid but "
+                                     "unpinned, 1 bad)")
     v.add_argument("file", metavar="FILE")
     v.add_argument("--trusted-key", action="append", metavar="B64",
-                   help="accept only receipts signed by this public key; repeatable")
+                   help="a public key to trust (from `memorywire receipt key`); repeatable")
+    _deployment_flags(v)
     v.set_defaults(handler=guarded("receipt", _verify))
+    k = rs.add_parser("key", help="print this deployment's receipt-signing public key (to pin)")
+    _deployment_flags(k)
+    k.set_defaults(handler=guarded("receipt", _key))
 
     p = sub.add_parser("recover", help="remove poisoned memory by provenance, with a plan")
     _runtime_flags(p, "governance database (policies, audit) the receipts are chained into")

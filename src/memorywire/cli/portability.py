@@ -4,6 +4,11 @@ Stores open from URLs with ``--embedder`` (an embedder spec, default the model).
 goes to stdout (gzipped with ``--gzip``); the fidelity plan and progress go to stderr, so a
 pipe carries only the dump. Progress (records done / total, rate) shows when stderr is a
 terminal or with ``--progress`` (see :mod:`memorywire.cli.progress`).
+
+``import`` holds every record to ``remember``'s rules and caps the dump while reading it
+(:mod:`memorywire.portability.dump_rules`): the first bad line refuses the dump, naming the
+line and the field, unless ``--skip-invalid`` leaves bad lines out and reports them. It is
+audited as the local operator, as the CLI's other writes are.
 """
 
 from __future__ import annotations
@@ -106,16 +111,25 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
+    from memorywire.governance.actor import acting_as
     from memorywire.portability import import_dump
+    from memorywire.portability.dump_rules import DumpLimits
     from memorywire.portability.foreign import import_foreign, open_foreign
     from memorywire.portability.moves import DumpImportCounts
+    from memorywire.server.auth import LOCAL_OPERATOR
     from memorywire.store.portable import OnConflict
 
     foreign = args.from_format != DUMP_FORMAT
+    caps = {k: v for k, v in (("max_bytes", args.max_bytes),
+                              ("max_line_bytes", args.max_line_bytes),
+                              ("max_records", args.max_records)) if v is not None}
 
     async def go() -> int:
         if not foreign and args.agent is not None:
             raise InvalidRequest("--agent applies to --from-format mem0, letta and cognee only")
+        if foreign and (args.skip_invalid or caps):
+            raise InvalidRequest("--skip-invalid and --max-bytes/--max-line-bytes/--max-records "
+                                 "apply to memorywire/export dumps only")
         source = open_foreign(args.from_format, args.file, args.agent) if foreign else None
         store = _open(args.store, args.embedder, args.governance_db)
         progress = _progress(args)
@@ -125,10 +139,12 @@ def _import(args: argparse.Namespace) -> int:
                     store, source, on_conflict=OnConflict(args.on_conflict),
                     allow_loss=set(args.allow_loss or ()), progress=progress)
             else:
-                plan, counts = await import_dump(store, args.file,
-                                                 on_conflict=OnConflict(args.on_conflict),
-                                                 allow_loss=set(args.allow_loss or ()),
-                                                 reembed=args.reembed, progress=progress)
+                with acting_as(LOCAL_OPERATOR):
+                    plan, counts = await import_dump(
+                        store, args.file, on_conflict=OnConflict(args.on_conflict),
+                        allow_loss=set(args.allow_loss or ()), reembed=args.reembed,
+                        progress=progress, limits=DumpLimits(**caps),
+                        skip_invalid=args.skip_invalid)
         finally:
             progress.close()
             await store.aclose()
@@ -140,8 +156,8 @@ def _import(args: argparse.Namespace) -> int:
             print(counts.load_note, file=sys.stderr)
         report: dict[str, Any] = {"inserted": counts.inserted, "replaced": counts.replaced,
                                   "skipped": counts.skipped}
-        if isinstance(counts, DumpImportCounts) and any(
-                f.field in ("history", "pending") for f in plan.fields):
+        if isinstance(counts, DumpImportCounts) and (counts.invalid is not None or any(
+                f.field in ("history", "pending") for f in plan.fields)):
             report = dict(counts.to_json())
         if foreign:
             report["plan"] = plan.to_json()
@@ -229,6 +245,15 @@ def register_portability(sub: Any) -> None:
     p.add_argument("--reembed", action="store_true",
                    help="embed again even when the dump's vectors match the target's embedder")
     p.add_argument("--allow-loss", nargs="+", metavar="FIELD")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="leave out records that break remember's rules and report them "
+                        "(default: the first one refuses the whole dump)")
+    p.add_argument("--max-bytes", type=int, metavar="N",
+                   help="refuse a dump larger than N bytes unzipped (default 4 GiB)")
+    p.add_argument("--max-line-bytes", type=int, metavar="N",
+                   help="refuse a line longer than N bytes (default 8 MiB)")
+    p.add_argument("--max-records", type=int, metavar="N",
+                   help="refuse more than N records (default 5000000)")
     _progress_flags(p)
     p.add_argument("--governance-db", metavar="DB",
                    help="the target's governance database: restores history and pending "

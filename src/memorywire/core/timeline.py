@@ -15,8 +15,15 @@ Rules (one place, every backend):
   latest writer, its end the earliest ``valid_from``.
 - *Default recall* shows only current truth: memories not superseded whose interval contains
   "now". ``include_superseded`` shows the rest too, ranked below every current hit.
-- *``as_of`` T* shows what held at T as known now: memories recorded by T
-  (``created_at <= T``) whose interval contains T (``valid_from <= T < valid_to``).
+- *``as_of`` T* (valid time) shows what held at T as known now: memories whose interval
+  contains T (``valid_from <= T < valid_to``), whenever they were recorded: a fact recorded
+  today with ``valid_from`` in 2023 held in 2024.
+- *``known_at`` K* (record time) shows what we knew at K: memories recorded by K
+  (``created_at <= K``), each with its validity as known then: a close recorded after K (the
+  supersession by a memory recorded later, kept as ``closed_at`` with the end it replaced,
+  ``prior_valid_to``) had not happened. Alone it asks what we believed held at K; with
+  ``as_of`` T, what we believed at K held at T. A close made before ``closed_at`` was kept
+  counts as known from the memory's own recording.
 - *Forgetting the newer fact does not reopen the older one.* Forgetting removes a record; it
   does not assert that the old value is true again (the user may have moved twice). A caller
   who wants the old value back re-remembers it, or clears ``valid_to`` with ``update``.
@@ -45,7 +52,8 @@ __all__ = [
     "validity_of",
 ]
 
-#: The reserved metadata key holding ``{"valid_from", "valid_to", "superseded_by"}``.
+#: The reserved metadata key holding ``{"valid_from", "valid_to", "superseded_by"}`` and, once
+#: closed by a supersession, ``closed_at`` and ``prior_valid_to`` (see ``known_at``).
 TIME_KEY = "_validity"
 
 
@@ -82,9 +90,20 @@ class Validity:
     valid_from: int
     valid_to: int | None
     superseded_by: str | None
+    #: When the close by ``superseded_by`` was recorded (``None``: never closed, or closed
+    #: before this was kept), and the end the memory had before it.
+    closed_at: int | None = None
+    prior_valid_to: int | None = None
 
     def holds_at(self, t: int) -> bool:
         return self.valid_from <= t and (self.valid_to is None or t < self.valid_to)
+
+    def known_at(self, t: int) -> Validity:
+        """The validity as it was known at record time ``t``: a close recorded later had
+        not happened."""
+        if self.closed_at is None or t >= self.closed_at:
+            return self
+        return Validity(self.valid_from, self.prior_valid_to, None)
 
 
 def validity_of(metadata: Mapping[str, Any] | None, created_at: int) -> Validity:
@@ -94,9 +113,12 @@ def validity_of(metadata: Mapping[str, Any] | None, created_at: int) -> Validity
     # Each key read once: a LongMemEval recall judges ~245 hits, each twice (visible, then
     # annotated).
     start, end, by = raw.get("valid_from"), raw.get("valid_to"), raw.get("superseded_by")
+    closed, prior = raw.get("closed_at"), raw.get("prior_valid_to")
     return Validity(valid_from=start if isinstance(start, int) else created_at,
                     valid_to=end if isinstance(end, int) else None,
-                    superseded_by=by if isinstance(by, str) else None)
+                    superseded_by=by if isinstance(by, str) else None,
+                    closed_at=closed if isinstance(closed, int) else None,
+                    prior_valid_to=prior if isinstance(prior, int) else None)
 
 
 def time_metadata(req: RememberRequest) -> dict[str, Any] | None:
@@ -112,12 +134,24 @@ def time_metadata(req: RememberRequest) -> dict[str, Any] | None:
 
 
 def closing_patch(old_metadata: Mapping[str, Any] | None, old_created_at: int,
-                  new_id: str, new_valid_from: int) -> dict[str, Any]:
-    """The metadata patch that closes an older memory superseded by ``new_id``."""
+                  new_id: str, new_valid_from: int, *,
+                  known_from: int | None = None) -> dict[str, Any]:
+    """The metadata patch that closes an older memory superseded by ``new_id``; the close
+    is known from ``known_from`` (the first close of a memory is the one kept: a later one
+    only moves the end earlier)."""
     old = validity_of(old_metadata, old_created_at)
     end = new_valid_from if old.valid_to is None else min(old.valid_to, new_valid_from)
-    return {TIME_KEY: {"valid_from": old.valid_from, "valid_to": max(end, old.valid_from),
-                       "superseded_by": new_id}}
+    out: dict[str, Any] = {"valid_from": old.valid_from, "valid_to": max(end, old.valid_from),
+                           "superseded_by": new_id}
+    if old.closed_at is not None:
+        out["closed_at"] = old.closed_at
+        if old.prior_valid_to is not None:
+            out["prior_valid_to"] = old.prior_valid_to
+    elif known_from is not None and old.superseded_by is None:
+        out["closed_at"] = known_from
+        if old.valid_to is not None:
+            out["prior_valid_to"] = old.valid_to
+    return {TIME_KEY: out}
 
 
 def _created(hit: HitView) -> int:
@@ -164,30 +198,42 @@ def annotate_own(hit: RecallHit) -> RecallHit:
 
 
 def is_visible(hit: HitView, req: RecallRequest, now: int) -> bool:
+    """Whether ``hit`` answers ``req`` in time: current truth, or what held at ``as_of``
+    (valid time) as known now or, with ``known_at``, as known then (record time)."""
+    known = req.known_at
+    point = req.as_of if req.as_of is not None else known
     if hit.valid_to is None and hit.superseded_by is None and not (
             hit.metadata and TIME_KEY in hit.metadata):
         # No validity of its own (most memories): valid from its start, never closed. The
         # rule below gives the same answer; a recall's pool judges 100 hits.
         start = hit.valid_from if hit.valid_from is not None else _created(hit)
-        if req.as_of is not None:
-            return _created(hit) <= req.as_of and start <= req.as_of
+        if point is not None:
+            return start <= point and (known is None or _created(hit) <= known)
         return req.include_superseded or start <= now
     v = hit_validity(hit)
-    if req.as_of is not None:
-        return _created(hit) <= req.as_of and v.holds_at(req.as_of)
+    if known is not None:
+        if _created(hit) > known:
+            return False
+        v = v.known_at(known)
+    if point is not None:
+        return v.holds_at(point)
     if req.include_superseded:
         return True
     return v.superseded_by is None and v.holds_at(now)
 
 
-def rank_current_first(hits: list[HitT], now: int, *, as_of: bool = False) -> list[HitT]:
+def rank_current_first(hits: list[HitT], now: int, *, as_of: bool = False,
+                       known_at: int | None = None) -> list[HitT]:
     """Current hits keep their order; no longer valid ones follow (stable within each).
 
     With ``as_of`` (``now`` is the asked point in time) only validity at ``now`` counts: a
     value superseded *later* was the truth then, and ranking it behind every hit never
-    superseded made ``as_of`` answer an unrelated neighbour (issue 17's regression).
+    superseded made ``as_of`` answer an unrelated neighbour (issue 17's regression). With
+    ``known_at``, validity as known at that record time.
     """
     def stale(h: HitT) -> bool:
         v = hit_validity(h)
+        if known_at is not None:
+            v = v.known_at(known_at)
         return (not as_of and v.superseded_by is not None) or not v.holds_at(now)
     return [h for h in hits if not stale(h)] + [h for h in hits if stale(h)]

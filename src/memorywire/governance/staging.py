@@ -19,7 +19,7 @@ from typing import Any
 
 from memorywire.core.clock import Clock
 from memorywire.core.ids import new_id
-from memorywire.errors import PendingApproval
+from memorywire.errors import Conflict, ErrorDetail, PendingApproval
 from memorywire.governance.actor import current_actor, current_actor_id
 from memorywire.governance.bracket import Settle
 from memorywire.governance.checks import check_committable
@@ -123,12 +123,19 @@ class StagingDesk:
         fresh = new_id(now) if is_remember else None
         return await self._w.grouped(lambda: self._queue.stage(item, details, fresh))
 
-    def refuse_if_staged(self, agent_id: str, memory_id: str) -> Callable[[], None]:
+    def refuse_if_staged(self, agent_id: str, memory_id: str,
+                         user_id: str | None = None) -> Callable[[], None]:
         """A direct remember's guard (run on the worker with its ``intent``): no staged item
-        may create the same memory, else ``PendingApproval``."""
+        may create the same memory, else ``PendingApproval`` (``Conflict`` when the item is
+        another user's)."""
 
         def check() -> None:
             item = self._queue.open_for_memory(agent_id, memory_id)
+            if item is not None and item.user_id != user_id:
+                # Another user's pending write: the answer an id in use gets (see
+                # server/precheck.py), so its approval stays unseen and unprobed.
+                raise Conflict(f"id {memory_id!r} already holds a different memory",
+                               [ErrorDetail("/id", "conflict", "id in use")])
             if item is not None:
                 where = self._url(item.id) or item.id
                 raise PendingApproval(f"{memory_id} is awaiting approval ({where})")

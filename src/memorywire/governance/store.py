@@ -235,7 +235,7 @@ class GovernedStore:
             with scan:
                 return await self._inner.remember(req)
 
-        guard = self._staging.refuse_if_staged(req.agent_id, item_id)
+        guard = self._staging.refuse_if_staged(req.agent_id, item_id, req.user_id)
         if honours_bracket(self._inner) and not req.supersedes:
             return await self._trail.bracket(
                 "remember", req.agent_id, [item_id], meta, done=batch_remembered, guard=guard

@@ -13,12 +13,16 @@ import io
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
+
+import anyio
 
 from memorywire.core.records import Row
 from memorywire.errors import CapabilityMissing, Conflict, InvalidRequest
 from memorywire.portability.dump import DumpReader, DumpWriter, open_dump
+from memorywire.portability.dump_rules import DumpLimits, LineRules, Scope
 from memorywire.portability.governed import (
     history_of,
     pending_docs,
@@ -97,11 +101,12 @@ async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
                       user_id: str | None = None, since: int | None = None,
                       include_forgotten: bool = False, include_vectors: bool = False,
                       include_history: bool = False, include_pending: bool = False,
-                      page: int = PAGE) -> AsyncIterator[bytes]:
+                      page: int = PAGE, scope: Scope | None = None) -> AsyncIterator[bytes]:
     """The dump's lines (uncompressed), a page at a time: what a file export and a streamed
     HTTP export both write. A governed ``store`` is read through its inner store; its
     governance supplies the history and pending items when asked for (an ungoverned one
-    answers ``capability_missing``)."""
+    answers ``capability_missing``). ``scope`` keeps only the records and pending items of
+    the agents and users it allows (a scoped token's export)."""
     store, gov = split(store)
     if include_history:
         require_governance(gov, "include_history")
@@ -129,7 +134,8 @@ async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
     after: Cursor | None = None
     while True:
         rows = await src.export_rows(agent_id, after, page)
-        picked = [r for r in rows if _wanted(r, user_id, since, include_forgotten)]
+        picked = [r for r in rows if _wanted(r, user_id, since, include_forgotten)
+                  and (scope is None or scope(r.agent_id, r.user_id))]
         vectors: list[Any] = [None] * len(picked)
         if include_vectors and picked:
             assert isinstance(store, VectorPortable)
@@ -145,7 +151,8 @@ async def dump_chunks(store: Any, *, url: str, agent_id: str | None = None,
         after = cursor_of(rows[-1])
     if include_pending and gov is not None:
         for item in await pending_docs(gov, agent_id, user_id):
-            writer.write_pending(item)
+            if scope is None or scope(item["agent_id"], item["user_id"]):
+                writer.write_pending(item)
     writer.close()
     yield buffer.getvalue()
 
@@ -204,6 +211,8 @@ class DumpImportCounts(ImportCounts):
     load_note: str | None = None
     #: How a bulk load built what it deferred, else ``None``.
     index: dict[str, Any] | None = None
+    #: With ``skip_invalid``: how many lines were left out, and the first of them.
+    invalid: LineRules | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -214,6 +223,9 @@ class DumpImportCounts(ImportCounts):
             out["load_note"] = self.load_note
         if self.index is not None:
             out["index"] = self.index
+        if self.invalid is not None:
+            out["skipped_invalid"] = self.invalid.skipped_count
+            out["invalid"] = [s.to_json() for s in self.invalid.skipped]
         return out
 
 
@@ -221,44 +233,42 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
                       allow_loss: set[str] | None = None, reembed: bool = False,
                       page: int = PAGE,
                       progress: Callable[[int, int], None] | None = None,
+                      limits: DumpLimits | None = None, skip_invalid: bool = False,
+                      scope: Scope | None = None,
                       ) -> tuple[FidelityPlan, DumpImportCounts]:
     """Verify the whole dump and plan first (nothing is written from a bad dump), then
     import it page by page. The dump's vectors are reused when every record carries one,
     the target takes vectors and embeds with the same embedder, and ``reembed`` is off.
     ``progress(done, total)`` follows each page written.
 
+    Every line is held to :mod:`memorywire.portability.dump_rules` within ``limits``: the
+    first bad record refuses the dump, or, with ``skip_invalid``, every bad one is left out
+    and reported (``counts.invalid``); a record or pending item outside ``scope`` refuses it.
+    The verify pass runs in a worker thread, so a large dump does not hold the event loop.
+
     A governed ``store`` takes the rows into its inner store, records the import in its
     audit log, and restores the dump's revision history and pending approvals there; an
     ungoverned one loses them (the plan's ``history`` and ``pending``)."""
     store, gov = split(store)
     dst = portable(store)
-    scan = FieldScan()
-    with open_dump(path) as stream:
-        reader = DumpReader(stream)
-        all_vectors = True
-        with_history = 0
-        for entry in reader.entries():
-            scan.add(entry.row)
-            all_vectors = all_vectors and entry.vector is not None
-            with_history += bool(entry.history)
-        digest = str(reader.footer.get("digest"))
-        kept = frozenset(reader.header.get("kept_fields") or ALL_FIELDS)
-        source = str(reader.header.get("source"))
-        embedder = reader.header.get("embedder") or {}
-        extras = {}
-        if reader.header.get("history"):
-            extras["history"] = (with_history, gov is not None,
-                                 "the target has no governance: no audit log to hold it")
-        if reader.header.get("pending") or reader.pending:
-            extras["pending"] = (len(reader.pending), gov is not None,
-                                 "the target has no governance: no approval queue")
-    plan = plan_fidelity(source, getattr(store, "name", "?"), kept, dst.kept_fields, scan,
+    limits = limits or DumpLimits()
+    first = LineRules(limits, skip_invalid=skip_invalid, scope=scope)
+    seen = await anyio.to_thread.run_sync(partial(_verify_pass, path, first))
+    scan, digest, source, embedder = seen.scan, seen.digest, seen.source, seen.embedder
+    extras = {}
+    if seen.history is not None:
+        extras["history"] = (seen.history, gov is not None,
+                             "the target has no governance: no audit log to hold it")
+    if seen.pending is not None:
+        extras["pending"] = (seen.pending, gov is not None,
+                             "the target has no governance: no approval queue")
+    plan = plan_fidelity(source, getattr(store, "name", "?"), seen.kept, dst.kept_fields, scan,
                          extras=extras)
     plan.refuse_unless(allow_loss or set())
-    reuse = (not reembed and all_vectors and isinstance(store, VectorPortable)
+    reuse = (not reembed and seen.all_vectors and isinstance(store, VectorPortable)
              and (embedder.get("id"), embedder.get("dim"))
              == (store.embedder.name, store.embedder.dim))
-    counts = DumpImportCounts()
+    counts = DumpImportCounts(invalid=first if skip_invalid else None)
     job = f"import of dump {digest}"
     loader = dst if isinstance(dst, BulkLoadable) else None
     if loader is not None and gov is not None:
@@ -301,8 +311,9 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
     done = 0
     if progress is not None:
         progress(done, scan.rows)
+    again = LineRules(limits, scope=scope, skip_lines=first.skipped_lines, check_repeats=False)
     with open_dump(path) as stream:
-        reader = DumpReader(stream)
+        reader = DumpReader(stream, again)
         batch: list[Row] = []
         vectors: list[Any] = []
         histories: list[list[dict[str, Any]] | None] = []
@@ -327,3 +338,39 @@ async def import_dump(store: Any, path: str, *, on_conflict: OnConflict = OnConf
             counts.pending, counts.pending_skipped = await restage(
                 gov, reader.pending, source, skip_conflicts=on_conflict is not OnConflict.FAIL)
     return plan, counts
+
+
+@dataclass
+class _Verified:
+    """What the verify pass learnt about a dump."""
+
+    scan: FieldScan
+    digest: str
+    kept: frozenset[str]
+    source: str
+    embedder: dict[str, Any]
+    all_vectors: bool
+    #: Records carrying a history, when the header says the dump carries them.
+    history: int | None
+    #: Pending lines kept, when the dump carries any.
+    pending: int | None
+
+
+def _verify_pass(path: str, rules: LineRules) -> _Verified:
+    """Read the whole dump once (digests, rules, the fields it uses), writing nothing."""
+    scan = FieldScan()
+    with open_dump(path) as stream:
+        reader = DumpReader(stream, rules)
+        all_vectors = True
+        with_history = 0
+        for entry in reader.entries():
+            scan.add(entry.row)
+            all_vectors = all_vectors and entry.vector is not None
+            with_history += bool(entry.history)
+        header = reader.header
+        return _Verified(
+            scan, str(reader.footer.get("digest")),
+            frozenset(header.get("kept_fields") or ALL_FIELDS), str(header.get("source")),
+            header.get("embedder") or {}, all_vectors,
+            with_history if header.get("history") else None,
+            len(reader.pending) if header.get("pending") or reader.pending else None)

@@ -255,7 +255,7 @@ class MemoryRouter(GraphEdges, FanOut):
         return RememberResponse(
             id=mid, stored_at=first.stored_at, stores=[o.store.name for o in accepted],
             pending_approval=False, failures=self._failures(outcomes),
-            conflicts=first.conflicts,
+            conflicts=first.conflicts, near_duplicates=first.near_duplicates,
         )
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
@@ -398,9 +398,10 @@ class MemoryRouter(GraphEdges, FanOut):
             })
             for f in fused[: req.k]
         ]
-        if req.include_superseded or req.as_of is not None:
-            results = rank_current_first(results, req.as_of if req.as_of is not None else now,
-                                         as_of=req.as_of is not None)
+        point = req.as_of if req.as_of is not None else req.known_at
+        if req.include_superseded or point is not None:
+            results = rank_current_first(results, point if point is not None else now,
+                                         as_of=point is not None, known_at=req.known_at)
         return RecallResponse(
             results=results, fusion_used=req.fusion,
             stores_queried=[s.name for s in self._stores if s.name in answered],

@@ -92,6 +92,7 @@ def http_app(runtime: Runtime) -> Starlette:
         tokens=runtime.tokens,
         allowed_origins=runtime.config.allowed_origins,
         defaults=runtime.config.tool_defaults(),
+        stream_timeout_s=runtime.config.idle_timeout_s,
     )
     cfg = runtime.config
     app = create_app(

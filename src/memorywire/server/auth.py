@@ -67,6 +67,17 @@ class Principal:
     def owns_agent(self, agent_id: str) -> bool:
         return self.agent_ids is None or agent_id in self.agent_ids
 
+    @property
+    def scoped(self) -> bool:
+        """Whether the token is limited to some agents or users (not every tenant)."""
+        return self.agent_ids is not None or self.user_ids is not None
+
+    def allows(self, agent_id: str, user_id: str | None) -> bool:
+        """:meth:`check_scope` as a predicate, for a read that spans many scopes (an export
+        keeps the rows it allows)."""
+        return self.owns_agent(agent_id) and (
+            self.user_ids is None or (user_id is not None and user_id in self.user_ids))
+
     def check_scope(self, agent_id: str, user_id: str | None) -> None:
         """Refuse a request aimed outside the token's scope.
 

@@ -88,6 +88,9 @@ class ServerConfig:
     embedder: str = "default"
     max_body_bytes: int = Limits.max_body_bytes
     max_import_bytes: int = Limits.max_import_bytes
+    max_import_unzipped_bytes: int = Limits.max_import_unzipped_bytes
+    max_import_line_bytes: int = Limits.max_import_line_bytes
+    max_import_records: int = Limits.max_import_records
     max_content_bytes: int = Limits.max_content_bytes
     max_json_depth: int = Limits.max_json_depth
     recall_rate: float = Limits.recall_rate
@@ -192,6 +195,9 @@ class ServerConfig:
         return Limits(
             max_body_bytes=self.max_body_bytes,
             max_import_bytes=self.max_import_bytes,
+            max_import_unzipped_bytes=self.max_import_unzipped_bytes,
+            max_import_line_bytes=self.max_import_line_bytes,
+            max_import_records=self.max_import_records,
             max_content_bytes=self.max_content_bytes,
             max_json_depth=self.max_json_depth,
             recall_rate=self.recall_rate,

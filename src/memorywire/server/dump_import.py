@@ -1,6 +1,18 @@
 """``POST /v0/admin/import``: a ``memorywire/export`` dump in, the fidelity report out.
 
-Admin only, like the export: an import writes into every agent's scope. The body is the dump
+Admin only, like the export, and within the token's scope: a token scoped to agents may import
+records (and pending items) of those agents only; a line naming another agent refuses the
+whole dump (``forbidden``) before anything is written. A token scoped to users may not import
+at all: ids are unique per agent, not per user, so an import under one user could replace or
+reveal another user's memory of the same id. The import is audited as the calling token.
+
+Every record is held to ``remember``'s rules (:mod:`memorywire.portability.dump_rules`): the
+first bad line refuses the dump, naming the line and the field, unless ``skip_invalid=true``
+leaves bad lines out and reports them (``skipped_invalid``, ``invalid``). The unzipped size,
+each line's length and the number of records are capped while the dump is read
+(``max_import_unzipped_bytes``, ``max_import_line_bytes``, ``max_import_records``).
+
+The body is the dump
 as ``application/x-ndjson`` (the one route where a write is not JSON: the browser rule of
 :mod:`memorywire.server.origin` admits this type here only, and a page still cannot send it
 without a CORS preflight), gzip-compressed or not (``Content-Encoding: gzip``, or the gzip
@@ -26,7 +38,9 @@ from typing import Any
 import anyio
 from starlette.requests import Request
 
-from memorywire.errors import ErrorDetail, InvalidRequest, PayloadTooLarge
+from memorywire.errors import ErrorDetail, Forbidden, InvalidRequest, PayloadTooLarge
+from memorywire.governance.actor import acting_as
+from memorywire.portability.dump_rules import DumpLimits
 from memorywire.portability.moves import import_dump
 from memorywire.server.auth import Principal, Role
 from memorywire.server.limits import Limits
@@ -34,9 +48,25 @@ from memorywire.store.portable import OnConflict
 
 __all__ = ["IMPORT_PARAMS", "IMPORT_TYPES", "import_dump_response"]
 
-IMPORT_PARAMS = ("on_conflict", "reembed", "allow_loss")
+IMPORT_PARAMS = ("on_conflict", "reembed", "allow_loss", "skip_invalid")
 #: The media types this route reads (``application/jsonl`` is the other spelling in use).
 IMPORT_TYPES = ("application/x-ndjson", "application/jsonl")
+
+
+def _flag(query: Mapping[str, str], name: str) -> bool:
+    value = query.get(name, "false").lower()
+    if value not in ("true", "false", "1", "0"):
+        raise InvalidRequest(f"{name} must be true or false, not {value!r}")
+    return value in ("true", "1")
+
+
+def dump_limits(limits: Limits) -> DumpLimits:
+    """The server's caps on one dump being read."""
+    return DumpLimits(max_bytes=limits.max_import_unzipped_bytes,
+                      max_line_bytes=limits.max_import_line_bytes,
+                      max_records=limits.max_import_records,
+                      max_content_bytes=limits.max_content_bytes,
+                      max_json_depth=limits.max_json_depth)
 
 
 def _options(query: Mapping[str, str]) -> tuple[OnConflict, bool, set[str]]:
@@ -48,11 +78,8 @@ def _options(query: Mapping[str, str]) -> tuple[OnConflict, bool, set[str]]:
     except ValueError:
         raise InvalidRequest("on_conflict must be skip, replace or fail",
                              [ErrorDetail("/on_conflict", "enum", "skip|replace|fail")]) from None
-    reembed = query.get("reembed", "false").lower()
-    if reembed not in ("true", "false", "1", "0"):
-        raise InvalidRequest(f"reembed must be true or false, not {reembed!r}")
     allow = {f.strip() for f in query.get("allow_loss", "").split(",") if f.strip()}
-    return on_conflict, reembed in ("true", "1"), allow
+    return on_conflict, _flag(query, "reembed"), allow
 
 
 async def _spool(request: Request, limits: Limits, path: str) -> int:
@@ -76,7 +103,11 @@ async def import_dump_response(store: Any, principal: Principal, request: Reques
                                limits: Limits) -> dict[str, Any]:
     """The import's report: the fidelity plan and what was written."""
     principal.require(Role.ADMIN)
+    if principal.user_ids is not None:
+        raise Forbidden("a token scoped to users may not import: ids are unique per agent, "
+                        "so an import could replace or reveal another user's memory")
     on_conflict, reembed, allow_loss = _options(request.query_params)
+    skip_invalid = _flag(request.query_params, "skip_invalid")
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media not in IMPORT_TYPES:
         raise InvalidRequest(f"the body must be a dump, Content-Type: application/x-ndjson "
@@ -94,8 +125,11 @@ async def import_dump_response(store: Any, principal: Principal, request: Reques
                                  "(body_timeout_s)") from None
         if size == 0:
             raise InvalidRequest("the body is empty: send a memorywire/export dump")
-        plan, counts = await import_dump(store, path, on_conflict=on_conflict,
-                                         allow_loss=allow_loss, reembed=reembed)
+        with acting_as(principal.name, principal.token_id):
+            plan, counts = await import_dump(
+                store, path, on_conflict=on_conflict, allow_loss=allow_loss, reembed=reembed,
+                limits=dump_limits(limits), skip_invalid=skip_invalid,
+                scope=principal.allows if principal.scoped else None)
     finally:
         os.unlink(path)
     return {"plan": plan.to_json(), **counts.to_json()}

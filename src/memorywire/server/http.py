@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
 from memorywire.errors import (
+    CapabilityMissing,
     ErrorDetail,
     InvalidRequest,
     MemorywireError,
@@ -30,6 +31,7 @@ from memorywire.errors import (
     PayloadTooLarge,
     Unauthorized,
 )
+from memorywire.governance.receipt_trust import public_key_document
 from memorywire.server.apidocs import docs_mount, redoc_mount
 from memorywire.server.auth import Principal, Role, TokenStore
 from memorywire.server.dispatch import FAILURES_HEADER, Dispatcher, DispatchResult
@@ -225,6 +227,18 @@ def create_app(
     async def health(request: Request) -> Response:
         return await run(request, "health", {})
 
+    async def receipts_key(request: Request) -> Response:
+        # Public, like health: a data subject holding a receipt has no token.
+        if principal_of(request, anonymous_ok=True) is _ANONYMOUS:
+            wait = pacer.reserve()
+            if wait > 0:
+                await anyio.sleep(wait)
+        doc = public_key_document(dispatcher.signing_key)
+        if doc is None:
+            raise CapabilityMissing("this server signs no receipts: start it with governance "
+                                    "or a signing_key")
+        return _Json(doc)
+
     async def schemas(request: Request) -> Response:
         return await run(request, "schema", {})
 
@@ -256,6 +270,7 @@ def create_app(
         "recover": operation("recover"),
         "admin.import": admin_import,
         "health": health,
+        "receipts.key": receipts_key,
         "schemas": schemas,
         "schema": schema,
         "rpc": rpc,

@@ -7,15 +7,13 @@ once per level and a 10,000-deep array would otherwise exhaust the stack of the 
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from memorywire.core.json_depth import json_depth
 from memorywire.errors import ErrorDetail, InvalidRequest, PayloadTooLarge, RateLimited
 from memorywire.wire.codec import parse_json
 
@@ -30,16 +28,17 @@ __all__ = [
     "rate_limiters",
 ]
 
-# A JSON string literal, matched without backtracking so hostile input stays linear.
-_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
-
-
 @dataclass(frozen=True)
 class Limits:
     max_body_bytes: int = 1 << 20
     #: Largest dump ``POST /v0/admin/import`` takes (spooled to a temporary file, never
     #: held in memory).
     max_import_bytes: int = 1 << 30
+    #: The same dump once unzipped, one line of it, and its record lines: checked while the
+    #: dump is read, so a gzip bomb stops at the first cap instead of filling memory.
+    max_import_unzipped_bytes: int = 4 << 30
+    max_import_line_bytes: int = 8 << 20
+    max_import_records: int = 5_000_000
     max_content_bytes: int = 256 << 10
     max_json_depth: int = 64
     #: Sustained recall calls per second per token, and the burst allowed above it. Which
@@ -65,18 +64,6 @@ class Timeouts:
     body_s: float = 30.0
     #: Keep-alive: an idle connection is closed after this long.
     idle_s: float = 5.0
-
-
-def json_depth(raw: bytes) -> int:
-    """Deepest nesting of arrays/objects in ``raw``, ignoring brackets inside strings."""
-    stripped = _STRING.sub(b'""', raw)
-    arr = np.frombuffer(stripped, dtype=np.uint8)
-    if arr.size == 0:
-        return 0
-    opens = (arr == ord("[")) | (arr == ord("{"))
-    closes = (arr == ord("]")) | (arr == ord("}"))
-    level = np.cumsum(opens.astype(np.int64) - closes.astype(np.int64))
-    return int(level.max(initial=0))
 
 
 def parse_json_body(raw: bytes, limits: Limits) -> Any:

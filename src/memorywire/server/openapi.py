@@ -197,7 +197,7 @@ def _operations() -> dict[str, dict[str, Any]]:
     }
     ops["admin.export"] = {
         "operationId": "admin_export",
-        "summary": "the store as a memorywire/export dump (admin only)",
+        "summary": "the store as a memorywire/export dump (admin, within its scope)",
         "parameters": [
             {"name": "agent_id", "in": "query", "schema": {"type": "string"}},
             {"name": "user_id", "in": "query", "schema": {"type": "string"}},
@@ -223,13 +223,17 @@ def _operations() -> dict[str, dict[str, Any]]:
     }
     ops["admin.import"] = {
         "operationId": "admin_import",
-        "summary": "import a memorywire/export dump (admin only); answers the fidelity report",
+        "summary": "import a memorywire/export dump (admin, within its scope); answers the "
+                   "fidelity report",
         "parameters": [
             {"name": "on_conflict", "in": "query",
              "schema": {"enum": ["skip", "replace", "fail"], "default": "skip"}},
             {"name": "reembed", "in": "query", "schema": {"type": "boolean"}},
             {"name": "allow_loss", "in": "query", "schema": {"type": "string"},
              "description": "comma-separated fields the plan may lose"},
+            {"name": "skip_invalid", "in": "query", "schema": {"type": "boolean"},
+             "description": "leave out records that break remember's rules and report them "
+                            "(default: the first one refuses the whole dump)"},
         ],
         "requestBody": {
             "required": True,
@@ -240,6 +244,13 @@ def _operations() -> dict[str, dict[str, Any]]:
         "responses": {"200": _generic("the fidelity plan and import counts"), **_ERRORS},
     }
     ops["health"] = {"operationId": "health", "responses": {"200": _generic("store health")}}
+    ops["receipts.key"] = {
+        "operationId": "receipts_key",
+        "summary": "the public key this deployment signs deletion receipts with (to pin; "
+                   "no token needed)",
+        "responses": {"200": _generic("kind, algorithm and the base64 Ed25519 public key"),
+                      **_ERRORS},
+    }
     ops["schemas"] = {
         "operationId": "schemas",
         "responses": {"200": _generic("the names of the wire JSON Schemas")},

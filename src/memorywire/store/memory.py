@@ -18,7 +18,7 @@ import numpy as np
 
 from memorywire.core.boosts import Boosts
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
-from memorywire.core.content import embed_text
+from memorywire.core.content import content_to_storage, embed_text, fold_request
 from memorywire.core.context_key import CONTEXT_FIELD, check_context, lexical_text
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.fields import matches_where
@@ -31,6 +31,7 @@ from memorywire.core.subject_boost import SUBJECT_WEIGHT
 from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT
 from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.textsearch import query_terms
+from memorywire.core.timeline import validity_of
 from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed.base import Embedder
 from memorywire.errors import InvalidRequest
@@ -45,6 +46,7 @@ from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS
 from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope, row_hit
+from memorywire.store.timeline import CONFLICT_SCAN_LIMIT, Found, Probe, remember_in_time
 from memorywire.store.url_settings import refusing_bad_values, url_keywords
 from memorywire.wire.models import (
     Fusion,
@@ -52,6 +54,8 @@ from memorywire.wire.models import (
     RecallHit,
     RecallRequest,
     RecallResponse,
+    RememberRequest,
+    RememberResponse,
 )
 
 __all__ = ["InMemoryStore"]
@@ -130,6 +134,40 @@ class InMemoryStore(RowDelegate[_Row]):
         return self._embedder
 
     # --- the operations come from RowDelegate; the expiry sweep only here ---------------------
+
+    async def remember_many(self, reqs: Sequence[RememberRequest]
+                            ) -> builtins.list[RememberResponse]:
+        """RowDelegate's, with the batch's vectors computed first (a
+        :class:`~memorywire.store.timeline.ConflictIndex`), so the write's read of its scope has
+        cosines, as SQLite's and PostgreSQL's: the meaning rule of conflicts and
+        near-duplicates by meaning."""
+        return await remember_in_time(self, reqs, self._ops.remember_many,
+                                      embed=self.embed_requests)
+
+    async def embed_requests(self, reqs: Sequence[RememberRequest]) -> Any:
+        """The vectors a remember of ``reqs`` stores (the embedder's cache serves the write)."""
+        folded = [fold_request(r) for r in reqs]
+        return self.embedder.embed([embed_text(r.type, content_to_storage(r.type, r.content))
+                                    for r in folded])
+
+    async def conflict_candidates(self, probes: Sequence[Probe]) -> builtins.list[Found]:
+        """Each probe's scope's newest ``CONFLICT_SCAN_LIMIT`` current memories of its type
+        (superseded ones are history), with their cosines to the probe's vector: the
+        reference store reads its rows, it keeps no index
+        (:class:`~memorywire.store.timeline.ConflictIndex`)."""
+        now = self._clock.now_ms()
+        out: builtins.list[Found] = []
+        for p in probes:
+            rows = [r for r in self._visible_in_scope(p.agent_id, p.user_id, now)
+                    if r.type is p.type and r.user_id == p.user_id
+                    and validity_of(r.metadata, r.created_at).superseded_by is None]
+            rows = sorted(rows, key=lambda r: (r.created_at, r.id),
+                          reverse=True)[:CONFLICT_SCAN_LIMIT]
+            query = np.asarray(p.vector, dtype=np.float32)
+            norm = float(np.linalg.norm(query)) or 1.0
+            out.append([(r.id, r.stored, float(r.vector @ query)
+                         / ((float(np.linalg.norm(r.vector)) or 1.0) * norm)) for r in rows])
+        return out
 
     async def purge_expired(self, before_ms: int, limit: int = 500) -> builtins.list[MemoryRecord]:
         """Erase memories expired at or before ``before_ms``; what the expiry sweep calls."""

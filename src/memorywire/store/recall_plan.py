@@ -60,7 +60,8 @@ class RecallPlan:
         # The names both subject rules look for (and so the pool they share).
         self._names = names_in(req.query, max(boosts.subject, boosts.subject_lexical))
         k = min(1000, max(req.k, TIME_POOL)) if self._windows else req.k
-        self._plain = req.model_copy(update={"as_of": None, "include_superseded": False,
+        self._plain = req.model_copy(update={"as_of": None, "known_at": None,
+                                             "include_superseded": False,
                                              "asked_at": None, "k": k})
         self._pooled = False
         self._widened = False
@@ -120,9 +121,10 @@ class RecallPlan:
         hits = subject_lexical_ranked(hits, req.query, self._names,
                                       self._subject_lexical_weight)
         hits = restated_last(hits, self._duplicate_share)
-        if req.include_superseded or req.as_of is not None:
-            hits = rank_current_first(hits, req.as_of if req.as_of is not None else now,
-                                      as_of=req.as_of is not None)
+        point = req.as_of if req.as_of is not None else req.known_at
+        if req.include_superseded or point is not None:
+            hits = rank_current_first(hits, point if point is not None else now,
+                                      as_of=point is not None, known_at=req.known_at)
         if hidden:
             hits = [h for h in hits if h.id not in hidden]
         return hits[:req.k]

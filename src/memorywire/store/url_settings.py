@@ -26,6 +26,7 @@ from memorywire.errors import InvalidRequest
 
 __all__ = [
     "Setting",
+    "check_range",
     "constructor_settings",
     "refusing_bad_values",
     "split_query",
@@ -106,7 +107,11 @@ def _value(scheme: str, key: str, kind: str, text: str) -> Any:
         return None
     try:
         if kind.startswith("int"):
-            return int(word)
+            whole = int(word)
+            if not -(2**63) <= whole < 2**63:
+                raise InvalidRequest(f"{scheme} URL: {key} must fit in a signed 64-bit "
+                                     f"integer, got {text!r}")
+            return whole
         number = float(word)
     except ValueError:
         what = "an integer" if kind.startswith("int") else "a number"
@@ -133,6 +138,14 @@ def url_keywords(store: type, scheme: str, query: str, kw: Mapping[str, Any], *,
     settings = constructor_settings(store, aliases)
     raw = split_query(scheme, query, settings, hints=hints)
     return {**typed_settings(scheme, raw, settings), **kw}
+
+
+def check_range(name: str, value: float, low: float, high: float) -> None:
+    """A constructor's range check, as the ``ValueError`` :func:`refusing_bad_values` turns
+    into ``invalid_request`` naming the setting (a value a driver would overflow on, such as
+    a busy timeout past a C ``int``, otherwise failed later as an internal error)."""
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ValueError(f"{name} must be between {low!r} and {high!r}, got {value!r}")
 
 
 @contextmanager

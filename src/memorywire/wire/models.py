@@ -57,6 +57,7 @@ __all__ = [
     "MergeRequest",
     "MergeResponse",
     "MergeStrategy",
+    "NearDuplicate",
     "ProceduralRecord",
     "Procedure",
     "RecallHit",
@@ -122,6 +123,9 @@ class RememberRequest(_Strict):
     valid_to: Millis | None = None
     #: NEW: ids this memory replaces (their validity closes at this one's ``valid_from``).
     supersedes: Annotated[list[Id], Field(max_length=100)] | None = None
+    #: v0.1: store this memory even when the scope holds one with the same content (by
+    #: default such a write is answered with the stored memory, see ``core.duplicates``).
+    allow_duplicate: bool = False
 
     def model_post_init(self, __context: Any) -> None:
         if (self.valid_from is not None and self.valid_to is not None
@@ -181,8 +185,11 @@ class RecallRequest(_Strict):
     #: Keep only hits whose calibrated ``relevance`` reaches this (instead of the store's
     #: configured floor); 0 keeps every ranked hit.
     min_relevance: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
-    #: NEW (v0.x): what held at this time (recorded by then, valid then); see core.timeline.
+    #: NEW (v0.x): what held at this time (valid time), as known now; see core.timeline.
     as_of: Millis | None = None
+    #: v0.1: what was known at this time (record time): memories recorded by then, with
+    #: their validity as known then; alone, what was believed to hold then.
+    known_at: Millis | None = None
     #: NEW: also return memories a newer one superseded (default: current truth only).
     include_superseded: bool = False
     #: v0.1: when the question is asked; relative times in it ("last Saturday") are counted
@@ -270,6 +277,14 @@ class ConflictCandidate(_Strict):
     why: str
 
 
+class NearDuplicate(_Strict):
+    """A current memory of the scope that a stored write (nearly) repeats: the same content
+    (similarity 1.0) or a stored vector this close (see ``core.duplicates``)."""
+
+    id: Id
+    similarity: Annotated[float, Field(ge=0.0, le=1.0)]
+
+
 class RememberResponse(_Strict):
     id: Id
     stored_at: Millis
@@ -280,6 +295,12 @@ class RememberResponse(_Strict):
     #: ``None`` (omitted on the wire) when there are none, so a v0.0 reader that forbids
     #: unknown keys still reads every answer without a conflict.
     conflicts: list[ConflictCandidate] | None = None
+    #: v0.1: ``True`` when the scope already held this memory (same content and metadata):
+    #: ``id`` and ``stored_at`` are the stored memory's and nothing was written. ``None``
+    #: (omitted) otherwise, as ``conflicts``.
+    deduplicated: bool | None = None
+    #: v0.1: memories of the scope this write was stored beside that (nearly) repeat it.
+    near_duplicates: list[NearDuplicate] | None = None
     #: Transport-side diagnostics; excluded from the wire body (v0 forbids extra keys).
     failures: list[StoreFailure] = Field(default_factory=list, exclude=True)
 

@@ -34,8 +34,10 @@ __all__ = [
 ]
 
 #: Routes that run no dispatcher operation: streamed dumps, JSON-RPC itself, this API's
-#: description. Every other route runs an operation of the table.
-TRANSPORT_ROUTES = frozenset({"admin.export", "admin.import", "rpc", "openapi"})
+#: description, the receipt-signing public key. Every other route runs an operation of the
+#: table.
+TRANSPORT_ROUTES = frozenset({"admin.export", "admin.import", "rpc", "openapi",
+                              "receipts.key"})
 
 _PARAM = re.compile(r"\{(\w+)(?::\w+)?\}")
 
@@ -82,6 +84,7 @@ _SHAPED: tuple[Route, ...] = (
     Route("recover", "POST", "/v0/admin/recover"),
     Route("admin.import", "POST", "/v0/admin/import"),
     Route("health", "GET", "/v0/health"),
+    Route("receipts.key", "GET", "/v0/receipts/key"),
     Route("schemas", "GET", "/v0/schemas", operation="schema"),
     Route("schema", "GET", "/v0/schemas/{name:path}"),
     # Transport-level: every operation by JSON-RPC method name, and this API's description.

@@ -36,6 +36,7 @@ __all__ = [
     "ValidationIssue",
     "best_match",
     "check",
+    "issues_at",
     "reference_issues",
     "validate",
     "validator_for",
@@ -105,6 +106,23 @@ def reference_issues(kind: str, document: Any) -> list[ValidationIssue]:
     """:func:`validate` by the reference validator alone (what the fast pre-check must match)."""
     issues: set[ValidationIssue] = set()
     for error in validator_for(kind).iter_errors(document):
+        issues.update(_issues(error))
+    return sorted(issues, key=lambda i: (i.path.split("/"), i.keyword, i.message))
+
+
+@cache
+def _validator_at(kind: str, fragment: str) -> Validator:
+    validator: Validator = _validator_class()({"$ref": schema_id(kind) + fragment},
+                                              registry=registry())
+    return validator
+
+
+def issues_at(kind: str, fragment: str, document: Any) -> list[ValidationIssue]:
+    """Every problem with ``document`` as one part of ``kind``'s schema (``#/oneOf/1``: a
+    dump's record line), by the reference validator. A ``oneOf`` of whole-document shapes
+    only says "matches none"; validating the one shape meant names the field."""
+    issues: set[ValidationIssue] = set()
+    for error in _validator_at(kind, fragment).iter_errors(document):
         issues.update(_issues(error))
     return sorted(issues, key=lambda i: (i.path.split("/"), i.keyword, i.message))
 

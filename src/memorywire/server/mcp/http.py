@@ -9,7 +9,9 @@ guidance asks of a protected resource); its principal rides in the ASGI scope, a
 call runs as that principal through the dispatcher, exactly as a REST call does.
 
 Sessions are stateless and answers are plain JSON: the tools never call back into the
-client, so there is no per-session state to bind to a credential or to expire.
+client, so there is no per-session state to bind to a credential or to expire. The event
+stream a ``GET`` opens therefore never carries anything; it is ended after
+``stream_timeout_s`` (the server's ``idle_timeout_s``) instead of being held for ever.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from memorywire.server.auth import Principal, TokenStore
 from memorywire.server.config import is_loopback
 from memorywire.server.dispatch import Dispatcher
 from memorywire.server.http import error_response
+from memorywire.server.limits import Timeouts
 from memorywire.server.mcp.server import PRINCIPAL_SCOPE_KEY, build_mcp_server
 from memorywire.server.mcp.tools import ToolDefaults
+from memorywire.server.stream_limit import run_for_at_most
 
 __all__ = ["McpHttp", "origin_allowed"]
 
@@ -52,9 +56,11 @@ class McpHttp:
         tokens: TokenStore | None,
         allowed_origins: Iterable[str] = (),
         defaults: ToolDefaults | None = None,
+        stream_timeout_s: float = Timeouts.idle_s,
     ) -> None:
         """``tokens=None`` serves without authentication, as the process owner."""
         self._tokens = tokens
+        self._stream_timeout_s = stream_timeout_s
         self._allowed = frozenset(allowed_origins)
         self._manager = StreamableHTTPSessionManager(
             build_mcp_server(dispatcher, defaults=defaults),
@@ -90,4 +96,8 @@ class McpHttp:
             await error_response(err)(scope, receive, send)
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
+        if scope.get("method") == "GET":
+            await run_for_at_most(self._stream_timeout_s, self._manager.handle_request,
+                                  scope, receive, send)
+            return
         await self._manager.handle_request(scope, receive, send)

@@ -24,7 +24,7 @@ def run_stdio(config: ServerConfig) -> int:
     async def main() -> None:
         async with running(config) as runtime:
             server = build_mcp_server(runtime.dispatcher, defaults=config.tool_defaults())
-            async with guarded_stdio_server() as (read, write):
+            async with guarded_stdio_server(limits=config.limits()) as (read, write):
                 await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)

@@ -84,6 +84,7 @@ from memorywire.store.postgres.url import PG_ALIASES, is_libpq_key
 from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.timeline import Found, Probe, remember_in_time
 from memorywire.store.url_settings import (
+    check_range,
     constructor_settings,
     refusing_bad_values,
     split_query,
@@ -152,6 +153,10 @@ class PostgresStore:
         duplicate_share: float = DUPLICATE_SHARE,
         subject_lexical_weight: float = SUBJECT_LEXICAL_WEIGHT,
     ) -> None:
+        check_range("min_size", min_size, 0, 10_000)
+        check_range("max_size", max_size, max(1, min_size), 10_000)
+        check_range("timeout", timeout, 0.001, 86_400)
+        check_range("exact_scope_limit", exact_scope_limit, 0, 2**31 - 1)
         self._name = name
         self._entity_gate = entity_gate
         self._boosts = Boosts.checked(session_weight=session_weight,

@@ -82,7 +82,7 @@ from memorywire.store.sqlite.schema import SCHEMA_VERSION
 from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR
 from memorywire.store.sqlite.url import SQLITE_URI_HINTS, sqlite_path, sqlite_query
 from memorywire.store.timeline import Found, Probe, remember_in_time
-from memorywire.store.url_settings import refusing_bad_values, url_keywords
+from memorywire.store.url_settings import check_range, refusing_bad_values, url_keywords
 from memorywire.wire.models import (
     ExpireRequest,
     ExpireResponse,
@@ -157,6 +157,8 @@ class SqliteStore:
         cache_mb: float = 1024,
         reads_need_file: bool = False,
     ) -> None:
+        check_range("busy_timeout_ms", busy_timeout_ms, 0, 2**31 - 1)  # SQLite takes a C int
+        check_range("cache_mb", cache_mb, 0, 2**20)
         self._embedder = resolve_embedder(embedder)
         self._clock: Clock = clock or SystemClock()
         self._name = name
@@ -245,16 +247,22 @@ class SqliteStore:
                                                  writes.remember_many(self._db, plain, given))
 
         async def scanning(plain: Sequence[RememberRequest],
-                           scan: Callable[[Vectors], None]) -> list[RememberResponse]:
-            def prepare() -> Vectors:
-                # The new vectors first, so the conflict scan (which reads what was stored
-                # before this write) compares meaning too; the write then reuses them.
+                           scan: Callable[[Vectors], list[int]]
+                           ) -> list[RememberResponse]:
+            def prepare() -> tuple[list[int], Vectors]:
+                # The new vectors first, so the search (which reads what was stored before
+                # this write) compares meaning too; the write then reuses them, for the
+                # requests the search keeps (the others repeat a stored memory).
                 given = embedded(plain)
-                scan(given)
-                return given
+                return scan(given), given
 
-            return await self._db.call_bracketed(
-                bracket, prepare, lambda given: writes.remember_many(self._db, plain, given))
+            def write_kept(kept: tuple[list[int], Vectors]) -> list[RememberResponse]:
+                keep, given = kept
+                if len(keep) == len(plain):
+                    return writes.remember_many(self._db, plain, given)
+                return writes.remember_many(self._db, [plain[n] for n in keep], given[keep])
+
+            return await self._db.call_bracketed(bracket, prepare, write_kept)
 
         return await remember_in_time(self, reqs, write, scanning=scanning)
 
@@ -334,18 +342,21 @@ class SqliteStore:
                               latency_ms=int((time.perf_counter() - started) * 1000))
 
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
-        def run() -> MemoryRecord | None:
-            if self._db.missing():
-                return None
-            where, args = scope_sql(agent_id, user_id)
-            with self._db.tx() as conn:
-                row = conn.execute(
-                    f"SELECT {COLS} FROM memories WHERE {where} AND id = ? AND {VISIBLE}",
-                    [*args, id, self._clock.now_ms()],
-                ).fetchone()
-            return None if row is None else record_of(row)
+        return await self._db.call(lambda: self.get_now(agent_id, id, user_id))
 
-        return await self._db.call(run)
+    def get_now(self, agent_id: str, id: str,
+                user_id: str | None = None) -> MemoryRecord | None:
+        """:meth:`get`, blocking, for a write's own worker-thread call (the duplicate check
+        of :class:`~memorywire.store.timeline.ConflictIndexNow`)."""
+        if self._db.missing():
+            return None
+        where, args = scope_sql(agent_id, user_id)
+        with self._db.tx() as conn:
+            row = conn.execute(
+                f"SELECT {COLS} FROM memories WHERE {where} AND id = ? AND {VISIBLE}",
+                [*args, id, self._clock.now_ms()],
+            ).fetchone()
+        return None if row is None else record_of(row)
 
     async def list(self, query: ListQuery) -> list[MemoryRecord]:
         return await self._db.call(lambda: self._list(query))

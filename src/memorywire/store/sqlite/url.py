@@ -7,7 +7,10 @@ first implementation's scheme) means the same store.
 Before 0.2 this package read ``sqlite:///tmp/m.db`` as the absolute ``/tmp/m.db``. So that a
 configuration written then does not silently start an empty store elsewhere, that spelling
 is still read the old way for one version, with a :class:`FutureWarning`, when only the old
-reading points into an existing folder.
+reading points into an existing folder. Where *both* readings point into existing folders
+(``sqlite:///data/m.db`` run from a directory holding ``data/`` on a machine with ``/data``),
+the URL is refused as ambiguous instead of quietly taking the relative one: which file it
+meant would otherwise depend on the working directory.
 
 The query (``?turn_weight=0``) carries the store's settings
 (:mod:`memorywire.store.url_settings`). SQLite's own URI parameters (``mode=ro``,
@@ -43,6 +46,14 @@ def _old_absolute(rest: str) -> bool:
     return Path("/" + rest).parent.is_dir()
 
 
+def _ambiguous(rest: str) -> bool:
+    """Whether ``sqlite:///<rest>`` names an existing folder both here and at the root."""
+    relative, absolute = Path(rest), Path("/" + rest)
+    if relative.parent == Path(".") or not relative.parent.is_dir():
+        return False
+    return absolute.parent.is_dir() and relative.absolute() != absolute
+
+
 def sqlite_query(url: str) -> str:
     """The query of a SQLite store URL (``""`` when it has none)."""
     return url.partition("?")[2]
@@ -70,6 +81,8 @@ def sqlite_path(url: str) -> str:
     if not rest:
         raise InvalidRequest("sqlite URL names no file (use sqlite:///relative.db or "
                              "sqlite:////absolute/path.db)")
+    if rest.startswith("./"):
+        return rest  # spelt relative on purpose: never the old absolute reading
     if _old_absolute(rest):
         warnings.warn(
             f"store URL {url!r} is read as the absolute path /{rest} because the folder "
@@ -80,4 +93,10 @@ def sqlite_path(url: str) -> str:
             stacklevel=3,
         )
         return "/" + rest
+    if _ambiguous(rest):
+        raise InvalidRequest(
+            f"store URL {url!r} is ambiguous: {Path(rest).parent}/ exists here and "
+            f"/{Path(rest).parent}/ exists too; write sqlite:////{rest} (four slashes) for "
+            f"the absolute path or sqlite:///./{rest} for the one relative to the working "
+            "directory")
     return rest

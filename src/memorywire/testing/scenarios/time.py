@@ -1,5 +1,5 @@
-"""Truth over time, identically on every backend: supersession, chains, ``as_of``, conflicts,
-the time of asking.
+"""Truth over time, identically on every backend: supersession, chains, ``as_of`` (valid
+time) and ``known_at`` (record time), conflicts, the time of asking.
 
 A store that does not declare the ``time`` capability is skipped (naming it): it would
 store ``supersedes`` and ``as_of`` without acting on them. A router over such a store
@@ -56,6 +56,37 @@ async def chains_and_as_of(h: Harness, store: MemoryStore) -> None:
     assert await _ask(store, as_of=t0 + 15_000) == [RYANAIR]
     assert await _ask(store, as_of=t0 + 5_000) == [KLM]
     assert await _ask(store, as_of=t0 - 1) == []
+
+
+async def as_of_finds_a_back_dated_fact(h: Harness, store: MemoryStore) -> None:
+    """A fact recorded now that held from a year ago is what held half a year ago
+    (``as_of``, valid time), though nobody knew it then (``known_at``, record time)."""
+    h.require(store, C.TIME)
+    now, day = h.clock.now_ms(), 86_400_000
+    await store.remember(rem("ag", KLM, id="a", valid_from=now - 365 * day))
+    assert await _ask(store, as_of=now - 180 * day) == [KLM], "as_of misses a back-dated fact"
+    assert await _ask(store, as_of=now - 400 * day) == [], "before its validity"
+    assert await _ask(store, known_at=now - 180 * day) == [], "it was not known then"
+    assert await _ask(store, known_at=now, as_of=now - 180 * day) == [KLM]
+
+
+async def known_at_reads_what_was_known_then(h: Harness, store: MemoryStore) -> None:
+    """A superseded by B: ``as_of`` a time before B is A as known now; ``known_at`` that
+    time is A too (B was not recorded); ``known_at`` before B but ``as_of`` after B's start
+    is still A (what was believed then about later), and after B was recorded it is B."""
+    h.require(store, C.TIME)
+    t0 = h.clock.now_ms()
+    await store.remember(rem("ag", KLM, id="a", valid_from=t0))
+    h.clock.advance(10_000)
+    await store.remember(rem("ag", RYANAIR, id="b", supersedes=["a"]))
+    h.clock.advance(10_000)
+    assert await _ask(store, as_of=t0 + 5_000) == [KLM]
+    assert await _ask(store, as_of=t0 + 15_000) == [RYANAIR]
+    assert await _ask(store, known_at=t0 + 5_000) == [KLM]
+    assert await _ask(store, known_at=t0 + 5_000, as_of=t0 + 15_000) == [KLM], \
+        "a supersession recorded later counted as known"
+    assert await _ask(store, known_at=t0 + 15_000) == [RYANAIR]
+    assert await _ask(store, known_at=t0 - 1) == []
 
 
 async def forgetting_the_newer_keeps_the_older_closed(h: Harness, store: MemoryStore) -> None:
@@ -120,6 +151,8 @@ async def time_of_asking_ranks_that_time_higher(h: Harness, store: MemoryStore) 
 SCENARIOS: list[Scenario] = [
     scenario(supersedes_hides_the_old_value, C.SEMANTIC),
     scenario(chains_and_as_of, C.SEMANTIC),
+    scenario(as_of_finds_a_back_dated_fact, C.SEMANTIC),
+    scenario(known_at_reads_what_was_known_then, C.SEMANTIC),
     scenario(forgetting_the_newer_keeps_the_older_closed, C.SEMANTIC),
     scenario(remember_reports_conflicts, C.SEMANTIC),
     scenario(conflicts_skip_history_and_other_users, C.SEMANTIC),

@@ -5,7 +5,8 @@ the memorywire to measure: the parent runs it once with the sources of an old co
 with today's, because two versions of one package cannot be imported into one process. So
 this file imports nothing of the benchmarks and, of memorywire, only what every version since
 the first session has had under the same name: ``SqliteStore`` (constructor, ``remember_many``
-with ``vectors=``, ``recall_by_vector``, ``aclose``), the wire's ``RememberRequest``,
+with ``vectors=``, ``recall_by_vector``, ``aclose``; its floors given as one keyword each before
+recall30 and as one ``recall`` value since, see ``_floors_off``), the wire's ``RememberRequest``,
 ``RecallRequest`` and ``MemoryType``, and the embedders. What differs between versions (which
 request fields exist) is already settled in the plan: each side reads the requests written
 for it.
@@ -41,6 +42,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,18 @@ def _rotated(names: Sequence[str], shift: int) -> list[str]:
     return [*names[s:], *names[:s]]
 
 
+def _floors_off(path: Path, embedder: Any) -> Any:
+    """A SqliteStore with both floors off, in the shape this version's constructor takes
+    them: one keyword per setting before recall30, one ``recall`` value since."""
+    from memorywire.store.sqlite import SqliteStore
+
+    defaults = getattr(SqliteStore, "DEFAULT_RECALL", None)
+    if defaults is None:
+        return SqliteStore(path, embedder, relevance_floor=-1.0, lexical_floor=-1.0)
+    return SqliteStore(path, embedder,
+                       recall=replace(defaults, relevance_floor=-1.0, lexical_floor=-1.0))
+
+
 async def measure(plan_dir: Path, flavour: str, repeat: int, warm_all: bool) -> dict[str, Any]:
     import memorywire
     from memorywire.store.sqlite import SqliteStore
@@ -80,8 +94,7 @@ async def measure(plan_dir: Path, flavour: str, repeat: int, warm_all: bool) -> 
     out: dict[str, Any] = {"memorywire": memorywire.__file__, "flavour": flavour,
                            "pid": os.getpid(), "load_avg_1m_start": os.getloadavg()[0]}
     with tempfile.TemporaryDirectory(prefix="mw-ref-child-") as tmp:
-        stores = {"store": SqliteStore(Path(tmp) / "store.db", embedder, relevance_floor=-1.0,
-                                       lexical_floor=-1.0),
+        stores = {"store": _floors_off(Path(tmp) / "store.db", embedder),
                   "store-floor": SqliteStore(Path(tmp) / "store-floor.db", embedder)}
         try:
             wall = dict.fromkeys(ROWS, 0.0)

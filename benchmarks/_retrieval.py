@@ -41,6 +41,7 @@ __all__ = [
     "EmbedStats",
     "add_ablation_arguments",
     "add_embedder_argument",
+    "add_hits_argument",
     "add_out_argument",
     "add_vector_cache_argument",
     "bootstrap_ci",
@@ -63,6 +64,7 @@ __all__ = [
     "store_settings",
     "tokenize",
     "top_indices",
+    "write_hits",
     "write_result",
 ]
 
@@ -399,6 +401,23 @@ def store_settings(args: argparse.Namespace, names: Sequence[str]) -> dict[str, 
 def given(settings: dict[str, float | None]) -> dict[str, float]:
     """The settings a flag gave: the store's keywords for them (the rest stay its defaults)."""
     return {name: value for name, value in settings.items() if value is not None}
+
+
+def add_hits_argument(parser: argparse.ArgumentParser) -> None:
+    """``--hits``: every ranking the run produced, so two versions of the store can be compared
+    byte for byte (a refactor that claims to change no behaviour shows it with ``cmp``)."""
+    parser.add_argument("--hits", type=Path, default=None, metavar="FILE",
+                        help="also write every retriever's ranking per question, and the store "
+                             "rows' scores and relevance, to FILE (compare two versions with cmp)")
+
+
+def write_hits(path: Path | None, hits: dict[str, Any]) -> None:
+    """``hits`` as one JSON line at ``path`` (nothing when no ``--hits`` was given); floats
+    are written by ``repr``, so equal files mean equal scores to the last bit."""
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(hits) + "\n", encoding="utf-8")
 
 
 def write_result(result: dict[str, Any], out: Path | None, default_name: str, *,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,8 @@ import numpy.typing as npt
 from _retrieval import percentile
 
 from memorywire.embed.base import Embedder
-from memorywire.store._common import RECOMMENDED_TAIL_GAP
+from memorywire.recall.settings import RECOMMENDED_TAIL_GAP
 from memorywire.store.sqlite import SqliteStore
-from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT as STORE_FEEDBACK_WEIGHT
 from memorywire.wire.models import RecallRequest, RememberRequest
 
 __all__ = ["DESCRIPTION", "StoreVariants", "store_timing"]
@@ -40,26 +40,28 @@ class StoreVariants:
     ``feedback_weight`` None keeps the store's default; ``settings`` (e.g.
     ``session_weight``) go to every row's store alike, so the rows differ only in what their
     names say. ``timing`` accumulates write seconds and per-query recall milliseconds; a
-    script may add keys of its own to it.
+    script may add keys of its own to it. ``returned`` keeps every row's ``[id, score,
+    relevance]`` per question, best first (what ``--hits`` writes).
     """
 
     def __init__(self, tmp: Path, embedder: Embedder, *, lexical_weight: float,
                  feedback_weight: float | None, **settings: Any) -> None:
-        lw = lexical_weight
-        fw = STORE_FEEDBACK_WEIGHT if feedback_weight is None else feedback_weight
-        common: dict[str, Any] = {"lexical_weight": lw, "feedback_weight": fw, **settings}
+        fw = {} if feedback_weight is None else {"feedback_weight": feedback_weight}
+        common = replace(SqliteStore.DEFAULT_RECALL, lexical_weight=lexical_weight, **fw,
+                         **settings)
+        off = replace(common, relevance_floor=-1.0, lexical_floor=-1.0)
         self.stores = {
-            "store": SqliteStore(tmp / "floor-off.db", embedder, relevance_floor=-1.0,
-                                 lexical_floor=-1.0, **common),
-            "store-floor": SqliteStore(tmp / "floor-default.db", embedder, **common),
-            "store-perrow": SqliteStore(tmp / "floor-perrow.db", embedder, tail_gap=None,
-                                        **common),
-            "store-plain": SqliteStore(tmp / "plain.db", embedder, relevance_floor=-1.0,
-                                       lexical_floor=-1.0, **common),
+            "store": SqliteStore(tmp / "floor-off.db", embedder, recall=off),
+            "store-floor": SqliteStore(tmp / "floor-default.db", embedder, recall=common),
+            "store-perrow": SqliteStore(tmp / "floor-perrow.db", embedder,
+                                        recall=replace(common, tail_gap=None)),
+            "store-plain": SqliteStore(tmp / "plain.db", embedder, recall=off),
         }
         self.timing: dict[str, Any] = {"write_s": 0.0, "store_recall_ms": [],
                                        "plain_recall_ms": [], "floor_recall_ms": [],
                                        "plain_write_s": 0.0}
+        self.returned: dict[str, list[list[tuple[str, float, float | None]]]] = {
+            name: [] for name in self.stores}
 
     async def remember(self, reqs: Sequence[RememberRequest], plain: Sequence[RememberRequest],
                        vectors: npt.NDArray[np.float32]) -> None:
@@ -84,6 +86,7 @@ class StoreVariants:
             if name in _TIMED:
                 self.timing[_TIMED[name]].append((time.perf_counter() - started) * 1e3)
             ranked[name] = [h.id for h in resp.results]
+            self.returned[name].append([(h.id, h.score, h.relevance) for h in resp.results])
         return ranked
 
     async def aclose(self) -> None:

@@ -21,6 +21,7 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,8 @@ async def run(data: Path, limit: int | None, k: int) -> dict[str, Any]:
     lost: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         stores = {"gate": SqliteStore(Path(tmp) / "g.db", counting),
-                  "off": SqliteStore(Path(tmp) / "o.db", counting, entity_gate=False)}
+                  "off": SqliteStore(Path(tmp) / "o.db", counting,
+                                     recall=replace(SqliteStore.DEFAULT_RECALL, entity_gate=False))}
         try:
             t_at = q_at = 0
             for conv in convs:

@@ -21,6 +21,7 @@ import argparse
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,8 @@ _ACCEPTED: list[int] = []
 
 async def _one(q: Question, vecs: Any, qvec: Any, tmp: Path, after: bool) -> bool | None:
     store = SqliteStore(tmp / f"{q.qid}-{after}.db", default_embedder(),
-                        relevance_floor=-1.0, lexical_floor=-1.0)
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                       lexical_floor=-1.0))
     try:
         order = sorted(range(len(q.turns)), key=lambda i: (_ms(q.turns[i].date), i))
         sessions: dict[str, list[int]] = {}

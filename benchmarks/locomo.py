@@ -24,7 +24,7 @@ paying the model twice. Evidence ids are normalised (``"D8:6; D9:17"`` is two id
 questions left without evidence are skipped; every change is listed in the output.
 
     python benchmarks/locomo.py --data ../shared/datasets/locomo/locomo10.json [--k 5 10]
-        [--json] [--limit-conversations N] [--vector-cache PATH] [--out PATH]
+        [--json] [--limit-conversations N] [--vector-cache PATH] [--out PATH] [--hits FILE]
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from _retrieval import (
     BM25,
     add_ablation_arguments,
     add_embedder_argument,
+    add_hits_argument,
     add_out_argument,
     add_vector_cache_argument,
     bootstrap_ci,
@@ -64,6 +65,7 @@ from _retrieval import (
     stemmed_tokenize,
     store_settings,
     top_indices,
+    write_hits,
     write_result,
 )
 from _store_variants import DESCRIPTION as STORE_DESCRIPTION
@@ -185,7 +187,7 @@ def _metadata(turns: list[Turn], i: int, context: bool) -> dict[str, Any]:
 
 async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32],
                     q_vecs: npt.NDArray[np.float32], embedder: Embedder, depth: int,
-                    tmp: Path, context: bool = True,
+                    tmp: Path, context: bool = True, hits: dict[str, Any] | None = None,
                     ) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
     variants = StoreVariants(tmp, embedder, lexical_weight=LEXICAL_WEIGHT,
                              feedback_weight=FEEDBACK_WEIGHT, **given(SETTINGS))
@@ -221,6 +223,8 @@ async def _rank_all(convs: list[Conversation], turn_vecs: npt.NDArray[np.float32
                 ranks["bm25-stemmed"].append([ids[i] for i in bm25s.top(q.text, depth)])
     finally:
         await variants.aclose()
+    if hits is not None:
+        hits.update(ranks=ranks, store_hits=variants.returned)
     return ranks, timing
 
 
@@ -238,7 +242,8 @@ def score(questions: list[Question], ranked: list[list[str]], k: int) -> dict[st
 
 async def run(data: Path, ks: list[int], limit: int | None,
               vector_cache: Path | None, embedder: Embedder | None = None,
-              context: bool = True) -> dict[str, Any]:
+              context: bool = True, hits: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The benchmark's result; with ``hits`` (a dict), every ranking goes into it too."""
     started_all = time.perf_counter()
     machine = machine_info()
     convs, notes = load(data, limit)
@@ -251,7 +256,7 @@ async def run(data: Path, ks: list[int], limit: int | None,
     q_vecs, qstats = embed_cached(embedder, [q.text for q in questions], vector_cache)
     with tempfile.TemporaryDirectory() as tmp:
         ranks, timing = await _rank_all(convs, turn_vecs, q_vecs, embedder, max(ks), Path(tmp),
-                                        context)
+                                        context, hits)
     n_turns = len(turn_vecs)
     results = {name: {f"k{k}": score(questions, ranks[name], k) for k in ks}
                for name in RETRIEVERS}
@@ -340,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subject-weight", type=float, default=None,
                         help="SqliteStore subject_weight for every store row (ablation; 0 = no "
                              "speaker/subject boost; default: the store's)")
+    add_hits_argument(parser)
     args = parser.parse_args(argv)
     global LEXICAL_WEIGHT, FEEDBACK_WEIGHT, SETTINGS
     LEXICAL_WEIGHT = args.lexical_weight
@@ -348,9 +354,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     embedder = embedder_of(parser, args.embedder)
+    hits: dict[str, Any] = {}
     result = anyio.run(run, args.data, sorted(set(args.k)), args.limit_conversations,
                        args.vector_cache or default_cache(args.data), embedder,
-                       not args.no_context)
+                       not args.no_context, hits)
+    write_hits(args.hits, hits)
     suffix = f"-limit{args.limit_conversations}" if args.limit_conversations else ""
     return write_result(result, args.out, out_name(f"locomo{suffix}.json", embedder),
                         as_json=args.json, table=table)

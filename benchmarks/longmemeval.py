@@ -27,7 +27,7 @@ lexical floors -1 = off), ``store-floor`` (default floors), ``vector`` (MiniLM c
 
     python benchmarks/longmemeval.py \
         --data ../shared/datasets/longmemeval/longmemeval_s_dev120.json.gz
-        [--k 5 10] [--json] [--limit N] [--vector-cache PATH] [--out PATH]
+        [--k 5 10] [--json] [--limit N] [--vector-cache PATH] [--out PATH] [--hits FILE]
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from _retrieval import (
     BM25,
     add_ablation_arguments,
     add_embedder_argument,
+    add_hits_argument,
     add_out_argument,
     add_vector_cache_argument,
     bootstrap_ci,
@@ -72,6 +73,7 @@ from _retrieval import (
     stemmed_tokenize,
     store_settings,
     top_indices,
+    write_hits,
     write_result,
 )
 from _store_variants import DESCRIPTION as STORE_DESCRIPTION
@@ -190,9 +192,10 @@ def load(path: Path, limit: int | None = None) -> tuple[list[Question], dict[str
 
 async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
                     q_vecs: npt.NDArray[np.float32], embedder: Embedder,
-                    tmp: Path, context: bool = True,
+                    tmp: Path, context: bool = True, hits: dict[str, Any] | None = None,
                     ) -> tuple[dict[str, list[list[str]]], dict[str, Any]]:
-    """Turn rankings (official keys, best first) per retriever, one list per question."""
+    """Turn rankings (official keys, best first) per retriever, one list per question; with
+    ``hits``, those and the store rows' returned hits go into it too."""
     variants = StoreVariants(tmp, embedder, lexical_weight=LEXICAL_WEIGHT,
                              feedback_weight=FEEDBACK_WEIGHT, **given(SETTINGS))
     ranks: dict[str, list[list[str]]] = {name: [] for name in RETRIEVERS}
@@ -224,6 +227,8 @@ async def _rank_all(questions: list[Question], vecs: npt.NDArray[np.float32],
             ranks["bm25-stemmed"].append([q.turns[i].key for i in stemmed.top(q.text, depth)])
     finally:
         await variants.aclose()
+    if hits is not None:
+        hits.update(ranks=ranks, store_hits=variants.returned)
     return ranks, variants.timing
 
 
@@ -260,7 +265,8 @@ def score(questions: list[Question], ranked: list[list[str]], ks: list[int]) -> 
 
 async def run(data: Path, ks: list[int], limit: int | None,
               vector_cache: Path | None, embedder: Embedder | None = None,
-              context: bool = True) -> dict[str, Any]:
+              context: bool = True, hits: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The benchmark's result; with ``hits`` (a dict), every ranking goes into it too."""
     started_all = time.perf_counter()
     machine = machine_info()
     questions, notes = load(data, limit)
@@ -271,7 +277,8 @@ async def run(data: Path, ks: list[int], limit: int | None,
     vecs, tstats = embed_cached(embedder, texts, vector_cache, log=stderr)
     q_vecs, qstats = embed_cached(embedder, [q.text for q in questions], vector_cache)
     with tempfile.TemporaryDirectory() as tmp:
-        ranks, timing = await _rank_all(questions, vecs, q_vecs, embedder, Path(tmp), context)
+        ranks, timing = await _rank_all(questions, vecs, q_vecs, embedder, Path(tmp), context,
+                                        hits)
     results = {name: score(questions, ranks[name], ks) for name in RETRIEVERS}
     return {
         "benchmark": "longmemeval",
@@ -375,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-time", action="store_true",
                         help="write no session date as valid_from and send no asked_at "
                              "(time-aware ranking off; ablation)")
+    add_hits_argument(parser)
     args = parser.parse_args(argv)
     global LEXICAL_WEIGHT, FEEDBACK_WEIGHT, SETTINGS, TIME_AWARE
     TIME_AWARE = not args.no_time
@@ -384,9 +392,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.data.is_file():
         parser.error(f"--data {args.data}: no such file")
     embedder = embedder_of(parser, args.embedder)
+    hits: dict[str, Any] = {}
     result = anyio.run(run, args.data, sorted(set(args.k)), args.limit,
                        args.vector_cache or default_cache(args.data), embedder,
-                       not args.no_context)
+                       not args.no_context, hits)
+    write_hits(args.hits, hits)
     stem = args.data.name.removesuffix(".gz").removesuffix(".json")
     if not stem.startswith("longmemeval"):
         stem = f"longmemeval_{stem}"

@@ -51,7 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -62,7 +62,8 @@ import numpy as np
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.governance import GovernedStore, acting_as
-from memorywire.store._common import DEFAULT_RELEVANCE_FLOOR, content_to_storage, embed_text
+from memorywire.recall.settings import DEFAULT_RELEVANCE_FLOOR
+from memorywire.store._common import content_to_storage, embed_text
 from memorywire.store.sqlite import SqliteStore
 from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR, lexical_rids
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
@@ -246,10 +247,12 @@ async def _governed(embedder: Embedder, facts: list[dict[str, Any]],
     call, so load swings hit both sides alike. The governed side audits every write (intent
     before effect, awaited) and every recall (queued, group-committed by the worker). Which
     side runs first alternates call by call."""
-    bare = SqliteStore(folder / "pair-bare.db", embedder=embedder, relevance_floor=floor,
-                       lexical_floor=lexical_floor)
-    inner = SqliteStore(folder / "pair-governed.db", embedder=embedder, relevance_floor=floor,
-                        lexical_floor=lexical_floor)
+    bare = SqliteStore(folder / "pair-bare.db", embedder=embedder,
+                       recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=floor,
+                                      lexical_floor=lexical_floor))
+    inner = SqliteStore(folder / "pair-governed.db", embedder=embedder,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=floor,
+                                       lexical_floor=lexical_floor))
     gov = GovernedStore(inner, folder / "governance.db")
     bare_w: list[float] = []
     gov_w: list[float] = []
@@ -322,8 +325,9 @@ async def run(floor: float | None, lexical_floor: float | None) -> dict[str, Any
     with tempfile.TemporaryDirectory() as tmp:
         cal = await calibrate(embedder, facts, Path(tmp))
         _forget_cached_embeddings(embedder)
-        store = SqliteStore(Path(tmp) / "bench.db", embedder=embedder, relevance_floor=used,
-                            lexical_floor=used_lexical)
+        store = SqliteStore(Path(tmp) / "bench.db", embedder=embedder,
+                            recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=used,
+                                           lexical_floor=used_lexical))
         try:
             ingest_ms = await _ingest(store, facts)
             batch = [RememberRequest(agent_id="batch", user_id=f["user"], type=f["type"],
@@ -351,7 +355,8 @@ async def run(floor: float | None, lexical_floor: float | None) -> dict[str, Any
         cold_start_ms = _cold_start_ms(Path(tmp) / "bench.db", queries[0]["query"])
         strict = cal.strict_floor()
         strict_store = SqliteStore(Path(tmp) / "strict.db", embedder=embedder,
-                                   relevance_floor=strict, lexical_floor=strict)
+                                   recall=replace(SqliteStore.DEFAULT_RECALL,
+                                                  relevance_floor=strict, lexical_floor=strict))
         try:
             await strict_store.remember_many([
                 RememberRequest(agent_id=AGENT, user_id=f["user"], type=f["type"],

@@ -28,7 +28,7 @@ cut the list and, with the entity gate, call the model, which is not the store's
 * ``defaults``: context, the store's default feedback, session evidence, subject boost,
   substance prior, turn focus and subject lexical list (the store now);
 * ``restated`` (only with ``--duplicate-share S``): the defaults with ``duplicate_share=S``
-  (``core.restatement``, off by default); what that rule costs is ``restated`` against
+  (``recall.restatement``, off by default); what that rule costs is ``restated`` against
   ``defaults``.
 
 LoCoMo asks every ``--locomo-stride``-th question (k=10, its deepest cut); LongMemEval asks
@@ -55,7 +55,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -75,15 +75,9 @@ from _retrieval import (
     write_result,
 )
 
-from memorywire.core.session_evidence import SESSION_WEIGHT
-from memorywire.core.subject_boost import SUBJECT_WEIGHT
-from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT
-from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
-from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed import default_embedder
 from memorywire.embed.base import Embedder
 from memorywire.store.sqlite import SqliteStore
-from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 VARIANTS = ("baseline", "context", "no-turn", "no-subject-lexical", "defaults")
@@ -105,21 +99,15 @@ Batch = tuple[list[RememberRequest], list[RememberRequest], npt.NDArray[np.float
 
 def _stores(tmp: Path, embedder: Embedder,
             duplicate_share: float | None = None) -> dict[str, SqliteStore]:
-    def store(name: str, feedback_weight: float = FEEDBACK_WEIGHT,
-              session_weight: float = SESSION_WEIGHT,
-              subject_weight: float = SUBJECT_WEIGHT,
-              substance_weight: float = SUBSTANCE_WEIGHT,
-              turn_weight: float = TURN_WEIGHT,
-              subject_lexical_weight: float = SUBJECT_LEXICAL_WEIGHT,
-              **more: float) -> SqliteStore:
-        return SqliteStore(tmp / f"{name}.db", embedder, relevance_floor=-1.0,
-                           lexical_floor=-1.0, feedback_weight=feedback_weight,
-                           session_weight=session_weight, subject_weight=subject_weight,
-                           substance_weight=substance_weight, turn_weight=turn_weight,
-                           subject_lexical_weight=subject_lexical_weight, **more)
+    def store(name: str, **changes: float) -> SqliteStore:
+        return SqliteStore(tmp / f"{name}.db", embedder, recall=replace(
+            SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0, lexical_floor=-1.0, **changes))
 
-    stores = {"baseline": store("baseline", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
-              "context": store("context", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+    #: The issue's "today": no feedback and no re-ranking rule.
+    bare = dict.fromkeys(("feedback_weight", "session_weight", "subject_weight",
+                          "substance_weight", "turn_weight", "subject_lexical_weight"), 0.0)
+    stores = {"baseline": store("baseline", **bare),
+              "context": store("context", **bare),
               "no-turn": store("no-turn", turn_weight=0.0),
               "no-subject-lexical": store("no-subject-lexical", subject_lexical_weight=0.0),
               "defaults": store("defaults")}
@@ -338,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
                              "rankings and metadata before and after a change)")
     parser.add_argument("--duplicate-share", type=float, default=None,
                         help="also time 'restated': the defaults with this duplicate_share "
-                             "(core.restatement; off by default)")
+                             "(recall.restatement; off by default)")
     args = parser.parse_args(argv)
     if args.locomo is None and args.longmemeval is None:
         parser.error("name at least one of --locomo, --longmemeval")

@@ -22,6 +22,7 @@ import argparse
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,9 @@ def prior(hits: list[RecallHit], beta: float) -> list[RecallHit]:
 
 async def _rank(q: Question, vecs: Any, qvec: Any, tmp: Path, auto: bool,
                 betas: list[float]) -> dict[str, list[str]]:
-    store = SqliteStore(tmp / f"{q.qid}-{auto}.db", default_embedder(), relevance_floor=-1.0,
-                        lexical_floor=-1.0)
+    store = SqliteStore(tmp / f"{q.qid}-{auto}.db", default_embedder(),
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                       lexical_floor=-1.0))
     try:
         order = sorted(range(len(q.turns)), key=lambda i: (_ms(q.turns[i].date), i))
         sessions: dict[str, list[int]] = {}

@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -164,8 +164,9 @@ async def run_scale(
     base_vecs, embed_rate = embed_base(embedder, texts, embed_cache)
     query_agents = sorted(rng.choice(agents, size=min(queries, agents), replace=False).tolist())
     truth = {a: Truth() for a in query_agents}
-    store = SqliteStore(db_path, embedder=embedder, relevance_floor=-1.0, lexical_floor=-1.0,
-                        cache_mb=cache_mb)
+    store = SqliteStore(db_path, embedder=embedder, cache_mb=cache_mb,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                       lexical_floor=-1.0))
     try:
         t0 = time.perf_counter()
         wrote = step(f"writing {n:,} memories", n)

@@ -19,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast
 
 import httpx
 from pydantic import BaseModel
 
+from memorywire.client_methods import _MODELS, AsyncOperations, SyncOperations
 from memorywire.errors import (
     BackendUnavailable,
     CapabilityMissing,
@@ -37,29 +38,7 @@ from memorywire.server.auth import Principal
 from memorywire.server.dispatch import FAILURES_HEADER, validate_request
 from memorywire.store.base import MemoryStore
 from memorywire.sync_loop import LoopThread
-from memorywire.wire.memory_ops import (
-    EraseRequest,
-    EraseResponse,
-    GetRequest,
-    GetResponse,
-    HistoryRequest,
-    HistoryResponse,
-    ListRequest,
-    ListResponse,
-    UpdateMemoryRequest,
-    UpdateMemoryResponse,
-)
 from memorywire.wire.models import (
-    ExpireRequest,
-    ExpireResponse,
-    ForgetRequest,
-    ForgetResponse,
-    MergeRequest,
-    MergeResponse,
-    RecallRequest,
-    RecallResponse,
-    RememberRequest,
-    RememberResponse,
     StoreFailure,
 )
 from memorywire.wire.routes import route_for, route_named
@@ -71,69 +50,25 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncMemoryAPI", "Memory", "RemoteMemory", "SyncMemory"]
 
-Req = TypeVar("Req", bound=BaseModel)
 Resp = TypeVar("Resp", bound=BaseModel)
+#: The five wire operations, run by the dispatcher itself; the record operations by its
+#: ``records``.
+_WIRE_OPS = frozenset({"remember", "recall", "forget", "merge", "expire"})
 
 
-def _doc(req: BaseModel | Mapping[str, Any] | None, kw: Mapping[str, Any]) -> dict[str, Any]:
-    """One request document from a model, a mapping, keyword arguments, or both."""
-    if isinstance(req, BaseModel):
-        base: dict[str, Any] = req.model_dump(mode="json", exclude_unset=True)
-    else:
-        base = dict(req or {})
-    base.update(kw)
-    return base
+class AsyncMemoryAPI(AsyncOperations):
+    """What :class:`Memory` and :class:`RemoteMemory` both offer: the ten operations with
+    their parameters (:class:`~memorywire.client_methods.AsyncOperations`), ``call`` for
+    any other operation, and ``aclose``."""
+
+    async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
 
 
-class AsyncMemoryAPI(Protocol):
-    """What :class:`Memory` and :class:`RemoteMemory` both offer."""
-
-    async def remember(
-        self, req: RememberRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> RememberResponse: ...
-
-    async def recall(
-        self, req: RecallRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> RecallResponse: ...
-
-    async def forget(
-        self, req: ForgetRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> ForgetResponse: ...
-
-    async def merge(
-        self, req: MergeRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> MergeResponse: ...
-
-    async def expire(
-        self, req: ExpireRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> ExpireResponse: ...
-
-    async def get(
-        self, req: GetRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> GetResponse: ...
-
-    async def list(
-        self, req: ListRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> ListResponse: ...
-
-    async def update(
-        self, req: UpdateMemoryRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> UpdateMemoryResponse: ...
-
-    async def history(
-        self, req: HistoryRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> HistoryResponse: ...
-
-    async def erase(
-        self, req: EraseRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> EraseResponse: ...
-
-    async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any: ...
-
-    async def aclose(self) -> None: ...
-
-
-class Memory:
+class Memory(AsyncMemoryAPI):
     """In-process memory on the server's runtime (:mod:`memorywire.server.runtime`).
 
     Operations go through the dispatcher ``memorywire serve`` builds from the same
@@ -193,65 +128,12 @@ class Memory:
         self._dispatcher = runtime.dispatcher
         self._principal = principal or Principal.local_admin()
 
-    async def remember(
-        self, req: RememberRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> RememberResponse:
-        r = validate_request(RememberRequest, _doc(req, kw), "remember")
-        return await self._dispatcher.remember(r, self._principal)
-
-    async def recall(
-        self, req: RecallRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> RecallResponse:
-        r = validate_request(RecallRequest, _doc(req, kw), "recall")
-        return await self._dispatcher.recall(r, self._principal)
-
-    async def forget(
-        self, req: ForgetRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> ForgetResponse:
-        r = validate_request(ForgetRequest, _doc(req, kw), "forget")
-        return await self._dispatcher.forget(r, self._principal)
-
-    async def merge(
-        self, req: MergeRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> MergeResponse:
-        r = validate_request(MergeRequest, _doc(req, kw), "merge")
-        return await self._dispatcher.merge(r, self._principal)
-
-    async def expire(
-        self, req: ExpireRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> ExpireResponse:
-        r = validate_request(ExpireRequest, _doc(req, kw), "expire")
-        return await self._dispatcher.expire(r, self._principal)
-
-    async def get(
-        self, req: GetRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> GetResponse:
-        r = validate_request(GetRequest, _doc(req, kw), "get")
-        return await self._dispatcher.records.get(r, self._principal)
-
-    async def list(
-        self, req: ListRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> ListResponse:
-        r = validate_request(ListRequest, _doc(req, kw), "list")
-        return await self._dispatcher.records.list(r, self._principal)
-
-    async def update(
-        self, req: UpdateMemoryRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> UpdateMemoryResponse:
-        r = validate_request(UpdateMemoryRequest, _doc(req, kw), "update")
-        return await self._dispatcher.records.update(r, self._principal)
-
-    async def history(
-        self, req: HistoryRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> HistoryResponse:
-        r = validate_request(HistoryRequest, _doc(req, kw), "history")
-        return await self._dispatcher.records.history(r, self._principal)
-
-    async def erase(
-        self, req: EraseRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> EraseResponse:
-        r = validate_request(EraseRequest, _doc(req, kw), "erase")
-        return await self._dispatcher.records.erase(r, self._principal)
+    async def _operation(self, op: str, doc: dict[str, Any], model: type[Resp]) -> Resp:
+        req = validate_request(_MODELS[op], doc, op)
+        on = self._dispatcher if op in _WIRE_OPS else self._dispatcher.records
+        out = await getattr(on, op)(req, self._principal)
+        assert isinstance(out, model)
+        return out
 
     async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
         """Any other dispatcher operation (``approvals.list``, ``health``, ...) as JSON."""
@@ -341,7 +223,7 @@ def _close_now(store: MemoryStore) -> None:
     task.add_done_callback(_closing.discard)
 
 
-class RemoteMemory:
+class RemoteMemory(AsyncMemoryAPI):
     """Memory on a memorywire server, over REST with a bearer token."""
 
     def __init__(
@@ -370,7 +252,7 @@ class RemoteMemory:
             raise _error_of(resp)
         return resp
 
-    async def _op(self, op: str, doc: dict[str, Any], model: type[Resp]) -> Resp:
+    async def _operation(self, op: str, doc: dict[str, Any], model: type[Resp]) -> Resp:
         route = route_named(op)
         resp = await self._send(route.method, route.path, doc)
         out = model.model_validate(resp.json())
@@ -379,56 +261,6 @@ class RemoteMemory:
             parsed = [StoreFailure.model_validate(f) for f in json.loads(failures)]
             out = out.model_copy(update={"failures": parsed})
         return out
-
-    async def remember(
-        self, req: RememberRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> RememberResponse:
-        return await self._op("remember", _doc(req, kw), RememberResponse)
-
-    async def recall(
-        self, req: RecallRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> RecallResponse:
-        return await self._op("recall", _doc(req, kw), RecallResponse)
-
-    async def forget(
-        self, req: ForgetRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> ForgetResponse:
-        return await self._op("forget", _doc(req, kw), ForgetResponse)
-
-    async def merge(
-        self, req: MergeRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> MergeResponse:
-        return await self._op("merge", _doc(req, kw), MergeResponse)
-
-    async def expire(
-        self, req: ExpireRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> ExpireResponse:
-        return await self._op("expire", _doc(req, kw), ExpireResponse)
-
-    async def get(
-        self, req: GetRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> GetResponse:
-        return await self._op("get", _doc(req, kw), GetResponse)
-
-    async def list(
-        self, req: ListRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> ListResponse:
-        return await self._op("list", _doc(req, kw), ListResponse)
-
-    async def update(
-        self, req: UpdateMemoryRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> UpdateMemoryResponse:
-        return await self._op("update", _doc(req, kw), UpdateMemoryResponse)
-
-    async def history(
-        self, req: HistoryRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> HistoryResponse:
-        return await self._op("history", _doc(req, kw), HistoryResponse)
-
-    async def erase(
-        self, req: EraseRequest | Mapping[str, Any] | None = None, **kw: Any
-    ) -> EraseResponse:
-        return await self._op("erase", _doc(req, kw), EraseResponse)
 
     async def recover(self, **selector: Any) -> dict[str, Any]:
         """``POST /v0/admin/recover`` (admin token): ``source``, ``agent_id``, ``since_ms``,
@@ -480,7 +312,7 @@ T = TypeVar("T")
 A = TypeVar("A", bound=AsyncMemoryAPI)
 
 
-class SyncMemory(Generic[A]):
+class SyncMemory(SyncOperations, Generic[A]):
     """A blocking facade over :class:`Memory` or :class:`RemoteMemory`.
 
     The async object lives on a private event-loop thread, so this works from any plain
@@ -507,44 +339,21 @@ class SyncMemory(Generic[A]):
     def remote(cls, base_url: str, token: str | None = None, **kw: Any) -> SyncMemory[RemoteMemory]:
         return SyncMemory(lambda: RemoteMemory(base_url, token, **kw))
 
-    def _run(self, fn: Callable[..., Awaitable[T]], req: Any, kw: Mapping[str, Any]) -> T:
-        async def go() -> T:
-            return await fn(req, **kw)
+    def _blocking(self, op: str, doc: dict[str, Any], model: type[Resp]) -> Resp:
+        fn = getattr(self._mem, op)
+
+        async def go() -> Resp:
+            return cast(Resp, await fn(doc))
 
         return self._portal.call(go)
 
-    def remember(self, req: Any = None, **kw: Any) -> RememberResponse:
-        return self._run(self._mem.remember, req, kw)
-
-    def recall(self, req: Any = None, **kw: Any) -> RecallResponse:
-        return self._run(self._mem.recall, req, kw)
-
-    def forget(self, req: Any = None, **kw: Any) -> ForgetResponse:
-        return self._run(self._mem.forget, req, kw)
-
-    def merge(self, req: Any = None, **kw: Any) -> MergeResponse:
-        return self._run(self._mem.merge, req, kw)
-
-    def expire(self, req: Any = None, **kw: Any) -> ExpireResponse:
-        return self._run(self._mem.expire, req, kw)
-
-    def get(self, req: Any = None, **kw: Any) -> GetResponse:
-        return self._run(self._mem.get, req, kw)
-
-    def list(self, req: Any = None, **kw: Any) -> ListResponse:
-        return self._run(self._mem.list, req, kw)
-
-    def update(self, req: Any = None, **kw: Any) -> UpdateMemoryResponse:
-        return self._run(self._mem.update, req, kw)
-
-    def history(self, req: Any = None, **kw: Any) -> HistoryResponse:
-        return self._run(self._mem.history, req, kw)
-
-    def erase(self, req: Any = None, **kw: Any) -> EraseResponse:
-        return self._run(self._mem.erase, req, kw)
-
     def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
-        return self._run(self._mem.call, op, {"doc": doc})
+        """Any other operation (``approvals.list``, ``health``, ...) as JSON."""
+
+        async def go() -> Any:
+            return await self._mem.call(op, doc)
+
+        return self._portal.call(go)
 
     def recover(self, **kw: Any) -> RecoveryResult | dict[str, Any]:
         """:meth:`Memory.recover` in process (a :class:`RecoveryResult`), or

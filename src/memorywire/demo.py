@@ -60,7 +60,7 @@ async def run_demo(workdir: Path) -> dict[str, Any]:
     embedder = default_embedder()
     inner = SqliteStore(workdir / "memory.db", embedder=embedder)
     gov = GovernedStore(
-        inner, workdir / "governance.db", approval_base_url="http://127.0.0.1:7878"
+        inner, workdir / "governance.db", approval_base_url="http://127.0.0.1:8765"
     )
     mem = Memory(gov, own_store=True)
     summary: dict[str, Any] = {}

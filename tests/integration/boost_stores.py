@@ -3,18 +3,20 @@
 The subject boost and the substance prior (and any later boost passed through
 ``RecallPlan``) must behave the same on SQLite, PostgreSQL and the in-memory store; their
 tests build each store with the floors off, so that only the boost decides the order, and
-with the boost's setting passed as a keyword.
+with the boost's setting changed in the store's ``RecallSettings``.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from memorywire.core.clock import FakeClock
 from memorywire.embed.hashing import HashingEmbedder
+from memorywire.recall.settings import RecallSettings
 from memorywire.store.base import MemoryStore
 from memorywire.store.memory import InMemoryStore
 from memorywire.store.sqlite import SqliteStore
@@ -26,16 +28,21 @@ EMB = HashingEmbedder(64)
 
 async def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest,
                      **kw: float) -> MemoryStore:
-    """A fresh store of ``kind`` with the floors off and ``kw`` as its settings."""
-    floors = {"relevance_floor": -1.0, "lexical_floor": -1.0}
+    """A fresh store of ``kind`` with the floors off and ``kw`` (recall settings) changed
+    from its own defaults."""
+    def recall(defaults: RecallSettings) -> RecallSettings:
+        return replace(defaults, relevance_floor=-1.0, lexical_floor=-1.0, **kw)
+
     if kind == "sqlite":
-        return SqliteStore(tmp_path / f"m{len(kw)}.db", EMB, FakeClock(), **floors, **kw)
+        return SqliteStore(tmp_path / f"m{len(kw)}.db", EMB, FakeClock(),
+                           recall=recall(SqliteStore.DEFAULT_RECALL))
     if kind == "memory":
-        return InMemoryStore(EMB, FakeClock(), **floors, **kw)
+        return InMemoryStore(EMB, FakeClock(), recall=recall(InMemoryStore.DEFAULT_RECALL))
     from memorywire.store.postgres import PostgresStore
 
     handle: _pg.PgHandle = request.getfixturevalue("pg_server")
-    return PostgresStore(handle.create_database(), EMB, FakeClock(), **floors, **kw)
+    return PostgresStore(handle.create_database(), EMB, FakeClock(),
+                         recall=recall(PostgresStore.DEFAULT_RECALL))
 
 
 async def ranked_ids(store: MemoryStore, reqs: Sequence[RememberRequest], query: str,

@@ -9,6 +9,7 @@ connect the query's words to the context.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -43,14 +44,17 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     floors = {"relevance_floor": -1.0, "lexical_floor": -1.0}
     made: MemoryStore
     if request.param == "sqlite":
-        made = SqliteStore(tmp_path / "m.db", EMB, FakeClock(), **floors)
+        made = SqliteStore(tmp_path / "m.db", EMB, FakeClock(),
+                           recall=replace(SqliteStore.DEFAULT_RECALL, **floors))
     elif request.param == "memory":
-        made = InMemoryStore(EMB, FakeClock(), **floors)
+        made = InMemoryStore(EMB, FakeClock(),
+                             recall=replace(InMemoryStore.DEFAULT_RECALL, **floors))
     else:
         from memorywire.store.postgres import PostgresStore
 
         handle: _pg.PgHandle = request.getfixturevalue("pg_server")
-        made = PostgresStore(handle.create_database(), EMB, FakeClock(), **floors)
+        made = PostgresStore(handle.create_database(), EMB, FakeClock(),
+                             recall=replace(PostgresStore.DEFAULT_RECALL, **floors))
     try:
         yield made
     finally:

@@ -6,7 +6,9 @@ are that model's)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -65,17 +67,20 @@ def model() -> Embedder:
 
 
 async def _make(kind: str, request: pytest.FixtureRequest, tmp_path: Path, emb: Embedder,
-                **kw: object) -> MemoryStore:
+                **kw: Any) -> MemoryStore:
+    """A store of ``kind`` holding FACTS, ``kw`` (recall settings) changed from its defaults."""
     made: MemoryStore
     if kind == "sqlite":
-        made = SqliteStore(tmp_path / "g.db", emb, **kw)  # type: ignore[arg-type]
+        made = SqliteStore(tmp_path / "g.db", emb,
+                           recall=replace(SqliteStore.DEFAULT_RECALL, **kw))
     elif kind == "memory":
-        made = InMemoryStore(emb, **kw)  # type: ignore[arg-type]
+        made = InMemoryStore(emb, recall=replace(InMemoryStore.DEFAULT_RECALL, **kw))
     else:
         from memorywire.store.postgres import PostgresStore
 
         handle: _pg.PgHandle = request.getfixturevalue("pg_server")
-        made = PostgresStore(handle.create_database(), emb, **kw)  # type: ignore[arg-type]
+        made = PostgresStore(handle.create_database(), emb,
+                             recall=replace(PostgresStore.DEFAULT_RECALL, **kw))
     await made.remember_many([
         RememberRequest(agent_id="a", type=MemoryType.SEMANTIC, content=text, id=mid)
         for mid, text in FACTS.items()])

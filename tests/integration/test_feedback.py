@@ -9,12 +9,14 @@ are a hashing embedder's, so only shared words connect texts.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from memorywire.core.clock import FakeClock
 from memorywire.embed.hashing import HashingEmbedder
+from memorywire.errors import InvalidRequest
 from memorywire.store.sqlite import SqliteStore
 from memorywire.store.sqlite.feedback import FEEDBACK_WEIGHT, expansion_terms
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
@@ -33,8 +35,9 @@ FILLERS = [f"I really like {a} and {b}." for a, b in [
 
 
 async def _store(path: Path, feedback_weight: float = FEEDBACK_WEIGHT) -> SqliteStore:
-    store = SqliteStore(path, EMB, FakeClock(), relevance_floor=-1.0, lexical_floor=-1.0,
-                        feedback_weight=feedback_weight)
+    store = SqliteStore(path, EMB, FakeClock(),
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                       lexical_floor=-1.0, feedback_weight=feedback_weight))
     texts = [BRIDGE, ANSWER, BRIDGE2, *FILLERS]
     await store.remember_many([
         RememberRequest(agent_id="a", type=MemoryType.EPISODIC, content=t, id=f"m{i}")
@@ -93,9 +96,9 @@ def test_expansion_prefers_words_several_hits_share_then_rare_ones() -> None:
 
 
 async def test_negative_feedback_weight_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="feedback_weight"):
-        SqliteStore(tmp_path / "x.db", EMB, feedback_weight=-1.0)
-
+    with pytest.raises(InvalidRequest, match="feedback_weight"):
+        SqliteStore(tmp_path / "x.db", EMB,
+                    recall=replace(SqliteStore.DEFAULT_RECALL, feedback_weight=-1.0))
 
 
 async def test_a_query_without_content_words_ranks_by_vector_alone(tmp_path: Path) -> None:
@@ -109,8 +112,9 @@ async def test_a_query_without_content_words_ranks_by_vector_alone(tmp_path: Pat
                  for f in ["Farah", "Goran", "Hana"] for m in ["May", "June"])]
     ranked = []
     for weight in (FEEDBACK_WEIGHT, 0.0):
-        store = SqliteStore(tmp_path / f"{weight}.db", EMB, FakeClock(), relevance_floor=-1.0,
-                            lexical_floor=-1.0, feedback_weight=weight)
+        store = SqliteStore(tmp_path / f"{weight}.db", EMB, FakeClock(),
+                            recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                           lexical_floor=-1.0, feedback_weight=weight))
         await store.remember_many([
             RememberRequest(agent_id="a", type=MemoryType.EPISODIC, content=t, id=f"m{i}")
             for i, t in enumerate(texts)])

@@ -11,6 +11,7 @@ import itertools
 import json
 import threading
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -38,7 +39,9 @@ EMB = HashingEmbedder(64)
 
 
 def _governed(dsn: str, clock: FakeClock) -> GovernedStore:
-    inner = PostgresStore(dsn, EMB, clock, relevance_floor=-1.0, lexical_floor=-1.0)
+    inner = PostgresStore(dsn, EMB, clock,
+                          recall=replace(PostgresStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                         lexical_floor=-1.0))
     return GovernedStore(inner, dsn, clock=clock, approval_base_url="https://mw.example")
 
 

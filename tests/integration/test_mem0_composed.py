@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,8 @@ async def test_router_across_sqlite_and_mem0(tmp_path: Path) -> None:
     # Per-row floors (tail_gap=None): the scenario checks that an unrelated row stays out,
     # which the default list gate would let in as the tail of a relevant list.
     sqlite = SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(), clock=clock,
-                         relevance_floor=0.2, lexical_floor=0.2, tail_gap=None)
+                         recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=0.2,
+                                        lexical_floor=0.2, tail_gap=None))
     await _route([sqlite, mem0_store(clock)], clock)
 
 
@@ -113,8 +115,11 @@ async def test_router_across_sqlite_postgres_and_mem0(tmp_path: Path, pg_dsn: st
 
     clock = FakeClock()
     sqlite = SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(), clock=clock,
-                         relevance_floor=0.2, lexical_floor=0.2, tail_gap=None)  # per-row
-    pg = PostgresStore(pg_dsn, HashingEmbedder(), clock, relevance_floor=0.2, lexical_floor=0.2)
+                         recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=0.2,
+                                        lexical_floor=0.2, tail_gap=None))  # per-row
+    pg = PostgresStore(pg_dsn, HashingEmbedder(), clock,
+                       recall=replace(PostgresStore.DEFAULT_RECALL, relevance_floor=0.2,
+                                      lexical_floor=0.2))
     await _route([sqlite, pg, mem0_store(clock)], clock)
 
 

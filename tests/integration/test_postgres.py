@@ -8,6 +8,7 @@ pooling and concurrency, and translation of driver errors.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import anyio
 import numpy as np
@@ -45,7 +46,9 @@ def _rem(agent: str, text: str, **kw: object) -> RememberRequest:
 
 @pytest.fixture
 async def store(pg_dsn: str) -> AsyncIterator[PostgresStore]:
-    s = PostgresStore(pg_dsn, EMB, FakeClock(), relevance_floor=-1.0, lexical_floor=-1.0)
+    s = PostgresStore(pg_dsn, EMB, FakeClock(),
+                      recall=replace(PostgresStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                     lexical_floor=-1.0))
     try:
         yield s
     finally:
@@ -83,7 +86,8 @@ async def test_metadata_filter_is_json_equality_not_containment(store: PostgresS
 async def test_scoped_knn_is_exact_among_many_agents(pg_dsn: str, exact_limit: int) -> None:
     """Each agent's top-k equals brute force over that agent's rows only, on both paths."""
     s = PostgresStore(pg_dsn, EMB, FakeClock(), exact_scope_limit=exact_limit,
-                      relevance_floor=-1.0, lexical_floor=-1.0)
+                      recall=replace(PostgresStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                     lexical_floor=-1.0))
     words = [f"w{i}" for i in range(40)]
     rng = np.random.default_rng(7)
     texts: dict[str, list[str]] = {}
@@ -179,7 +183,9 @@ async def test_migration_from_v1_keeps_data(pg_dsn: str) -> None:
             "INSERT INTO memorywire_memories (agent_id, id, type, content, created_at, embedding) "
             "VALUES ('a', 'old-1', 'semantic', 'old lighthouse keeper', 1, %s::vector)", (vec,))
         conn.commit()
-    s = PostgresStore(pg_dsn, EMB, relevance_floor=-1.0, lexical_floor=-1.0)
+    s = PostgresStore(pg_dsn, EMB,
+                      recall=replace(PostgresStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                     lexical_floor=-1.0))
     try:
         hits = await s.recall(RecallRequest(agent_id="a", query="lighthouse"))
         assert [h.id for h in hits.results] == ["old-1"]
@@ -214,7 +220,9 @@ async def test_migration_to_v3_stems_the_full_text_index(pg_dsn: str) -> None:
                 "embedding, tsv) VALUES ('a', %s, %s, %s, 1, %s::vector, "
                 "to_tsvector('simple', %s))", (rid, typ, content, vec, words or content))
         conn.commit()
-    s = PostgresStore(pg_dsn, EMB, relevance_floor=-1.0, lexical_floor=-1.0)
+    s = PostgresStore(pg_dsn, EMB,
+                      recall=replace(PostgresStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                     lexical_floor=-1.0))
     try:
         assert (await s.health()).details["schema_version"] == LATEST_VERSION == 4
     finally:

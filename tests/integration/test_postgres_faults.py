@@ -7,6 +7,7 @@ These tests stop and restart the session's pgserver, so they need a pgserver-man
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import anyio
 import pytest
@@ -49,7 +50,9 @@ async def _until_reachable(store: PostgresStore, within_s: float = 15.0) -> None
 async def test_stopped_server_raises_backend_unavailable_then_recovers(
     restartable: _pg.PgHandle, pg_dsn: str
 ) -> None:
-    store = PostgresStore(pg_dsn, EMB, timeout=1.0, relevance_floor=-1.0, lexical_floor=-1.0)
+    store = PostgresStore(pg_dsn, EMB, timeout=1.0,
+                          recall=replace(PostgresStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                         lexical_floor=-1.0))
     try:
         kept = await store.remember(_rem("before the outage"))
         restartable.stop()

@@ -10,13 +10,14 @@ passed over must stay "never recalled", or expiry keeps what nobody ever got bac
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from memorywire.core.clock import FakeClock
-from memorywire.core.subject_boost import SUBJECT_POOL
 from memorywire.embed.hashing import HashingEmbedder
+from memorywire.recall.subject_boost import SUBJECT_POOL
 from memorywire.store.base import MemoryStore
 from memorywire.store.memory import InMemoryStore
 from memorywire.store.sqlite import SqliteStore
@@ -43,14 +44,16 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     clock = FakeClock(1_000_000)
     made: MemoryStore
     if request.param == "sqlite":
-        made = SqliteStore(tmp_path / "m.db", EMB, clock=clock, **floors)
+        made = SqliteStore(tmp_path / "m.db", EMB, clock=clock,
+                           recall=replace(SqliteStore.DEFAULT_RECALL, **floors))
     elif request.param == "memory":
-        made = InMemoryStore(EMB, clock, **floors)
+        made = InMemoryStore(EMB, clock, recall=replace(InMemoryStore.DEFAULT_RECALL, **floors))
     else:
         from memorywire.store.postgres import PostgresStore
 
         handle: _pg.PgHandle = request.getfixturevalue("pg_server")
-        made = PostgresStore(handle.create_database(), EMB, clock, **floors)
+        made = PostgresStore(handle.create_database(), EMB, clock,
+                             recall=replace(PostgresStore.DEFAULT_RECALL, **floors))
     try:
         yield made
     finally:

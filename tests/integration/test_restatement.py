@@ -6,6 +6,7 @@ store's order; an unusable share is refused naming the setting."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -84,9 +85,10 @@ async def test_off_by_default(kind: str, tmp_path: Path,
 def test_a_share_that_cannot_work_is_refused_naming_the_setting(
         tmp_path: Path, bad: float) -> None:
     with pytest.raises(InvalidRequest, match="duplicate_share"):
-        SqliteStore(tmp_path / "bad.db", EMB, duplicate_share=bad)
+        SqliteStore(tmp_path / "bad.db", EMB,
+                    recall=replace(SqliteStore.DEFAULT_RECALL, duplicate_share=bad))
     with pytest.raises(InvalidRequest, match="duplicate_share"):
-        InMemoryStore(EMB, duplicate_share=bad)
+        InMemoryStore(EMB, recall=replace(InMemoryStore.DEFAULT_RECALL, duplicate_share=bad))
 
 
 def test_postgres_refuses_a_bad_share_before_connecting() -> None:
@@ -94,4 +96,5 @@ def test_postgres_refuses_a_bad_share_before_connecting() -> None:
     from memorywire.store.postgres import PostgresStore
 
     with pytest.raises(InvalidRequest, match="duplicate_share"):
-        PostgresStore("postgresql://nobody@127.0.0.1:1/none", EMB, duplicate_share=2.0)
+        PostgresStore("postgresql://nobody@127.0.0.1:1/none", EMB,
+                      recall=replace(PostgresStore.DEFAULT_RECALL, duplicate_share=2.0))

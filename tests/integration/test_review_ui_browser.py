@@ -198,3 +198,53 @@ def test_reviewer_signs_in_approves_and_rejects_in_chromium(
     assert [i["id"] for i in served.gov.list_pending(status="rejected")] == [drop.id]
     assert (artifacts / "queue.png").stat().st_size > 0
     assert (artifacts / "diff.png").stat().st_size > 0
+
+
+def test_contradiction_choice_and_bulk_approve_in_chromium(
+    served: Served, artifacts: Path
+) -> None:
+    old = served.stage("Alice drinks green tea every day", gated=False)
+    new = served.stage("Alice does not drink green tea any more")
+    bulk = [served.stage("Bob plays chess on Sundays"), served.stage("Bob lives in Oslo")]
+    assert new.pending_approval and all(b.pending_approval for b in bulk)
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-dev-shm-usage"],
+        )
+        try:
+            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            # a bad token keeps the approval link; the good one then lands on it
+            page.goto(f"{served.base}/ui/approvals/{new.id}")
+            page.get_by_label("Reviewer token").fill("not-a-token")
+            page.get_by_role("button", name="Sign in").click()
+            expect(page.get_by_role("alert")).to_have_text("That token is not valid.")
+            page.get_by_label("Reviewer token").fill("tok-alice")
+            page.get_by_role("button", name="Sign in").click()
+            expect(page).to_have_url(f"{served.base}/ui/approvals/{new.id}")
+
+            # the contradiction is a choice, the old memory ticked for superseding
+            expect(page.get_by_role("button", name="Keep both")).to_be_visible()
+            expect(page.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
+            expect(page.locator(f'input[name="supersede"][value="{old.id}"]')).to_be_checked()
+            page.screenshot(path=str(artifacts / "contradiction.png"), full_page=True)
+            page.get_by_role("button", name="Approve and supersede the old").click()
+            expect(page.locator("dl.facts")).to_contain_text("approved by reviewer:alice")
+            assert served.recall_ids("Alice green tea") == [new.id]
+
+            # bulk: select every item the filter shows, approve them in one post
+            page.goto(f"{served.base}/ui/approvals?agent_id={AGENT}")
+            expect(page.locator("tbody tr")).to_have_count(2)
+            page.get_by_role("link", name="Select all 2 shown").click()
+            expect(page.locator('input[name="item"]:checked')).to_have_count(2)
+            page.screenshot(path=str(artifacts / "bulk.png"), full_page=True)
+            page.get_by_role("button", name="Approve selected").click()
+            expect(page.get_by_role("status")).to_contain_text("Approved 2.")
+            expect(page.get_by_text("Nothing here.")).to_be_visible()
+        finally:
+            browser.close()
+
+    assert served.gov.list_pending() == []
+    assert set(served.recall_ids("Bob chess Oslo")) >= {b.id for b in bulk}

@@ -88,7 +88,7 @@ async def test_postgres_refuses_a_key_libpq_does_not_know_when_opened(
     try:
         await store.remember(RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
                                              content="x"))
-        assert store._boosts.turn == 0.0  # type: ignore[attr-defined]
+        assert store.recall_settings.turn_weight == 0.0  # type: ignore[attr-defined]
     finally:
         await store.aclose()
 

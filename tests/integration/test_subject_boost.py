@@ -5,13 +5,14 @@ puppy from?") and wins both the full-text and the vector list; the named speaker
 shares only a few of them. With the subject boost (``metadata.speaker`` or
 ``metadata.entity_name`` named by the question) the answer comes first; with
 ``subject_weight=0`` and ``subject_lexical_weight=0`` (the other rule that reads the named
-subject, ``core.subject_lexical``), or when the memories carry no subject, the store's own
+subject, ``recall.subject_lexical``), or when the memories carry no subject, the store's own
 order stands.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -72,4 +73,5 @@ async def test_subject_weight_zero_turns_the_boost_off(kind: str, tmp_path: Path
 def test_a_weight_that_cannot_work_is_refused_naming_the_setting(bad: float,
                                                                   tmp_path: Path) -> None:
     with pytest.raises(InvalidRequest, match="subject_weight"):
-        SqliteStore(tmp_path / "bad.db", EMB, subject_weight=bad)
+        SqliteStore(tmp_path / "bad.db", EMB,
+                    recall=replace(SqliteStore.DEFAULT_RECALL, subject_weight=bad))

@@ -7,6 +7,7 @@ in both, so only the list can move it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -60,9 +61,10 @@ async def test_a_question_that_names_no_one_keeps_the_stores_order(
 def test_a_weight_that_cannot_work_is_refused_naming_the_setting(
         tmp_path: Path, bad: float) -> None:
     with pytest.raises(InvalidRequest, match="subject_lexical_weight"):
-        SqliteStore(tmp_path / "bad.db", EMB, subject_lexical_weight=bad)
+        SqliteStore(tmp_path / "bad.db", EMB,
+                    recall=replace(SqliteStore.DEFAULT_RECALL, subject_lexical_weight=bad))
     with pytest.raises(InvalidRequest, match="subject_lexical_weight"):
-        InMemoryStore(EMB, subject_lexical_weight=bad)
+        InMemoryStore(EMB, recall=replace(InMemoryStore.DEFAULT_RECALL, subject_lexical_weight=bad))
 
 
 def test_postgres_refuses_a_bad_weight_before_connecting() -> None:
@@ -70,4 +72,5 @@ def test_postgres_refuses_a_bad_weight_before_connecting() -> None:
     from memorywire.store.postgres import PostgresStore
 
     with pytest.raises(InvalidRequest, match="subject_lexical_weight"):
-        PostgresStore("postgresql://nobody@127.0.0.1:1/none", EMB, subject_lexical_weight=-1.0)
+        PostgresStore("postgresql://nobody@127.0.0.1:1/none", EMB,
+                      recall=replace(PostgresStore.DEFAULT_RECALL, subject_lexical_weight=-1.0))

@@ -10,6 +10,7 @@ thirty other words. With the substance prior the answer comes first; with
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -72,9 +73,10 @@ async def test_a_store_of_short_facts_keeps_its_order(
 def test_a_weight_that_cannot_work_is_refused_naming_the_setting(bad: float,
                                                                   tmp_path: Path) -> None:
     with pytest.raises(InvalidRequest, match="substance_weight"):
-        SqliteStore(tmp_path / "bad.db", EMB, substance_weight=bad)
+        SqliteStore(tmp_path / "bad.db", EMB,
+                    recall=replace(SqliteStore.DEFAULT_RECALL, substance_weight=bad))
     with pytest.raises(InvalidRequest, match="substance_weight"):
-        InMemoryStore(EMB, substance_weight=bad)
+        InMemoryStore(EMB, recall=replace(InMemoryStore.DEFAULT_RECALL, substance_weight=bad))
 
 
 @pytest.mark.parametrize("bad", [-0.1, float("nan")])
@@ -83,4 +85,5 @@ def test_postgres_refuses_the_weight_before_connecting(bad: float) -> None:
     from memorywire.store.postgres import PostgresStore
 
     with pytest.raises(InvalidRequest, match="substance_weight"):
-        PostgresStore("postgresql://nobody@127.0.0.1:1/none", EMB, substance_weight=bad)
+        PostgresStore("postgresql://nobody@127.0.0.1:1/none", EMB,
+                      recall=replace(PostgresStore.DEFAULT_RECALL, substance_weight=bad))

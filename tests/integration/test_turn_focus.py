@@ -12,6 +12,7 @@ long answer first.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -78,9 +79,10 @@ async def test_without_sessions_the_order_is_the_stores(
 def test_a_turn_weight_that_cannot_work_is_refused_naming_the_setting(
         tmp_path: Path, bad: float) -> None:
     with pytest.raises(InvalidRequest, match="turn_weight"):
-        SqliteStore(tmp_path / "bad.db", EMB, turn_weight=bad)
+        SqliteStore(tmp_path / "bad.db", EMB,
+                    recall=replace(SqliteStore.DEFAULT_RECALL, turn_weight=bad))
     with pytest.raises(InvalidRequest, match="turn_weight"):
-        InMemoryStore(EMB, turn_weight=bad)
+        InMemoryStore(EMB, recall=replace(InMemoryStore.DEFAULT_RECALL, turn_weight=bad))
 
 
 def test_postgres_refuses_a_bad_turn_weight_before_connecting() -> None:
@@ -88,4 +90,5 @@ def test_postgres_refuses_a_bad_turn_weight_before_connecting() -> None:
     from memorywire.store.postgres import PostgresStore
 
     with pytest.raises(InvalidRequest, match="turn_weight"):
-        PostgresStore("postgresql://nobody@127.0.0.1:1/none", EMB, turn_weight=-1.0)
+        PostgresStore("postgresql://nobody@127.0.0.1:1/none", EMB,
+                      recall=replace(PostgresStore.DEFAULT_RECALL, turn_weight=-1.0))

@@ -31,7 +31,8 @@ def test_example_runs(title: str, code: str, tmp_path: Path) -> None:
     if importlib.util.find_spec(module.split(".")[0]) is None:
         pytest.skip(f"needs the memorywire[{extra}] extra")
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=180
+        [sys.executable, "-W", "error::FutureWarning", "-c", code],  # the URL form is current
+        cwd=tmp_path, capture_output=True, text=True, timeout=180,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip(), "the example printed nothing"

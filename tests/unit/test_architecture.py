@@ -1,6 +1,6 @@
 """The layering rules, enforced: every module in exactly one layer, every import allowed.
 
-Imports flow one way: ``errors ← wire ← core ← store ← store backends``; router and
+Imports flow one way: ``errors ← wire ← core ← recall ← store ← store backends``; router and
 governance know the store protocol only; server, client and cli sit on top. Each layer names
 the project layers AND the third-party packages it may import, so a web framework inside
 governance or argparse inside a library module fails here instead of being noticed in review.
@@ -52,7 +52,7 @@ def _backend(family: str) -> tuple[str, ...]:
     return (f"{s}.{family}", f"{s}.{family}_*", f"{s}.{family}.*", f"{s}._{family}_*")
 
 
-_BELOW_BACKENDS = "errors wire core embed store"
+_BELOW_BACKENDS = "errors wire core embed recall store"
 
 LAYERS: dict[str, Layer] = {
     "root": _layer(("memorywire",), "errors wire client"),
@@ -61,10 +61,12 @@ LAYERS: dict[str, Layer] = {
     "wire": _layer(
         _pkg("memorywire.wire"), "errors", "pydantic jsonschema jsonschema_rs referencing"
     ),
-    # pydantic and transitions are pure libraries: the procedure rules validate with them;
-    # snowballstemmer (pure text functions) gives the subject lexical list its Porter stems.
-    "core": _layer(_pkg("memorywire.core"), "errors wire",
-                   "numpy pydantic transitions snowballstemmer"),
+    # pydantic and transitions are pure libraries: the procedure rules validate with them.
+    "core": _layer(_pkg("memorywire.core"), "errors wire", "numpy pydantic transitions"),
+    # Recall ranking: the settings, the rule interface, the rules and the plan that runs them.
+    # Pure rules over hits (no I/O, no store); snowballstemmer (pure text functions) gives the
+    # subject lexical list its Porter stems.
+    "recall": _layer(_pkg("memorywire.recall"), "errors wire core", "snowballstemmer"),
     "embed": _layer(
         _pkg("memorywire.embed"), "errors", "numpy onnx onnxruntime tokenizers safetensors httpx"
     ),
@@ -84,13 +86,12 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store.rowstore",
             "memorywire.store.timeline",
             "memorywire.store.duplicates",
-            "memorywire.store.recall_plan",
             "memorywire.store.portable",
             "memorywire.store.cascade",
             "memorywire.store.bracket",
             "memorywire.store.url_settings",
         ),
-        "errors wire core embed",
+        "errors wire core embed recall",
         "anyio numpy",
     ),
     # Never executed: mypy's proof that the built-in stores satisfy the protocol.
@@ -107,7 +108,7 @@ LAYERS: dict[str, Layer] = {
     "backend.mem0": _layer(_backend("mem0"), _BELOW_BACKENDS, "anyio numpy mem0"),
     "backend.letta": _layer(_backend("letta"), _BELOW_BACKENDS, "anyio numpy httpx"),
     "backend.cognee": _layer(_backend("cognee"), _BELOW_BACKENDS, "anyio numpy cognee"),
-    "router": _layer(_pkg("memorywire.router"), "errors wire core store", "anyio"),
+    "router": _layer(_pkg("memorywire.router"), "errors wire core recall store", "anyio"),
     "governance": _layer(
         _pkg("memorywire.governance"),
         "errors wire core store governance.pg",
@@ -149,7 +150,7 @@ LAYERS: dict[str, Layer] = {
         "opentelemetry swagger_ui_bundle cryptography",
     ),
     "client": _layer(
-        ("memorywire.client", "memorywire.sync_loop"),
+        ("memorywire.client", "memorywire.client_methods", "memorywire.sync_loop"),
         "errors wire store server",
         "anyio httpx pydantic",
     ),
@@ -390,6 +391,8 @@ def test_the_checker_catches_what_it_claims_to() -> None:
     assert layers_of("memorywire.nowhere") == []
     assert "starlette" not in LAYERS["governance"].third_party
     assert "store" not in LAYERS["core"].uses
+    assert "recall" not in LAYERS["core"].uses and "store" not in LAYERS["recall"].uses
+    assert layers_of("memorywire.recall.turn_focus") == ["recall"]
     assert "sqlite3" in IO_STDLIB
     assert CONFINED_STDLIB["argparse"] == {"cli", "demo"}
 
@@ -417,3 +420,34 @@ def test_all_names_exist(name: str) -> None:
     missing = [n for n in exported if not hasattr(module, n)]
     assert not missing, f"{name}.__all__ names missing attributes: {missing}"
     assert len(set(exported)) == len(exported)
+
+
+#: The recall package's own order: settings <- rule <- the rule modules <- rules <- plan.
+_RECALL_ORDER = ("settings", "rule", "*", "rules", "plan")
+
+
+def _recall_rank(module: str) -> int:
+    leaf = module.removeprefix("memorywire.recall.")
+    return _RECALL_ORDER.index(leaf) if leaf in _RECALL_ORDER else _RECALL_ORDER.index("*")
+
+
+def test_recall_imports_flow_one_way_and_the_plan_names_no_rule() -> None:
+    """Inside ``recall`` a module imports only those before it in ``_RECALL_ORDER`` (a rule
+    module may use another rule module's helpers, never ``rules`` or ``plan``); the plan
+    reaches the rules only through the one list of ``recall.rules``, so a new rule never
+    touches it."""
+    recall = {m: p for m, p in MODULES.items() if m.startswith("memorywire.recall.")}
+    assert {"memorywire.recall.settings", "memorywire.recall.rule", "memorywire.recall.rules",
+            "memorywire.recall.plan"} <= recall.keys()
+    wrong = []
+    for mod, path in sorted(recall.items()):
+        for imp in _imports(path):
+            if imp.startswith("memorywire.recall.") and imp != mod:
+                mine, theirs = _recall_rank(mod), _recall_rank(imp)
+                if theirs > mine or (theirs == mine and mine != _RECALL_ORDER.index("*")):
+                    wrong.append(f"{mod} imports {imp}")
+    assert not wrong, wrong
+    plan_imports = {i for i in _imports(recall["memorywire.recall.plan"])
+                    if i.startswith("memorywire.recall.")}
+    assert plan_imports == {"memorywire.recall.rule", "memorywire.recall.rules",
+                            "memorywire.recall.settings"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from memorywire.core.relevance import DEFAULT_MIN_RELEVANCE, relevance
 from memorywire.core.scoring import hybrid_rank
 from memorywire.embed.hashing import HashingEmbedder
+from memorywire.errors import InvalidRequest
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import RecallRequest, RememberRequest
 
@@ -89,5 +91,6 @@ def test_lexical_weight_lets_the_full_text_list_outrank_the_vector_list() -> Non
 
 
 def test_a_lexical_weight_that_is_not_positive_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="lexical_weight"):
-        SqliteStore(tmp_path / "w.db", HashingEmbedder(16), lexical_weight=0.0)
+    with pytest.raises(InvalidRequest, match="lexical_weight must be > 0"):
+        SqliteStore(tmp_path / "w.db", HashingEmbedder(16),
+                    recall=replace(SqliteStore.DEFAULT_RECALL, lexical_weight=0.0))

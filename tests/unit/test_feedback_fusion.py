@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import apsw
@@ -76,7 +77,8 @@ TEXTS = ["The camping trip took us to Lake Wanaka for a week.",
 async def test_a_recall_with_feedback_returns_what_the_union_match_returns(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = SqliteStore(tmp_path / "f.db", HashingEmbedder(64), FakeClock(),
-                        relevance_floor=-1.0, lexical_floor=-1.0)
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                       lexical_floor=-1.0))
     try:
         await store.remember_many([
             RememberRequest(agent_id="a", type=MemoryType.EPISODIC, content=t, id=f"m{i}")

@@ -6,6 +6,7 @@ cut low-cosine turn no longer lifted its session's neighbours; docs/benchmarks.m
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,8 @@ SESSION = {A1: "a", C1: "c", B1: "b", B2: "b"}
 
 
 async def _ranked(tmp_path: Path, name: str, k: int = 3, **settings: float) -> list[str]:
-    store = SqliteStore(tmp_path / f"{name}.db", embedder=EMB, **settings)
+    store = SqliteStore(tmp_path / f"{name}.db", embedder=EMB,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, **settings))
     try:
         await store.remember_many([req("u", t, id=f"m{i}", metadata={"session": SESSION[t]})
                                    for i, t in enumerate(SESSION)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -26,7 +27,8 @@ def test_single_sqlite_store_boosts_linked_hits_with_hops(tmp_path: Path) -> Non
 
     async def main() -> None:
         store = SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(64),
-                            relevance_floor=-2.0, lexical_floor=-2.0)
+                            recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-2.0,
+                                           lexical_floor=-2.0))
         await store.remember(_rem("t1", "tea brewed hot water"))
         await store.remember(_rem("t2", "tea brewed cooler", metadata={"links": ["t1"]}))
         await store.remember(_rem("t3", "coffee ground fine"))
@@ -84,10 +86,12 @@ def test_update_sets_typed_edges_and_the_router_boosts_with_them(tmp_path: Path)
 
     async def main() -> None:
         sqlite = SqliteStore(tmp_path / "r.db", embedder=HashingEmbedder(64),
-                             relevance_floor=-2.0, lexical_floor=-2.0)
-        router = MemoryRouter([sqlite, InMemoryStore(embedder=HashingEmbedder(64),
-                                                     relevance_floor=-2.0,
-                                                     lexical_floor=-2.0)])
+                             recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-2.0,
+                                            lexical_floor=-2.0))
+        memory = InMemoryStore(embedder=HashingEmbedder(64),
+                               recall=replace(InMemoryStore.DEFAULT_RECALL, relevance_floor=-2.0,
+                                              lexical_floor=-2.0))
+        router = MemoryRouter([sqlite, memory])
         await router.remember(_rem("t1", "tea brewed hot water"))
         await router.remember(_rem("t2", "tea brewed cooler"))
         await router.update(UpdateRequest(agent_id="a", id="t2", metadata_patch={

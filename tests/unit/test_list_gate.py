@@ -5,6 +5,7 @@ only as the tail are not counted as recalled (so ``no_recall_in_days`` is unchan
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,8 @@ async def test_a_low_cosine_turn_sharing_two_words_is_found_off_topic_stays_empt
         assert (await store.recall(RecallRequest(agent_id="a", query=OFF_TOPIC, k=5))
                 ).results == []
         # The per-row floor of earlier releases refuses the turn.
-        plain = SqliteStore(tmp_path / "p.db", embedder=EMB, tail_gap=None)
+        plain = SqliteStore(tmp_path / "p.db", embedder=EMB,
+                            recall=replace(SqliteStore.DEFAULT_RECALL, tail_gap=None))
         try:
             await plain.remember_many([req("a", TURN)])
             assert (await plain.recall(RecallRequest(agent_id="a", query=QUESTION, k=2))

@@ -5,19 +5,20 @@ cheaper if they rank exactly as the hits did: these tests pin what that rests on
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from memorywire.core.boosts import Boosts
 from memorywire.core.clock import DAY_MS, FakeClock
 from memorywire.core.records import UpdateRequest
 from memorywire.core.scoring import Scored
-from memorywire.core.subject_boost import SUBJECT_WEIGHT
-from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.timeline import TIME_KEY, annotate, annotate_own
 from memorywire.embed.hashing import HashingEmbedder
-from memorywire.store.recall_plan import RecallPlan
+from memorywire.recall.plan import RecallPlan
+from memorywire.recall.rules import UNRANKED
+from memorywire.recall.subject_boost import SUBJECT_WEIGHT
+from memorywire.recall.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.store.sqlite import SqliteStore
 from memorywire.store.sqlite.db import COLS
 from memorywire.store.sqlite.hits import hit_of
@@ -105,8 +106,9 @@ def test_the_plan_ranks_hits_as_it_ranks_them_annotated(seed: int, flavour: str)
     hits = _hits(seed)
 
     def plan() -> RecallPlan:
-        return RecallPlan(req, NOW, Boosts(session=0.5, subject=SUBJECT_WEIGHT,
-                                           substance=SUBSTANCE_WEIGHT))
+        return RecallPlan(req, NOW, replace(UNRANKED, session_weight=0.5,
+                                            subject_weight=SUBJECT_WEIGHT,
+                                            substance_weight=SUBSTANCE_WEIGHT))
 
     raw = plan().finish(hits)
     annotated_first = plan().order([annotate(h) for h in hits])

@@ -3,18 +3,14 @@ said yields its place to the next distinct hit; nothing else moves."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from memorywire.core.boosts import Boosts
-from memorywire.core.restatement import (
-    DUPLICATE_SHARE,
-    checked_share,
-    restated_last,
-    word_grams,
-)
 from memorywire.errors import InvalidRequest
+from memorywire.recall.restatement import DUPLICATE_SHARE, restated_last, word_grams
+from memorywire.recall.settings import PORTABLE_RECALL, checked_share
 from memorywire.wire.models import RecallHit
 from tests.unit.test_turn_focus import _hit as _focus_hit
 from tests.unit.test_turn_focus import _ids
@@ -84,8 +80,7 @@ def test_hits_beyond_the_pool_are_left_alone() -> None:
 
 def test_the_default_is_off() -> None:
     assert DUPLICATE_SHARE == 0.0
-    assert Boosts.checked(session_weight=0.5, subject_weight=0, substance_weight=0,
-                          turn_weight=0).duplicate == 0.0
+    assert PORTABLE_RECALL.duplicate_share == 0.0
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), float("inf"), True])
@@ -93,8 +88,7 @@ def test_a_share_that_cannot_work_is_refused_naming_the_setting(bad: float) -> N
     with pytest.raises(InvalidRequest, match="duplicate_share"):
         checked_share(bad)
     with pytest.raises(InvalidRequest, match="duplicate_share"):
-        Boosts.checked(session_weight=0, subject_weight=0, substance_weight=0, turn_weight=0,
-                       duplicate_share=bad)
+        replace(PORTABLE_RECALL, duplicate_share=bad)
 
 
 @pytest.mark.parametrize("good", [0, 0.3, 1])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,8 @@ FACTS = [
 
 def store(name: str, clock: FakeClock | None = None) -> InMemoryStore:
     return InMemoryStore(embedder=HashingEmbedder(), clock=clock, name=name,
-                         relevance_floor=-1.0, lexical_floor=-1.0)
+                         recall=replace(InMemoryStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                        lexical_floor=-1.0))
 
 
 def remember(content: str, **kw: object) -> RememberRequest:
@@ -265,7 +267,8 @@ async def test_recall_respects_types() -> None:
 
 async def test_mixed_backends_sqlite_and_memory(tmp_path: Path) -> None:
     sq = SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(), name="sqlite",
-                     relevance_floor=-1.0, lexical_floor=-1.0)
+                     recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                    lexical_floor=-1.0))
     router = MemoryRouter([sq, store("mem")])
     try:
         ids = await fill(router)

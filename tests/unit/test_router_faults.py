@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +138,9 @@ class Faulty:
 
 
 def store(name: str) -> InMemoryStore:
-    return InMemoryStore(embedder=HashingEmbedder(), name=name, relevance_floor=-1.0,
-                         lexical_floor=-1.0)
+    return InMemoryStore(embedder=HashingEmbedder(), name=name,
+                         recall=replace(InMemoryStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                        lexical_floor=-1.0))
 
 
 def remember(content: str) -> RememberRequest:
@@ -283,7 +285,8 @@ async def test_nested_router_reports_and_survives_a_dead_grandchild() -> None:
 @pytest.mark.parametrize("mode", ["sleep", "unknown_ids", "garbage"])
 async def test_faulty_sqlite_beside_memory(tmp_path: Path, mode: str) -> None:
     sq = SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(), name="sqlite",
-                     relevance_floor=-1.0, lexical_floor=-1.0)
+                     recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                    lexical_floor=-1.0))
     mem = store("mem")
     try:
         mid = (await MemoryRouter([sq, mem]).remember(remember("the boat is red"))).id

@@ -3,6 +3,8 @@ nothing."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from memorywire.embed.hashing import HashingEmbedder
@@ -24,7 +26,8 @@ AGENT = "agent-1"
 
 def _store(name: str) -> InMemoryStore:
     return InMemoryStore(embedder=HashingEmbedder(), name=name,
-                         relevance_floor=-1.0, lexical_floor=-1.0)
+                         recall=replace(InMemoryStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                        lexical_floor=-1.0))
 
 
 def _rem(content: str, mtype: str = "semantic", **kw: object) -> RememberRequest:
@@ -61,7 +64,8 @@ async def test_stores_queried_names_only_children_that_answered() -> None:
 
 async def test_writes_skip_children_without_the_memory_type() -> None:
     facts = FactsOnly(embedder=HashingEmbedder(), name="facts",
-                      relevance_floor=-1.0, lexical_floor=-1.0)
+                      recall=replace(FactsOnly.DEFAULT_RECALL, relevance_floor=-1.0,
+                                     lexical_floor=-1.0))
     router = MemoryRouter([facts, _store("all")])
     felt = await router.remember(_rem("I was glad the build passed", "emotional"))
     assert felt.stores == ["all"] and felt.failures == []

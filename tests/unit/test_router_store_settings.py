@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -20,8 +21,9 @@ AGENT = "agent-1"
 
 
 def store(name: str) -> InMemoryStore:
-    return InMemoryStore(embedder=HashingEmbedder(), name=name, relevance_floor=-1.0,
-                         lexical_floor=-1.0)
+    return InMemoryStore(embedder=HashingEmbedder(), name=name,
+                         recall=replace(InMemoryStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                        lexical_floor=-1.0))
 
 
 class Slow(InMemoryStore):
@@ -35,7 +37,8 @@ class Slow(InMemoryStore):
 
 
 def slow(name: str, delay: float) -> Slow:
-    s = Slow(embedder=HashingEmbedder(), name=name, relevance_floor=-1.0, lexical_floor=-1.0)
+    s = Slow(embedder=HashingEmbedder(), name=name,
+             recall=replace(Slow.DEFAULT_RECALL, relevance_floor=-1.0, lexical_floor=-1.0))
     s.delay = delay
     return s
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -41,8 +42,9 @@ async def test_scale_core_is_exact(tmp_path: Path, n: int, agents: int) -> None:
 
 async def test_precomputed_vectors_are_stored_and_checked(tmp_path: Path) -> None:
     embedder = HashingEmbedder()
-    store = SqliteStore(tmp_path / "v.db", embedder=embedder, relevance_floor=-1.0,
-                        lexical_floor=-1.0)
+    store = SqliteStore(tmp_path / "v.db", embedder=embedder,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                       lexical_floor=-1.0))
     try:
         rng = np.random.default_rng(3)
         vecs = rng.standard_normal((3, embedder.dim)).astype(np.float32)

@@ -3,21 +3,22 @@ for stores whose hits carry sessions, and the setting refused where it cannot wo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memorywire.core.boosts import Boosts
-from memorywire.core.session_evidence import (
+from memorywire.embed.hashing import HashingEmbedder
+from memorywire.errors import InvalidRequest
+from memorywire.recall.plan import recall_in_time
+from memorywire.recall.rules import UNRANKED
+from memorywire.recall.session_evidence import (
     SESSION_POOL,
     session_of,
     session_ranked,
 )
-from memorywire.embed.hashing import HashingEmbedder
-from memorywire.errors import InvalidRequest
 from memorywire.store.memory import InMemoryStore
-from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import (
     Fusion,
@@ -27,6 +28,9 @@ from memorywire.wire.models import (
     RecallResponse,
     RememberRequest,
 )
+
+#: The plan with only session evidence on.
+SESSIONS = replace(UNRANKED, session_weight=0.5)
 
 
 def _hit(id: str, session: Any = None) -> RecallHit:
@@ -77,12 +81,13 @@ def test_only_the_pool_is_reordered() -> None:
 @pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf"), True, "1"])
 def test_a_weight_that_cannot_work_is_refused_naming_the_setting(bad: Any) -> None:
     with pytest.raises(InvalidRequest, match="session_weight"):
-        InMemoryStore(session_weight=bad)
+        InMemoryStore(recall=replace(InMemoryStore.DEFAULT_RECALL, session_weight=bad))
 
 
 def test_sqlite_store_refuses_a_negative_weight(tmp_path: Path) -> None:
     with pytest.raises(InvalidRequest, match="session_weight"):
-        SqliteStore(tmp_path / "s.db", HashingEmbedder(), session_weight=-1)
+        SqliteStore(tmp_path / "s.db", HashingEmbedder(),
+                    recall=replace(SqliteStore.DEFAULT_RECALL, session_weight=-1))
 
 
 class _Search:
@@ -104,13 +109,13 @@ class _Search:
 async def test_only_answers_that_carry_sessions_are_asked_for_the_deeper_pool() -> None:
     req = RecallRequest(agent_id="a", query="what did we plan", k=5)
     plain = _Search([None])
-    resp = await recall_in_time(req, plain, 0, boosts=Boosts(session=0.5))
+    resp = await recall_in_time(req, plain, 0, settings=SESSIONS)
     assert plain.asked == [5] and len(resp.results) == 5
     with_sessions = _Search(["s1", "s2", "s3"])
-    resp = await recall_in_time(req, with_sessions, 0, boosts=Boosts(session=0.5))
+    resp = await recall_in_time(req, with_sessions, 0, settings=SESSIONS)
     assert with_sessions.asked == [5, SESSION_POOL] and len(resp.results) == 5
     off = _Search(["s1", "s2", "s3"])
-    await recall_in_time(req, off, 0, boosts=Boosts(session=0.0))
+    await recall_in_time(req, off, 0, settings=UNRANKED)
     assert off.asked == [5]
 
 
@@ -126,7 +131,8 @@ async def test_a_store_ranks_by_session_evidence_end_to_end(tmp_path: Path) -> N
     orders = {}
     for weight in (0.0, 3.0):
         store = SqliteStore(tmp_path / f"w{weight}.db", HashingEmbedder(),
-                            relevance_floor=-1.0, lexical_floor=-1.0, session_weight=weight)
+                            recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                           lexical_floor=-1.0, session_weight=weight))
         try:
             await store.remember_many([
                 RememberRequest(agent_id="a", type=MemoryType.EPISODIC, content=text, id=id,

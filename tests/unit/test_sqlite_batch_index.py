@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,8 @@ _WORDS = ["quokka", "narwhal", "axolotl", "pangolin", "okapi", "tapir", "dugong"
 def _store(path: Path) -> SqliteStore:
     # Floors off: the hashing embedder's cosines mean nothing, the full-text leg is tested.
     return SqliteStore(path, embedder=HashingEmbedder(), clock=FakeClock(1_000_000),
-                       relevance_floor=-1.0, lexical_floor=-1.0)
+                       recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                      lexical_floor=-1.0))
 
 
 async def _found(store: SqliteStore, word: str) -> list[str]:

@@ -8,6 +8,7 @@ JSON no longer holds the text) is checked once, because it is why a recall got c
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import apsw
@@ -27,7 +28,9 @@ QUESTION = "what came from the quokkashelter"
 
 
 def _store(path: Path) -> SqliteStore:
-    return SqliteStore(path, EMB, relevance_floor=-1.0, lexical_floor=-1.0)
+    return SqliteStore(path, EMB,
+                       recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                      lexical_floor=-1.0))
 
 
 def _turn(mid: str, text: str, metadata: dict[str, object]) -> RememberRequest:

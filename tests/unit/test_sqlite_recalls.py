@@ -64,7 +64,8 @@ def _table(path: Path, sql: str) -> list[tuple[object, ...]]:
 
 async def test_a_recall_writes_the_narrow_table_not_the_rows(tmp_path: Path) -> None:
     clock = FakeClock(NOW)
-    store = SqliteStore(tmp_path / "r.db", EMB, clock=clock, **FLOORS)
+    store = SqliteStore(tmp_path / "r.db", EMB, clock=clock,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, **FLOORS))
     try:
         await store.remember_many([_note(i) for i in range(6)])
         rows_before = _table(tmp_path / "r.db", "SELECT * FROM memories ORDER BY rid")
@@ -90,7 +91,8 @@ async def test_a_recall_writes_the_narrow_table_not_the_rows(tmp_path: Path) -> 
 
 async def test_statistics_follow_updates_imports_and_hard_deletes(tmp_path: Path) -> None:
     clock = FakeClock(NOW)
-    store = SqliteStore(tmp_path / "r.db", EMB, clock=clock, **FLOORS)
+    store = SqliteStore(tmp_path / "r.db", EMB, clock=clock,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, **FLOORS))
     try:
         await store.remember_many([_note(i) for i in range(3)])
         hits = (await store.recall(RecallRequest(agent_id="a", query="tomato", k=3))).results
@@ -142,7 +144,8 @@ def _downgrade_to_v3(path: Path) -> None:
 async def test_a_version_3_file_is_migrated_with_its_statistics(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     clock = FakeClock(NOW)
-    store = SqliteStore(path, EMB, clock=clock, **FLOORS)
+    store = SqliteStore(path, EMB, clock=clock,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, **FLOORS))
     try:
         await store.remember_many([_note(i) for i in range(8)])
         clock.advance(20 * DAY_MS)
@@ -157,7 +160,8 @@ async def test_a_version_3_file_is_migrated_with_its_statistics(tmp_path: Path) 
     in_rows = dict(_table(path, "SELECT id, recall_count FROM memories"))
     assert in_rows == {i: n for i, (_, n) in before.items()}
 
-    store = SqliteStore(path, EMB, clock=clock, **FLOORS)
+    store = SqliteStore(path, EMB, clock=clock,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, **FLOORS))
     try:
         assert await _stats(store) == before
         # Expiry reads the migrated values: 35 days after writing, 15 after the recalls,

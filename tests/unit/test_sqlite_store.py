@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -15,7 +16,7 @@ import pytest
 from memorywire.embed.base import Vectors
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import Conflict, EmbedderMismatch, StoreCorrupt
-from memorywire.store._common import RECOMMENDED_TAIL_GAP
+from memorywire.recall.settings import RECOMMENDED_TAIL_GAP
 from memorywire.store.base import ListQuery
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import ForgetRequest, MemoryType, RecallRequest, RememberRequest
@@ -50,7 +51,8 @@ def req(agent: str, content: str, **kw: object) -> RememberRequest:
 
 
 async def test_scoped_knn_is_not_crowded_out_by_another_agent(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(64), relevance_floor=0.3)
+    store = SqliteStore(tmp_path / "m.db", embedder=HashingEmbedder(64),
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=0.3))
     try:
         query = "where did I park the blue car"
         await store.remember(req("agent-a", "I parked the blue car on level three"))
@@ -67,7 +69,9 @@ async def test_knn_is_exact_against_numpy_and_sqlite_vec(tmp_path: Path) -> None
     n = 3000
     emb = TableEmbedder(n + 20)
     path = tmp_path / "m.db"
-    store = SqliteStore(path, embedder=emb, relevance_floor=-2.0, lexical_floor=-2.0)
+    store = SqliteStore(path, embedder=emb,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-2.0,
+                                       lexical_floor=-2.0))
     try:
         owners = [("a1" if i % 3 else "a2", f"u{i % 4}", list(MemoryType)[i % 4]) for i in range(n)]
         await store.remember_many([
@@ -206,7 +210,8 @@ anyio.run(main)
 
 async def test_other_processes_writes_are_seen_through_the_cache(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    store = SqliteStore(path, embedder=HashingEmbedder(32), relevance_floor=0.5)
+    store = SqliteStore(path, embedder=HashingEmbedder(32),
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=0.5))
     try:
         await store.remember(req("a", "written by this process", id="p1"))
         hits = await store.recall(RecallRequest(agent_id="a", query="written by this process"))
@@ -221,8 +226,9 @@ async def test_other_processes_writes_are_seen_through_the_cache(tmp_path: Path)
 
 async def test_scope_cache_evicts_by_bytes_and_stays_exact(tmp_path: Path) -> None:
     emb = TableEmbedder(400)
-    store = SqliteStore(tmp_path / "c.db", embedder=emb, relevance_floor=-1.0,
-                        lexical_floor=-1.0, cache_mb=0.04)  # ~40 KB: one 200-row scope
+    store = SqliteStore(tmp_path / "c.db", embedder=emb, cache_mb=0.04,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                       lexical_floor=-1.0))  # ~40 KB: one 200-row scope
     try:
         for agent, offset in (("a", 0), ("b", 200)):
             await store.remember_many([req(agent, f"v{offset + i}", id=f"{agent}{i}")
@@ -281,8 +287,9 @@ async def test_full_text_evidence_admits_a_row_below_the_cosine_floor(tmp_path: 
         "Bob likes jazz.": [0.34, 0.0, 0.94],  # same cosine, no shared word
         "Carol has a pollen allergy.": [0.2, 0.98, 0.0],  # shares a word, cosine too low
     })
-    store = SqliteStore(tmp_path / "l.db", embedder=emb, relevance_floor=0.36,
-                        lexical_floor=0.30, tail_gap=None)  # the per-row rule
+    store = SqliteStore(tmp_path / "l.db", embedder=emb,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=0.36,
+                                       lexical_floor=0.30, tail_gap=None))  # the per-row rule
     try:
         await store.remember_many([req("a", t, id=t.split()[0].lower())
                                    for t in emb.vectors if t != q])
@@ -292,8 +299,9 @@ async def test_full_text_evidence_admits_a_row_below_the_cosine_floor(tmp_path: 
         await store.aclose()
     # The list gate: alice clears the floors, so the others need only come within
     # RECOMMENDED_TAIL_GAP (0.3) of them; with nothing clearing them the answer stays empty.
-    store = SqliteStore(tmp_path / "g.db", embedder=emb, relevance_floor=0.36,
-                        lexical_floor=0.30, tail_gap=RECOMMENDED_TAIL_GAP)
+    store = SqliteStore(tmp_path / "g.db", embedder=emb,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=0.36,
+                                       lexical_floor=0.30, tail_gap=RECOMMENDED_TAIL_GAP))
     try:
         await store.remember_many([req("a", t, id=t.split()[0].lower())
                                    for t in emb.vectors if t != q])
@@ -353,7 +361,9 @@ async def test_schema_v1_database_is_migrated_with_its_data(tmp_path: Path) -> N
                      (rid, text, scope_token(agent)))
     conn.close()
 
-    store = SqliteStore(path, embedder=emb, relevance_floor=-1.0, lexical_floor=-1.0)
+    store = SqliteStore(path, embedder=emb,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                       lexical_floor=-1.0))
     try:
         resp = await store.recall(RecallRequest(agent_id="a", query="v2", k=5))
         assert resp.results[0].id == "m2"
@@ -467,8 +477,9 @@ async def test_a_word_too_common_to_rank_is_skipped_but_rare_ones_still_count(
 
     monkeypatch.setattr(sqlite_search, "LEXICAL_BUDGET", 5)
     emb = HashingEmbedder(64)
-    store = SqliteStore(tmp_path / "b.db", embedder=emb, relevance_floor=0.99,
-                        lexical_floor=-1.0)
+    store = SqliteStore(tmp_path / "b.db", embedder=emb,
+                        recall=replace(SqliteStore.DEFAULT_RECALL, relevance_floor=0.99,
+                                       lexical_floor=-1.0))
     try:
         await store.remember_many([req("a", f"weather report {i}", id=f"w{i}")
                                    for i in range(20)])

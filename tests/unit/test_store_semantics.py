@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +42,12 @@ Store = Any  # InMemoryStore | SqliteStore: both expose remember_many and neighb
 def _make(kind: str, tmp_path: Path, clock: FakeClock) -> Store:
     emb = HashingEmbedder(256)
     if kind == "memory":
-        return InMemoryStore(embedder=emb, clock=clock, **FLOORS)
+        return InMemoryStore(embedder=emb, clock=clock,
+                             recall=replace(InMemoryStore.DEFAULT_RECALL, **FLOORS))
     from memorywire.store.sqlite import SqliteStore
 
-    return SqliteStore(tmp_path / "m.db", embedder=emb, clock=clock, **FLOORS)
+    return SqliteStore(tmp_path / "m.db", embedder=emb, clock=clock,
+                       recall=replace(SqliteStore.DEFAULT_RECALL, **FLOORS))
 
 
 @pytest.fixture(params=["memory", "sqlite"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +47,10 @@ class StoreComparison(RuleBasedStateMachine):
         self.tmp = tempfile.TemporaryDirectory()
         self.clock = FakeClock()
         emb = HashingEmbedder(64)
-        self.oracle = InMemoryStore(embedder=emb, clock=self.clock, **FLOORS)
+        self.oracle = InMemoryStore(embedder=emb, clock=self.clock,
+                                    recall=replace(InMemoryStore.DEFAULT_RECALL, **FLOORS))
         self.real = SqliteStore(Path(self.tmp.name) / "m.db", embedder=emb, clock=self.clock,
-                                **FLOORS)
+                                recall=replace(SqliteStore.DEFAULT_RECALL, **FLOORS))
         self.counter = 0
         self.known: dict[str, tuple[str, str]] = {}  # id -> (agent, content)
 

@@ -4,6 +4,7 @@ are query keys, derived from their constructors so that none can be forgotten.""
 from __future__ import annotations
 
 import inspect
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import InvalidRequest
+from memorywire.recall.settings import RecallSettings
 from memorywire.store.memory import InMemoryStore
 from memorywire.store.postgres import PostgresStore
 from memorywire.store.postgres.url import PG_ALIASES, libpq_keys
@@ -42,15 +44,39 @@ def _text(value: Any) -> str:
 @pytest.mark.parametrize(("store", "scheme", "aliases"), EMBEDDED)
 def test_every_constructor_setting_is_a_url_key(store: type, scheme: str,
                                                 aliases: dict[str, str]) -> None:
-    """A keyword-only constructor setting added later is a URL key at once; one the URL
-    cannot carry (an annotation it cannot read) fails here until it is decided on."""
+    """A keyword-only constructor setting, or a ``RecallSettings`` field, added later is a URL
+    key at once; one the URL cannot carry (an annotation it cannot read) fails here until it
+    is decided on. Keys with the defaults' values build the store's defaults."""
     params = [p for p in inspect.signature(store).parameters.values()
-              if p.kind is inspect.Parameter.KEYWORD_ONLY]
+              if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "recall"]
+    defaults: RecallSettings = store.DEFAULT_RECALL  # type: ignore[attr-defined]
+    recall = {f.name: getattr(defaults, f.name) for f in fields(RecallSettings)
+              if f.name not in store.RECALL_UNSUPPORTED}  # type: ignore[attr-defined]
     keys = {s.param: key for key, s in constructor_settings(store, aliases).items()}
     assert [p.name for p in params if p.name not in keys] == []
-    query = "&".join(f"{keys[p.name]}={_text(p.default)}" for p in params)
+    assert [name for name in recall if name not in keys] == []
+    query = "&".join([*(f"{keys[p.name]}={_text(p.default)}" for p in params),
+                      *(f"{keys[name]}={_text(value)}" for name, value in recall.items())])
     args = url_keywords(store, scheme, query, {}, aliases=aliases)
-    assert args == {p.name: p.default for p in params}
+    assert args == {**{p.name: p.default for p in params}, "recall": defaults}
+
+
+@pytest.mark.parametrize(("store", "missing"), [(InMemoryStore, "feedback_weight"),
+                                                (PostgresStore, "lexical_weight")])
+def test_a_setting_a_store_lacks_is_no_url_key_and_refused_in_code(
+        tmp_path: Path, store: type, missing: str) -> None:
+    """PostgreSQL and the in-memory store have no feedback round and plain RRF: those keys are
+    refused as unknown (as before), and the settings refused unless neutral when given in
+    code, naming them (never ignored)."""
+    scheme = "memory" if store is InMemoryStore else "postgresql"
+    with pytest.raises(InvalidRequest, match=f"unknown query key '{missing}'"):
+        open_store(_url(tmp_path, scheme, f"{missing}=0.5"), embedder=EMB)
+    defaults: RecallSettings = store.DEFAULT_RECALL  # type: ignore[attr-defined]
+    with pytest.raises(InvalidRequest, match=f"{missing}=0.5: {store.__name__} has no such"):
+        open_store(_url(tmp_path, scheme, ""), embedder=EMB,
+                   recall=replace(defaults, **{missing: 0.5}))
+    neutral = open_store(_url(tmp_path, scheme, ""), embedder=EMB, recall=defaults)
+    assert neutral.recall_settings == defaults  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("scheme", ["sqlite", "memory"])
@@ -58,18 +84,38 @@ def test_a_url_setting_reaches_the_store(tmp_path: Path, scheme: str) -> None:
     store = open_store(_url(tmp_path, scheme, "turn_weight=0&relevance_floor=-1"
                                               "&entity_gate=off&tail_gap=none"),
                        embedder=EMB)
-    assert store._boosts.turn == 0.0  # type: ignore[attr-defined]
-    assert store._floor == -1.0  # type: ignore[attr-defined]
-    assert store._entity_gate is False  # type: ignore[attr-defined]
-    assert store._tail_gap is None  # type: ignore[attr-defined]
+    settings: RecallSettings = store.recall_settings  # type: ignore[attr-defined]
+    assert settings.turn_weight == 0.0
+    assert settings.relevance_floor == -1.0
+    assert settings.entity_gate is False
+    assert settings.tail_gap is None
+    # the rest are the store's own defaults, not another store's
+    defaults = type(store).DEFAULT_RECALL  # type: ignore[attr-defined]
+    assert settings == replace(defaults, turn_weight=0.0, relevance_floor=-1.0,
+                               entity_gate=False, tail_gap=None)
 
 
 @pytest.mark.parametrize("scheme", ["sqlite", "memory", "postgresql"])
 def test_a_keyword_given_in_code_wins_over_the_url(tmp_path: Path, scheme: str) -> None:
     store = open_store(_url(tmp_path, scheme, "turn_weight=0&session_weight=0"),
                        embedder=EMB, turn_weight=0.5)
-    assert store._boosts.turn == 0.5  # type: ignore[attr-defined]
-    assert store._boosts.session == 0.0  # type: ignore[attr-defined]
+    settings: RecallSettings = store.recall_settings  # type: ignore[attr-defined]
+    assert settings.turn_weight == 0.5
+    assert settings.session_weight == 0.0
+
+
+@pytest.mark.parametrize("scheme", ["sqlite", "memory", "postgresql"])
+def test_recall_given_in_code_beside_url_settings_is_refused_naming_them(
+        tmp_path: Path, scheme: str) -> None:
+    """Either the URL's settings or the value in code would be dropped: neither is."""
+    store_type = {"sqlite": SqliteStore, "memory": InMemoryStore,
+                  "postgresql": PostgresStore}[scheme]
+    recall = replace(store_type.DEFAULT_RECALL, substance_weight=0.0)  # type: ignore[attr-defined]
+    with pytest.raises(InvalidRequest, match="session_weight, turn_weight cannot also be"):
+        open_store(_url(tmp_path, scheme, "turn_weight=0&session_weight=0"),
+                   embedder=EMB, recall=recall)
+    store = open_store(_url(tmp_path, scheme, ""), embedder=EMB, recall=recall)
+    assert store.recall_settings is recall  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("scheme", ["sqlite", "memory", "postgresql"])
@@ -97,7 +143,8 @@ def test_the_reported_url_is_refused_not_opened_with_defaults(tmp_path: Path) ->
     ("tail_gap=wide", "tail_gap must be a number or none"),
     ("busy_timeout_ms=1.5", "busy_timeout_ms must be an integer"),
     ("lexical_weight=0", "lexical_weight must be > 0"),
-    ("feedback_weight=-1", "feedback_weight must be >= 0"),
+    ("feedback_weight=-1", "feedback_weight must be a finite number >= 0"),
+    ("tail_gap=-0.1", "tail_gap must be a finite number >= 0 or None"),
     ("turn_weight=0&turn_weight=1", "'turn_weight' is given twice"),
 ])
 def test_a_bad_value_is_refused_naming_the_key(tmp_path: Path, query: str, named: str) -> None:
@@ -124,7 +171,7 @@ def test_postgres_settings_and_pool_keys_read_as_before(tmp_path: Path) -> None:
                             "&sslmode=disable"), embedder=EMB)
     assert isinstance(store, PostgresStore)
     assert store._exact_limit == 7
-    assert store._floor == -1.0
+    assert store.recall_settings.relevance_floor == -1.0
     with pytest.raises(InvalidRequest, match="pool_max must be an integer"):
         open_store(_url(tmp_path, "postgresql", "pool_max=many"), embedder=EMB)
 

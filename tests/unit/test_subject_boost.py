@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from memorywire.core.boosts import Boosts
-from memorywire.core.subject_boost import (
+from memorywire.recall.plan import Search, recall_in_time
+from memorywire.recall.rules import UNRANKED
+from memorywire.recall.subject_boost import (
     SUBJECT_POOL,
     SUBJECT_WEIGHT,
     names_in,
@@ -13,7 +16,6 @@ from memorywire.core.subject_boost import (
     subject_ranked,
     subject_words,
 )
-from memorywire.store.recall_plan import Search, recall_in_time
 from memorywire.wire.models import (
     Fusion,
     MemoryType,
@@ -33,6 +35,8 @@ def _ids(hits: list[RecallHit]) -> list[str]:
 
 
 CAROLINE = frozenset({"caroline"})
+#: The plan with only the subject boost on.
+SUBJECTS = replace(UNRANKED, subject_weight=SUBJECT_WEIGHT)
 
 
 def test_the_named_subjects_memories_move_up_in_the_store_order() -> None:
@@ -85,12 +89,12 @@ async def test_a_store_without_subjects_is_searched_once_with_the_callers_k() ->
 
     req = RecallRequest(agent_id="a", query="What did Caroline research?", k=2)
     plain = [_hit("a"), _hit("b"), _hit("c")]
-    await recall_in_time(req, search_with(plain), 10, boosts=Boosts(subject=SUBJECT_WEIGHT))
+    await recall_in_time(req, search_with(plain), 10, settings=SUBJECTS)
     assert asked == [2]
     asked.clear()
     spoken = [_hit("m", speaker="Melanie"), _hit("n", speaker="Melanie"),
               _hit("c", speaker="Caroline")]
-    resp = await recall_in_time(req, search_with(spoken), 10, boosts=Boosts(subject=SUBJECT_WEIGHT))
+    resp = await recall_in_time(req, search_with(spoken), 10, settings=SUBJECTS)
     assert asked == [2, SUBJECT_POOL]
     assert _ids(resp.results) == ["c", "m"]
     asked.clear()

@@ -4,19 +4,23 @@ question that names no one, or with the weight at 0."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from memorywire.core.boosts import Boosts
-from memorywire.core.subject_lexical import (
+from memorywire.errors import InvalidRequest
+from memorywire.recall.plan import Search, recall_in_time
+from memorywire.recall.rules import UNRANKED
+from memorywire.recall.subject_lexical import (
     SUBJECT_LEXICAL_WEIGHT,
     bm25_scores,
     subject_lexical_ranked,
 )
-from memorywire.errors import InvalidRequest
-from memorywire.store.recall_plan import Search, recall_in_time
 from memorywire.wire.models import Fusion, MemoryType, RecallHit, RecallRequest, RecallResponse
 
 MELANIE = frozenset({"melanie"})
+#: Only this rule's weight on (the plan's other rules off).
+LEXICAL_ONLY = replace(UNRANKED, subject_lexical_weight=SUBJECT_LEXICAL_WEIGHT)
 QUESTION = "What books has Melanie been reading?"
 
 
@@ -88,19 +92,17 @@ async def test_the_plan_fetches_the_pool_and_lifts_the_answer_even_without_the_s
     pool = _pool()
     req = RecallRequest(agent_id="a", query=QUESTION, k=5)
     asked: list[int] = []
-    off = await recall_in_time(req, _search(pool, asked), 10, boosts=Boosts())
+    off = await recall_in_time(req, _search(pool, asked), 10, settings=UNRANKED)
     assert "answer" not in _ids(off.results)
     assert asked == [5]
     asked.clear()
-    on = await recall_in_time(req, _search(pool, asked), 10,
-                              boosts=Boosts(subject_lexical=SUBJECT_LEXICAL_WEIGHT))
+    on = await recall_in_time(req, _search(pool, asked), 10, settings=LEXICAL_ONLY)
     assert _ids(on.results)[0] == "answer"
     assert asked == [5, 100]
     # a question that names no one: one search, the store's order
     asked.clear()
     plain = req.model_copy(update={"query": "what books were read?"})
-    same = await recall_in_time(plain, _search(pool, asked), 10,
-                                boosts=Boosts(subject_lexical=SUBJECT_LEXICAL_WEIGHT))
+    same = await recall_in_time(plain, _search(pool, asked), 10, settings=LEXICAL_ONLY)
     assert _ids(same.results) == _ids(pool[:5])
     assert asked == [5]
 
@@ -108,5 +110,4 @@ async def test_the_plan_fetches_the_pool_and_lifts_the_answer_even_without_the_s
 @pytest.mark.parametrize("bad", [-0.5, float("nan"), float("inf"), True])
 def test_a_weight_that_cannot_work_is_refused_naming_the_setting(bad: float) -> None:
     with pytest.raises(InvalidRequest, match="subject_lexical_weight"):
-        Boosts.checked(session_weight=0, subject_weight=0, substance_weight=0, turn_weight=0,
-                       subject_lexical_weight=bad)
+        replace(UNRANKED, subject_lexical_weight=bad)

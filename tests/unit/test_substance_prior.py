@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from memorywire.core.substance_prior import (
+from memorywire.errors import InvalidRequest
+from memorywire.recall.substance_prior import (
     SUBSTANCE_WORDS,
     substance_ranked,
     substantive,
 )
-from memorywire.errors import InvalidRequest
 from memorywire.store.memory import InMemoryStore
 from memorywire.wire.models import MemoryType, RecallHit
 
@@ -66,4 +67,4 @@ def test_a_structured_content_counts_the_words_of_its_values_not_its_keys() -> N
 @pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf"), True])
 def test_a_weight_that_cannot_work_is_refused_naming_the_setting(bad: float) -> None:
     with pytest.raises(InvalidRequest, match="substance_weight"):
-        InMemoryStore(substance_weight=bad)
+        InMemoryStore(recall=replace(InMemoryStore.DEFAULT_RECALL, substance_weight=bad))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from memorywire.core.clock import FakeClock
-from memorywire.core.time_boost import event_time, reference_time, time_ranked
 from memorywire.core.time_expressions import TimeWindow
 from memorywire.embed.hashing import HashingEmbedder
+from memorywire.recall.time_boost import event_time, reference_time, time_ranked
 from memorywire.router import MemoryRouter
 from memorywire.store.memory import InMemoryStore
 from memorywire.wire.models import MemoryType, RecallHit, RecallRequest, RememberRequest

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memorywire.core.turn_focus import (
+from memorywire.recall.turn_focus import (
     CONTEXT_SHARE,
     context_led,
     own_scores,

@@ -179,18 +179,21 @@ def register_audit(subparsers: Any) -> None:
 
     ex = sub.add_parser("export", help="write the chain as JSON lines to stdout, for offline "
                                        "verification (audit verify --file)")
-    ex.add_argument("--db")
+    ex.add_argument("--db", help="governance database file or postgresql:// URL "
+                    "(default: the configuration's)")
     ex.set_defaults(handler=guarded("audit", _export))
 
     ls = sub.add_parser("list", help="print entries as JSON lines")
-    ls.add_argument("--db")
-    ls.add_argument("--agent-id")
-    ls.add_argument("--memory-id")
-    ls.add_argument("--limit", type=int, default=None)
+    ls.add_argument("--db", help="governance database file or postgresql:// URL "
+                    "(default: the configuration's)")
+    ls.add_argument("--agent-id", help="only entries about this agent")
+    ls.add_argument("--memory-id", help="only entries about this memory")
+    ls.add_argument("--limit", type=int, default=None, help="only the most recent N entries")
     ls.set_defaults(handler=guarded("audit", _list))
 
     cp = sub.add_parser("checkpoint", help="sign the current head and print it as JSON")
-    cp.add_argument("--db")
+    cp.add_argument("--db", help="governance database file or postgresql:// URL "
+                    "(default: the configuration's)")
     cp.add_argument("--key", required=True, help="Ed25519 private key, PEM, unencrypted")
     cp.set_defaults(handler=guarded("audit", _checkpoint))
     v.add_argument("--embedder", help=argparse.SUPPRESS)

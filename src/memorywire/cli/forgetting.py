@@ -189,7 +189,7 @@ def register_forgetting(sub: Any) -> None:
     v = rs.add_parser("verify", help="check a receipt's Ed25519 signature and its signer "
                                      "(exit 0 pinned or this deployment's key, 3 valid but "
                                      "unpinned, 1 bad)")
-    v.add_argument("file", metavar="FILE")
+    v.add_argument("file", metavar="FILE", help="the receipt (forget --hard --receipt FILE)")
     v.add_argument("--trusted-key", action="append", metavar="B64",
                    help="a public key to trust (from `memorywire receipt key`); repeatable")
     _deployment_flags(v)

@@ -21,12 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from memorywire.cli.audit import register_audit
+from memorywire.cli.connect import register_connect
 from memorywire.cli.consolidate import register_consolidate
 from memorywire.cli.embed import register_embed
 from memorywire.cli.forgetting import register_forgetting
+from memorywire.cli.hooks import register_hook
 from memorywire.cli.ops import register_ops
 from memorywire.cli.portability import register_portability
 from memorywire.cli.records import register_records
+from memorywire.cli.serve import register_serve
 from memorywire.errors import MemorywireError
 from memorywire.wire.registry import schema, schema_names
 from memorywire.wire.versions import CURRENT
@@ -115,12 +118,15 @@ SUBCOMMANDS: list[Register] = [
     register_schema,
     register_validate,
     register_consolidate,
+    register_serve,
     register_ops,
     register_records,
     register_portability,
     register_audit,
     register_forgetting,
     register_embed,
+    register_connect,
+    register_hook,
 ]
 
 

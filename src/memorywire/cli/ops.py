@@ -1,4 +1,4 @@
-"""Operational subcommands: serve, mcp, the five operations, approvals and tokens.
+"""Operational subcommands: the five operations, approvals and tokens.
 
 Data commands talk to a local store (``--store URL``) or a server (``--server URL --token T``,
 also ``$MEMORYWIRE_SERVER`` / ``$MEMORYWIRE_TOKEN``) through the public client, print a table
@@ -216,8 +216,13 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _agent(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--agent", "-a", dest="agent_id", required=True, help="agent_id")
-    p.add_argument("--user", "-u", dest="user_id", help="user_id")
+    """``--agent``, required unless ``$MEMORYWIRE_AGENT`` names one (read when the parser is
+    built, so each run sees its own environment)."""
+    default = os.environ.get("MEMORYWIRE_AGENT") or None
+    p.add_argument("--agent", "-a", dest="agent_id", required=default is None, default=default,
+                   help="the agent whose memories these are (default: $MEMORYWIRE_AGENT)")
+    p.add_argument("--user", "-u", dest="user_id",
+                   help="only this user's memories (user_id), within the agent's")
 
 
 def _doc(args: argparse.Namespace, *keys: str) -> dict[str, Any]:
@@ -283,15 +288,18 @@ def _register_ops(sub: Subparsers) -> None:
     p = sub.add_parser("remember", help="store a memory")
     _common(p)
     _agent(p)
-    p.add_argument("content")
+    p.add_argument("content", help="the memory, as a sentence (quote it)")
     p.add_argument("--type", "-t", default="semantic",
-                   choices=["semantic", "episodic", "procedural", "emotional"])
+                   choices=["semantic", "episodic", "procedural", "emotional"],
+                   help="a fact (semantic, the default), an event (episodic), a how-to "
+                        "(procedural) or a feeling (emotional)")
     p.add_argument("--metadata", type=_json_arg, help="JSON object")
-    p.add_argument("--confidence", type=float)
-    p.add_argument("--source")
+    p.add_argument("--confidence", type=float, help="how sure, 0..1 (default 1)")
+    p.add_argument("--source", help="where it came from (provenance, e.g. web_page, user)")
     p.add_argument("--expires-at", dest="expires_at", type=int, help="epoch ms")
     p.add_argument("--id", help="caller-chosen id (idempotent retries)")
-    p.add_argument("--approval-required", action="store_true")
+    p.add_argument("--approval-required", action="store_true",
+                   help="stage the write for a reviewer instead of storing it now")
     p.add_argument("--fields", type=_json_object,
                    help='JSON object of typed fields, e.g. \'{"valence": -0.5}\' (emotional) or '
                         '\'{"event_time": 1767225600000}\' (episodic)')
@@ -300,14 +308,18 @@ def _register_ops(sub: Subparsers) -> None:
     p = sub.add_parser("recall", help="search memories")
     _common(p)
     _agent(p)
-    p.add_argument("query")
-    p.add_argument("-k", type=int)
+    p.add_argument("query", help="what to look for, in words")
+    p.add_argument("-k", type=int, help="at most this many results (default 5)")
     p.add_argument("--type", dest="types", action="append",
-                   choices=["semantic", "episodic", "procedural", "emotional"])
-    p.add_argument("--hops", type=int)
-    p.add_argument("--fusion", choices=["rrf", "max", "weighted"])
+                   choices=["semantic", "episodic", "procedural", "emotional"],
+                   help="only memories of this type (repeatable)")
+    p.add_argument("--hops", type=int,
+                   help="also follow links from the hits this many steps (default 0)")
+    p.add_argument("--fusion", choices=["rrf", "max", "weighted"],
+                   help="how meaning and word matches are combined (default rrf)")
     p.add_argument("--filter", type=_json_arg, help="JSON object of metadata equalities")
-    p.add_argument("--fresher-than-days", dest="fresher_than_days", type=int)
+    p.add_argument("--fresher-than-days", dest="fresher_than_days", type=int, metavar="DAYS",
+                   help="only memories written in the last DAYS days")
     p.add_argument("--where", type=_json_arg,
                    help='JSON conditions on typed fields, e.g. \'{"valence": {"lt": 0}}\'')
     p.add_argument("--as-of", dest="as_of", type=_instant, metavar="TIME",
@@ -321,11 +333,13 @@ def _register_ops(sub: Subparsers) -> None:
     _common(p)
     _agent(p)
     p.add_argument("--id", dest="ids", action="append", help="repeatable")
-    p.add_argument("--filter", type=_json_arg)
-    p.add_argument("--hard", dest="hard_delete", action="store_true")
+    p.add_argument("--filter", type=_json_arg,
+                   help="JSON object of metadata equalities: forget what matches")
+    p.add_argument("--hard", dest="hard_delete", action="store_true",
+                   help="erase the rows (a signed receipt) instead of marking them forgotten")
     p.add_argument("--cascade", action="store_true",
                    help="also forget every memory derived from these (derived_from edges)")
-    p.add_argument("--reason")
+    p.add_argument("--reason", help="why, kept in the audit log")
     p.add_argument("--receipt", metavar="FILE",
                    help="with --hard: write the signed deletion receipt here (the file "
                         "`memorywire receipt verify` checks)")
@@ -334,35 +348,43 @@ def _register_ops(sub: Subparsers) -> None:
     p = sub.add_parser("merge", help="merge duplicates into a canonical memory")
     _common(p)
     _agent(p)
-    p.add_argument("canonical")
-    p.add_argument("duplicates", nargs="+")
+    p.add_argument("canonical", metavar="CANONICAL", help="id of the memory that stays")
+    p.add_argument("duplicates", nargs="+", metavar="DUPLICATE",
+                   help="ids of the memories folded into it")
     p.add_argument("--strategy",
-                   choices=["keep_canonical", "merge_content", "keep_highest_confidence"])
+                   choices=["keep_canonical", "merge_content", "keep_highest_confidence"],
+                   help="what the merged content is (default keep_canonical)")
     p.set_defaults(handler=_merge)
 
     p = sub.add_parser("expire", help="forget, archive or demote by policy")
     _common(p)
     _agent(p)
-    p.add_argument("--older-than-days", dest="older_than_days", type=int)
+    p.add_argument("--older-than-days", dest="older_than_days", type=int, metavar="DAYS",
+                   help="memories written more than DAYS days ago")
     p.add_argument("--type", dest="policy_type",
-                   choices=["semantic", "episodic", "procedural", "emotional"])
-    p.add_argument("--confidence-below", dest="confidence_below", type=float)
-    p.add_argument("--no-recall-in-days", dest="no_recall_in_days", type=int)
-    p.add_argument("--action", choices=["forget", "archive", "demote"])
+                   choices=["semantic", "episodic", "procedural", "emotional"],
+                   help="only memories of this type")
+    p.add_argument("--confidence-below", dest="confidence_below", type=float, metavar="C",
+                   help="memories less sure than C (0..1)")
+    p.add_argument("--no-recall-in-days", dest="no_recall_in_days", type=int, metavar="DAYS",
+                   help="memories no recall returned in DAYS days")
+    p.add_argument("--action", choices=["forget", "archive", "demote"],
+                   help="what happens to them (default forget)")
     p.set_defaults(handler=_expire)
 
     p = sub.add_parser("approvals", help="review staged operations")
     ap = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     q = ap.add_parser("list", help="pending approvals")
     _common(q)
-    q.add_argument("--agent", "-a", dest="agent_id")
-    q.add_argument("--status", choices=["pending", "approved", "rejected"])
+    q.add_argument("--agent", "-a", dest="agent_id", help="only this agent's operations")
+    q.add_argument("--status", choices=["pending", "approved", "rejected"],
+                   help="only operations in this state (default pending)")
     for action in ("show", "approve", "reject"):
         q = ap.add_parser(action, help=f"{action} one approval")
         _common(q)
-        q.add_argument("approval_id", metavar="ID")
+        q.add_argument("approval_id", metavar="ID", help="the approval's id (approvals list)")
         if action != "show":
-            q.add_argument("--reason")
+            q.add_argument("--reason", help="why, kept in the audit log")
     p.set_defaults(handler=_approvals)
 
 
@@ -414,120 +436,24 @@ def _register_token(sub: Subparsers) -> None:
     p = sub.add_parser("token", help="create, list and revoke API tokens")
     tp = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     c = tp.add_parser("create", help="mint a token (the secret is printed once)")
-    c.add_argument("--role", required=True, choices=["agent", "reviewer", "admin"])
+    c.add_argument("--role", required=True, choices=["agent", "reviewer", "admin"],
+                   help="agent: read and write memories; reviewer: approve; admin: all")
     c.add_argument("--agent", dest="agent_ids", action="append",
                    help="agent_id in scope (repeatable; omit for all, not allowed for agent)")
     c.add_argument("--user", dest="user_ids", action="append", help="restrict to user_ids")
     c.add_argument("--provenance", help="source stamped on every write made with the token")
-    c.add_argument("--name")
+    c.add_argument("--name", help="a label for the token, shown by token list")
     lst = tp.add_parser("list", help="live tokens (never their secrets)")
     lst.add_argument("--all", action="store_true", help="include revoked tokens")
     r = tp.add_parser("revoke", help="revoke a token by id")
-    r.add_argument("token_id", metavar="ID")
+    r.add_argument("token_id", metavar="ID", help="the token's id (token list), not its secret")
     for q in (c, lst, r):
         q.add_argument("--tokens-db", help="token database (default: <data dir>/tokens.db)")
-        q.add_argument("--json", action="store_true")
+        q.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(handler=_token)
 
 
-# --- serve and mcp ---------------------------------------------------------------------------
-
-
-def _serve(args: argparse.Namespace) -> int:
-    from memorywire.server.app import serve
-    from memorywire.server.config import load_config
-
-    def ready(cfg: Any, where: list[tuple[str, str]]) -> None:
-        mode = "WITHOUT authentication" if cfg.no_auth else f"tokens from {cfg.tokens_db}"
-        n = int(cfg.workers)
-        procs = ("1 worker process" if n == 1 else
-                 f"{n} worker processes, each with its own model (~250 MB each); "
-                 "rate limits and /metrics are per worker")
-        lines = [f"memorywire serving {cfg.store} on http://{cfg.host}:{cfg.port} ({mode})",
-                 f"  {procs} (--workers N or [server] workers to change)"]
-        lines += [f"  {what:<10} {url}" for what, url in where]
-        if not cfg.no_auth:
-            lines.append("  no token yet? memorywire token create --role admin --name me")
-        print("\n".join(lines), file=sys.stderr, flush=True)
-
-    try:
-        config = load_config(
-            args.config,
-            overrides={
-                "store": args.store,
-                "host": args.host,
-                "port": args.port,
-                "no_auth": True if args.no_auth else None,
-                "governance_db": args.governance_db,
-                "governance": False if args.no_governance else None,
-                "tokens_db": args.tokens_db,
-                "embedder": args.embedder,
-                "min_relevance": args.min_relevance,
-                "workers": args.workers,
-            },
-        )
-        serve(config, on_ready=ready, log_level=args.log_level)
-    except MemorywireError as err:
-        print(f"memorywire serve: {err.code}: {err.message}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def _mcp(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from memorywire.server.mcp.stdio import run_stdio
-
-    try:
-        config = _local_config(args)
-        named = {k: v for k, v in (("agent", args.agent), ("user", args.user)) if v}
-        return run_stdio(replace(config, **named))
-    except MemorywireError as err:
-        print(f"memorywire mcp: {err.code}: {err.message}", file=sys.stderr)
-        return 2
-
-
-def _register_serve(sub: Subparsers) -> None:
-    p = sub.add_parser("serve", help="serve REST, JSON-RPC and OpenAPI over HTTP")
-    _store_flags(p, "store URL")
-    p.add_argument("--host", help="bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port (default 8765)")
-    p.add_argument("--no-auth", action="store_true", help="no tokens (loopback only)")
-    p.add_argument("--governance-db", dest="governance_db",
-                   help="enable approvals: a SQLite path, or a postgresql:// URL that several"
-                        " servers share (one approval queue, one audit chain)")
-    p.add_argument("--tokens-db", dest="tokens_db")
-    p.add_argument("--workers", metavar="N",
-                   help="server processes on the port: a number, or auto (2 when the machine "
-                        "has 2+ CPUs and the store is a file or PostgreSQL, else 1); default 1;"
-                        " each loads its own model (~250 MB)")
-    p.add_argument("--log-level", dest="log_level", default="warning",
-                   choices=["critical", "error", "warning", "info", "debug", "trace"],
-                   help="uvicorn's log level; info or lower logs every request (default warning)")
-    p.add_argument("--min-relevance", dest="min_relevance", type=float, metavar="R",
-                   help="relevance floor (0..1) of a recall that names none (default: the "
-                        "store's calibrated floor, 0.5)")
-    p.add_argument("--embedder", choices=["default", "hashing"], help=argparse.SUPPRESS)
-    p.set_defaults(handler=_serve)
-
-    p = sub.add_parser("mcp", help="speak MCP over stdio (no arguments: the default store)")
-    _store_flags(p, "store URL (default: $MEMORYWIRE_STORE, else sqlite under the data "
-                    "directory)")
-    p.add_argument("--governance-db", dest="governance_db",
-                   help="enable approvals (destructive tools are staged for review)")
-    p.add_argument("--agent", help="agent_id tools use when a call leaves it out "
-                                   "(default: $MEMORYWIRE_AGENT)")
-    p.add_argument("--user", help="user_id tools use when a call leaves it out "
-                                  "(default: $MEMORYWIRE_USER)")
-    p.add_argument("--min-relevance", dest="min_relevance", type=float, metavar="R",
-                   help="relevance floor (0..1) of a recall that names none (default: the "
-                        "store's calibrated floor, 0.5)")
-    p.add_argument("--embedder", choices=["default", "hashing"], help=argparse.SUPPRESS)
-    p.set_defaults(handler=_mcp)
-
-
 def register_ops(sub: Subparsers) -> None:
-    _register_serve(sub)
     _register_ops(sub)
     _register_token(sub)
 

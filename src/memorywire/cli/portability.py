@@ -210,9 +210,9 @@ def _progress_flags(p: argparse.ArgumentParser) -> None:
 def register_portability(sub: Any) -> None:
     emb = {"help": "embedder spec for opening the stores (default: minilm; tests: hashing)"}
     p = sub.add_parser("export", help="write a memorywire/export dump of a store to stdout")
-    p.add_argument("--store", required=True, metavar="URL")
-    p.add_argument("--agent")
-    p.add_argument("--user")
+    p.add_argument("--store", required=True, metavar="URL", help="the store to dump")
+    p.add_argument("--agent", help="only this agent's memories")
+    p.add_argument("--user", help="only this user's memories")
     p.add_argument("--since", help="records changed at or after T (epoch ms or ISO-8601)")
     p.add_argument("--include-forgotten", action="store_true",
                    help="also deleted, archived and merged-away records")
@@ -232,7 +232,7 @@ def register_portability(sub: Any) -> None:
     p.set_defaults(handler=_export)
     p = sub.add_parser("import", help="import a dump, or data memorywire did not write, into "
                                       "a store (idempotent by id)")
-    p.add_argument("--store", required=True, metavar="URL")
+    p.add_argument("--store", required=True, metavar="URL", help="the store to import into")
     p.add_argument("file", metavar="SOURCE",
                    help="a dump; with --from-format: a memorywire 0.5 database file, a mem0 "
                         "configuration JSON, a Letta server URL or a Cognee dataset name")
@@ -241,10 +241,12 @@ def register_portability(sub: Any) -> None:
     p.add_argument("--agent", metavar="A",
                    help="mem0: the agent for memories without a mem0 agent_id; letta: the "
                         "Letta agent to read; cognee: the agent the dataset becomes")
-    p.add_argument("--on-conflict", choices=ON_CONFLICT, default="skip")
+    p.add_argument("--on-conflict", choices=ON_CONFLICT, default="skip",
+                   help="when an id already exists there (default skip)")
     p.add_argument("--reembed", action="store_true",
                    help="embed again even when the dump's vectors match the target's embedder")
-    p.add_argument("--allow-loss", nargs="+", metavar="FIELD")
+    p.add_argument("--allow-loss", nargs="+", metavar="FIELD",
+                   help="go on although the target cannot keep these fields")
     p.add_argument("--skip-invalid", action="store_true",
                    help="leave out records that break remember's rules and report them "
                         "(default: the first one refuses the whole dump)")
@@ -261,14 +263,18 @@ def register_portability(sub: Any) -> None:
     p.add_argument("--embedder", **emb)
     p.set_defaults(handler=_import)
     p = sub.add_parser("migrate", help="copy every record between two stores, then verify")
-    p.add_argument("--from", dest="source", required=True, metavar="URL")
-    p.add_argument("--to", dest="target", required=True, metavar="URL")
+    p.add_argument("--from", dest="source", required=True, metavar="URL",
+                   help="the store to copy from")
+    p.add_argument("--to", dest="target", required=True, metavar="URL",
+                   help="the store to copy into")
     p.add_argument("--dry-run", action="store_true", help="print the fidelity plan only")
-    p.add_argument("--allow-loss", nargs="+", metavar="FIELD")
-    p.add_argument("--checkpoint", metavar="PATH")
+    p.add_argument("--allow-loss", nargs="+", metavar="FIELD",
+                   help="go on although the target cannot keep these fields")
+    p.add_argument("--checkpoint", metavar="PATH",
+                   help="resume file: a stopped migrate continues where it left off")
     p.add_argument("--reembed", action="store_true",
                    help="embed again even when both stores use the same embedder")
-    p.add_argument("--page", type=int, default=500)
+    p.add_argument("--page", type=int, default=500, help="records per batch (default 500)")
     _progress_flags(p)
     p.add_argument("--embedder", **emb)
     p.set_defaults(handler=_migrate)

@@ -109,7 +109,7 @@ def register_records(sub: Any) -> None:
     p = sub.add_parser("get", help="read one memory by id")
     _common(p)
     _agent(p)
-    p.add_argument("id", metavar="ID")
+    p.add_argument("id", metavar="ID", help="the memory's id")
     p.set_defaults(handler=_get)
 
     p = sub.add_parser("list", help="list memories oldest first, a page at a time")
@@ -128,11 +128,11 @@ def register_records(sub: Any) -> None:
                                       "the memories it supersedes")
     _common(p)
     _agent(p)
-    p.add_argument("id", metavar="ID")
+    p.add_argument("id", metavar="ID", help="the memory's id")
     p.add_argument("--content", help="new content (re-indexed for recall)")
     p.add_argument("--metadata", type=_json_arg,
                    help="JSON object of keys to set; a key set to null is removed")
-    p.add_argument("--confidence", type=float)
+    p.add_argument("--confidence", type=float, help="how sure, 0..1")
     p.add_argument("--supersedes", action="append", metavar="OLD_ID",
                    help="a memory this one replaces (repeatable): it leaves default recall")
     p.add_argument("--reason", help="why (kept in the memory's history)")
@@ -141,8 +141,8 @@ def register_records(sub: Any) -> None:
     p = sub.add_parser("history", help="every recorded change of a memory (needs governance)")
     _common(p)
     _agent(p)
-    p.add_argument("id", metavar="ID")
-    p.add_argument("--limit", type=int)
+    p.add_argument("id", metavar="ID", help="the memory's id")
+    p.add_argument("--limit", type=int, help="at most this many changes (default 100)")
     p.set_defaults(handler=_history)
 
     p = sub.add_parser("erase", help="erase every memory of an agent or of one user")

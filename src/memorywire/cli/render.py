@@ -1,5 +1,10 @@
 """What the CLI prints for people: tables that fit the terminal, full ids, ISO-8601 dates.
 
+A recall is not a table: its answer is the content, so each hit is its content wrapped to the
+terminal's width, then its relevance (0..1), type, date and id on a dim line.
+Colour comes from rich, which leaves it out when the output is not a terminal or
+``NO_COLOR`` is set.
+
 ``--json`` prints the wire documents unchanged (epoch milliseconds, as the schemas say); this
 module only shapes the human view. Ids are never cut, because they are what the next command
 needs (``memorywire approvals approve ID``); long text is cut instead, with an ellipsis.
@@ -146,14 +151,48 @@ def _approvals(rows: list[dict[str, Any]], console: Console) -> None:
             console.print(f"  {what}", highlight=False, markup=False)
 
 
-def _recall(doc: Mapping[str, Any], console: Console) -> Table:
-    cells = []
-    for hit in doc["results"]:
+def _recall(doc: Mapping[str, Any], console: Console) -> None:
+    """Hits as the answer a person reads: the content first, wrapped to the terminal (never
+    dropped or cut), then a dim line with relevance (0..1), type, date and the full id."""
+    import textwrap
+
+    from rich.text import Text
+
+    hits = doc["results"]
+    if not hits:
+        console.print("no memories matched", highlight=False)
+        return
+    width = max(console.width - 1, 30)
+    for n, hit in enumerate(hits, 1):
+        lead = f"{n}. "
+        text = _cell("content", hit["content"])
+        lines = textwrap.wrap(" ".join(text.split()), width, initial_indent=lead,
+                              subsequent_indent=" " * len(lead), break_on_hyphens=False)
+        for line in lines or [lead]:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        rel = hit.get("relevance")
+        score = f"relevance {rel:.2f}" if rel is not None else f"score {hit['score']:.3f}"
         created = hit.get("created_at")
-        cells.append([hit["id"], f"{hit['score']:.4f}", hit["type"], excerpt(hit["content"], 80),
-                      iso(created) if isinstance(created, int) else ""])
-    return fit_table(console, f"fusion {doc['fusion_used']}",
-                ["id", "score", "type", "content", "created"], cells, wide="content")
+        meta = [m for m in (score, str(hit["type"]),
+                            iso(created) if isinstance(created, int) else "", str(hit["id"]))
+                if m]
+        for line in _packed(meta, width, " " * len(lead)):
+            console.print(Text(line, style="dim"), soft_wrap=True)
+
+
+def _packed(parts: list[str], width: int, indent: str) -> list[str]:
+    """``parts`` joined with `` · `` into lines of at most ``width``, never splitting one
+    (an id is copied whole into the next command)."""
+    lines: list[str] = []
+    line = ""
+    for part in parts:
+        joined = f"{line} · {part}" if line else part
+        if line and len(indent) + len(joined) > width:
+            lines.append(indent + line)
+            line = part
+        else:
+            line = joined
+    return [*lines, indent + line]
 
 
 def _rows(key: str, rows: list[dict[str, Any]], console: Console) -> Table:
@@ -174,7 +213,7 @@ def render(command: str, doc: Any, console: Console | None = None) -> None:
 
     console = console or Console()
     if command == "recall" and isinstance(doc, dict) and "results" in doc:
-        console.print(_recall(doc, console))
+        _recall(doc, console)
         return
     if isinstance(doc, dict) and len(doc) == 1 and isinstance(next(iter(doc.values())), list):
         key, rows = next(iter(doc.items()))

@@ -113,6 +113,7 @@ def remember_diff(
         return {
             "id": cid,
             "type": cand.get("type"),
+            "source": cand.get("source"),
             "content": cand.get("content"),
             "metadata": cand.get("metadata"),
             "similarity": round(sim, 4),

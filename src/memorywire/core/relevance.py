@@ -9,7 +9,7 @@ embedding's cosine instead, with full-text agreement as a small credit:
 
 * ``RELEVANCE_MIDPOINT`` (0.36) is the default cosine floor for the default MiniLM model,
   fitted on the off-topic questions of ``benchmarks/corpus/calibration.jsonl`` (see
-  ``store._common.DEFAULT_RELEVANCE_FLOOR``): relevance 0.5 is the point above which a hit is
+  ``recall.settings.DEFAULT_RELEVANCE_FLOOR``): relevance 0.5 is the point above which a hit is
   taken as "about the question" by default.
 * ``RELEVANCE_SLOPE`` (13.7 = ln 9 / 0.16) spreads the cosines seen on that set: cosine 0.20
   (an off-topic question's typical best hit) maps to 0.1, cosine 0.52 (a paraphrase of a

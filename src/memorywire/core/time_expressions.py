@@ -5,7 +5,7 @@ finds such English expressions ("yesterday", "two months ago", "a couple of week
 "last Saturday", "this morning", "in March", "on May 5th", "two weekends ago", "recently")
 and turns each into a :class:`TimeWindow` of epoch milliseconds around a reference instant
 (the time of asking). Recall uses the windows as a soft ranking signal
-(:mod:`memorywire.core.time_boost`), so a window errs on the wide side: people round ("two
+(:mod:`memorywire.recall.time_boost`), so a window errs on the wide side: people round ("two
 months ago" for seven weeks), and a conversation about an event is often recorded a day
 after it.
 

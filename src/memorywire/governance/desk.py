@@ -15,7 +15,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from memorywire.core.clock import Clock
-from memorywire.errors import NotFound
+from memorywire.errors import InvalidRequest, NotFound
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.commit import CommitDriver, RecoveryReport
 from memorywire.governance.keys import AuditKey
@@ -126,23 +126,41 @@ class ReviewDesk:
         return self.driver.last_recovery
 
     async def approve(
-        self, item_id: str, reviewer: str, content_hash: str | None, reason: str | None = None
+        self, item_id: str, reviewer: str, content_hash: str | None, reason: str | None = None,
+        supersedes: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """Approve and commit with the staged id. ``reviewer`` comes from authentication,
         never from a request body; ``content_hash`` is the hash the reviewer was shown (a
         different one means the item changed: ``Conflict``). ``None`` skips that check, for
         callers that approve by id only. Safe to retry: the commit happens once. A commit the
-        inner store refuses leaves the item ``failed`` and raises ``Conflict``."""
+        inner store refuses leaves the item ``failed`` and raises ``Conflict``.
+
+        ``supersedes``: for a staged remember, the memories the reviewer decided it replaces
+        (``[]``: keep them all live; ``None``: as staged). Each must be a live memory of the
+        item's agent and user, checked before anything is recorded."""
         await self.ensure_recovered()
+        if supersedes is not None:
+            await self._check_supersedes(item_id, supersedes)
         now = self._clock.now_ms()
         item = await self._w.grouped(
-            lambda: self._queue.begin_commit(item_id, reviewer, content_hash, reason, now)
+            lambda: self._queue.begin_commit(item_id, reviewer, content_hash, reason, now,
+                                             supersedes)
         )
         if item.status == "committing":
             done = await self.driver.drive(item)
             if done is not None:  # read where the commit finished: no second wait for it
                 return await self._reviews.review(done, self.approval_url(done.id), False)
         return await self.get_review(item_id, with_diff=False)
+
+    async def _check_supersedes(self, item_id: str, supersedes: Sequence[str]) -> None:
+        item = await self._w.grouped(lambda: self._queue.get(item_id))
+        if item is None:
+            raise NotFound(f"no staged operation {item_id}")
+        for old_id in supersedes:
+            if old_id == item.id or (
+                    await self._inner.get(item.agent_id, old_id, item.user_id) is None):
+                raise NotFound(f"supersedes: memory {old_id!r} is not a live memory of "
+                               f"agent {item.agent_id!r} (the write cannot replace it)")
 
     async def reject(
         self,
@@ -165,10 +183,15 @@ class ReviewDesk:
         approved: bool,
         reason: str | None = None,
         content_hash: str | None = None,
+        supersedes: Sequence[str] | None = None,
     ) -> dict[str, Any]:
-        """One entry point for a ``DecisionRequest`` (``approved``, ``reason``, hash)."""
+        """One entry point for a ``DecisionRequest`` (``approved``, ``reason``, hash);
+        ``supersedes`` as for :meth:`approve`."""
         if approved:
-            return await self.approve(item_id, reviewer, content_hash, reason)
+            return await self.approve(item_id, reviewer, content_hash, reason, supersedes)
+        if supersedes is not None:
+            raise InvalidRequest("supersedes: a rejection changes nothing, so it supersedes "
+                                 "nothing; send it with an approval")
         return await self.reject(item_id, reviewer, reason, content_hash)
 
     # --- queries (sync for scripts and tools, ``a``-prefixed for the event loop) -------------
@@ -242,17 +265,29 @@ class ReviewDesk:
         return self._w.call(lambda: self._entries(agent_id, memory_id, limit))
 
     async def aaudit_entries(
-        self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 500
+        self, *, agent_id: str | None = None, memory_id: str | None = None, limit: int = 500,
+        after_seq: int = 0,
     ) -> list[dict[str, Any]]:
-        return await self._w.run(lambda: self._entries(agent_id, memory_id, limit))
+        """Entries oldest first; ``after_seq`` pages on (an export reads the whole log)."""
+        return await self._w.run(lambda: self._entries(agent_id, memory_id, limit, after_seq))
 
     def _entries(
-        self, agent_id: str | None, memory_id: str | None, limit: int
+        self, agent_id: str | None, memory_id: str | None, limit: int, after_seq: int = 0,
     ) -> list[dict[str, Any]]:
         return [
             e.to_dict()
-            for e in self._audit.entries(agent_id=agent_id, memory_id=memory_id, limit=limit)
+            for e in self._audit.entries(agent_id=agent_id, memory_id=memory_id, limit=limit,
+                                         after_seq=after_seq)
         ]
+
+    async def audit_head(self) -> dict[str, Any]:
+        """The log's last sequence number and its newest stored checkpoint (``None``: never
+        checkpointed), for the health page."""
+        def read() -> dict[str, Any]:
+            seq, _ = self._audit.head()
+            stored = self._audit.stored_checkpoints()
+            return {"seq": seq, "checkpoint": stored[-1].to_dict() if stored else None}
+        return await self._w.run(read)
 
     def verify(self, checkpoints: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
         """Full verification from genesis (slow on a long log; see :meth:`averify_incremental`)."""
@@ -278,11 +313,12 @@ class ReviewDesk:
             if not report["ok"] or report["checked"] < VERIFY_SLICE:
                 return {**report, "checked": checked}
 
-    async def queue_counts(self) -> dict[str, int]:
-        """Items waiting for a reviewer and items mid-commit (for the metrics gauge)."""
-        return await self._w.run(
-            lambda: {s: self._queue.count(s) for s in ("pending", "committing")}
-        )
+    async def queue_counts(
+        self, statuses: Sequence[str] = ("pending", "committing"),
+    ) -> dict[str, int]:
+        """Items per status; by default waiting for a reviewer and mid-commit (the metrics
+        gauge), the health page adds ``failed``."""
+        return await self._w.run(lambda: {s: self._queue.count(s) for s in statuses})
 
     def checkpoint(self, private_key: Ed25519PrivateKey) -> dict[str, Any]:
         return self._w.call(lambda: self._audit.checkpoint(private_key))

@@ -17,11 +17,11 @@ scrubbed copy (content and metadata values gone, a content hash kept); on SQLite
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memorywire.errors import Conflict, Forbidden, NotFound
+from memorywire.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from memorywire.governance.audit import AuditLog
 from memorywire.governance.chain import canonical_json
 from memorywire.governance.keys import AuditKey
@@ -257,7 +257,7 @@ class ApprovalQueue:
         )
 
     def _audit_decision(self, item: QueueItem, actor: str, action: str, reason: str | None,
-                        memory_ids: list[str]) -> None:
+                        memory_ids: list[str], extra: Mapping[str, Any] | None = None) -> None:
         """The ``approved`` / ``rejected`` entry of a decision on ``item``."""
         self._audit.append(
             actor=actor,
@@ -270,14 +270,22 @@ class ApprovalQueue:
                 "requested_by": item.requested_by,
                 "user_id": item.user_id,
                 "reason": reason,
+                **(extra or {}),
             },
         )
 
     def begin_commit(
-        self, item_id: str, reviewer: str, content_hash: str | None, reason: str | None, now: int
+        self, item_id: str, reviewer: str, content_hash: str | None, reason: str | None, now: int,
+        supersedes: Sequence[str] | None = None,
     ) -> QueueItem:
         """Record an approval (``pending -> committing``); an already-approved or committing
-        item is returned as is so the caller can finish or report it (retries are safe)."""
+        item is returned as is so the caller can finish or report it (retries are safe).
+
+        ``supersedes`` (a remember only; ``None`` keeps the request as staged) is the
+        reviewer's choice of which memories the write replaces: it is written into the stored
+        request in the same transaction as the approval, so a re-drive after a crash commits
+        the same choice, and the ``approved`` entry records it. ``content_hash`` stays the
+        hash of what the writer staged and the reviewer was shown."""
         with self._db.transaction():
             item = self._get(item_id)
             if item is None:
@@ -297,12 +305,25 @@ class ApprovalQueue:
                     f"operation {item_id} changed since it was reviewed (stale content hash);"
                     " reload it and review again"
                 )
+            extra: dict[str, Any] = {}
+            if supersedes is not None:
+                if item.operation != "remember":
+                    raise InvalidRequest(
+                        f"supersedes: only a remember can supersede, not a {item.operation}")
+                chosen = list(dict.fromkeys(supersedes))
+                request = {k: v for k, v in item.request.items() if k != "supersedes"}
+                if chosen:
+                    request["supersedes"] = chosen
+                self._write("UPDATE approvals SET request = ? WHERE id = ?",
+                            (canonical_json(request), item_id))
+                extra["supersedes"] = chosen
             self._write(
                 "UPDATE approvals SET status = 'committing', reviewer = ?, reviewed_at = ?,"
                 " reason = ?, reviewed_hash = ?, updated_at = ? WHERE id = ?",
                 (reviewer, now, reason, item.content_hash, now, item_id),
             )
-            self._audit_decision(item, reviewer, "approved", reason, [item.id])
+            self._audit_decision(item, reviewer, "approved", reason,
+                                 [item.id, *extra.get("supersedes", [])], extra)
         got = self._get(item_id)
         assert got is not None
         return got

@@ -383,6 +383,7 @@ class GovernedStore:
     get_item = delegate_async("_desk", ReviewDesk.get_item)
     get_review = delegate_async("_desk", ReviewDesk.get_review)
     queue_counts = delegate_async("_desk", ReviewDesk.queue_counts)
+    audit_head = delegate_async("_desk", ReviewDesk.audit_head)
     audit_entries = delegate("_desk", ReviewDesk.audit_entries)
     aaudit_entries = delegate_async("_desk", ReviewDesk.aaudit_entries)
     verify = delegate("_desk", ReviewDesk.verify)

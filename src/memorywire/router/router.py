@@ -59,12 +59,12 @@ from memorywire.errors import (
     NotFound,
     PendingApproval,
 )
+from memorywire.recall.plan import recall_in_time
 from memorywire.router.fanout import FanOut, _BadAnswer
 from memorywire.router.graph import GraphEdges, GraphStore, _merge_distances
 from memorywire.router.outbox import ForgetOutbox
 from memorywire.store.base import Capability, Health, ListQuery, MemoryStore, UpdateRequest
 from memorywire.store.cascade import expand_cascade
-from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.refs import unknown_refs
 from memorywire.store.timeline import remember_in_time
 from memorywire.wire.models import (

@@ -8,6 +8,8 @@ adds the HTTP surface on top and runs it under uvicorn.
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -28,7 +30,10 @@ from memorywire.server.runtime import Runtime, open_runtime, running
 from memorywire.store.base import MemoryStore
 from memorywire.wire.routes import route_named
 
-__all__ = ["LOG_LEVELS", "Server", "build_server", "endpoints", "http_app", "run_server", "serve"]
+__all__ = [
+    "LOG_LEVELS", "Server", "bind_port", "build_server", "endpoints", "http_app", "run_server",
+    "serve",
+]
 
 #: uvicorn's levels; ``info`` and below add its access log (one line per request).
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -62,7 +67,8 @@ def _review_ui(runtime: Runtime) -> Starlette:
     assert runtime.governed is not None
     cfg = runtime.config
     if cfg.workers.strip() in ("", "1", "auto"):
-        return review_app(runtime.governed, _ui_auth(runtime.tokens))
+        return review_app(runtime.governed, _ui_auth(runtime.tokens),
+                          receipt_key=runtime.dispatcher.signing_key)
     import secrets
     from pathlib import Path
 
@@ -75,6 +81,7 @@ def _review_ui(runtime: Runtime) -> Starlette:
     book = SharedReviewSessions(cfg.tokens_db + ".ui-sessions", _ui_auth(runtime.tokens),
                                 _ui_auth(runtime.tokens, hashed=True))
     return review_app(runtime.governed, _ui_auth(runtime.tokens), sessions=book,
+                      receipt_key=runtime.dispatcher.signing_key,
                       secret_key=key_path.read_text(encoding="ascii").strip())
 
 
@@ -217,6 +224,12 @@ def run_server(
 
     index, count = worker
     gc_settings = gc_tuning.settings_from_env()  # a malformed value fails before loading
+    bound: socket.socket | None = None
+    if listen is None:  # one process: hold the port before the model loads
+        resolved = config.resolved()
+        bound = bind_port(resolved.host, resolved.port)
+        held = bound
+        listen = lambda: held  # noqa: E731
 
     async def main() -> None:
         async with running(config, http=True) as runtime:
@@ -242,5 +255,27 @@ def run_server(
                 tg.cancel_scope.cancel()
 
     # uvicorn re-raises the Ctrl-C it caught once it has stopped; that is a normal exit.
-    with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(main)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            anyio.run(main)
+    finally:
+        if bound is not None:
+            bound.close()
+
+
+def bind_port(host: str, port: int) -> socket.socket:
+    """The serving socket, bound (not yet listening) before anything loads. A port in use
+    is then one ``InvalidRequest`` naming it, where uvicorn would exit from inside the event
+    loop with a traceback, after the banner said the server was up."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        if os.name != "nt":  # as uvicorn does: a restart may bind over TIME_WAIT sockets
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        hint = (" (another program is using it; --port N picks another)"
+                if exc.errno == errno.EADDRINUSE else "")
+        raise InvalidRequest(f"cannot listen on {host}:{port}: {exc.strerror}{hint}") from None
+    return sock

@@ -31,6 +31,7 @@ from memorywire.server.approvals import Approvals
 from memorywire.server.auth import Principal, Role
 from memorywire.server.limits import Limits, RateLimiter, check_content_size
 from memorywire.server.precheck import (
+    GOVERNANCE_OFF,
     check_approval_capability,
     check_id_owner,
     check_merge_size,
@@ -303,7 +304,7 @@ class Dispatcher:
     def _need_approvals(self) -> Approvals:
         if self.approvals is None:
             raise CapabilityMissing(
-                "governance is not enabled on this server (start it with --governance-db)"
+                f"approvals need governance, and {GOVERNANCE_OFF}"
             )
         return self.approvals
 

@@ -26,11 +26,20 @@ __all__ = ["check_approval_capability", "check_id_owner", "check_merge_size"]
 _NAMED_ROWS = 1000
 
 
+#: What turns governance on, for every message that needs it: on by default for the default
+#: store, off for a store named by URL until it is given a governance database.
+GOVERNANCE_OFF = (
+    "governance is off for this store (it is on by default only for the default store; for "
+    "another, give a governance database: --governance-db PATH, governance_db in the "
+    "configuration, or Memory(store, config=ServerConfig(governance_db=PATH)))"
+)
+
+
 def check_approval_capability(store: MemoryStore, req: RememberRequest) -> None:
     if req.approval_required and Capability.GOVERNANCE not in store.capabilities:
         raise CapabilityMissing(
-            "approval_required needs governance, and this server has none (start it with "
-            "--governance-db); the write was not made",
+            f"approval_required needs governance, and {GOVERNANCE_OFF}; the write was not "
+            "made",
             [ErrorDetail("/approval_required", "capability", "needs governance")],
         )
 

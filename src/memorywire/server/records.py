@@ -29,6 +29,7 @@ from memorywire.governance.actor import acting_as
 from memorywire.governance.erasure import AuditSink, erase_with_receipt
 from memorywire.governance.signing import SigningKeySource
 from memorywire.server.auth import Principal
+from memorywire.server.precheck import GOVERNANCE_OFF
 from memorywire.store.base import Capability, ListQuery, MemoryStore
 from memorywire.store.timeline import apply_update
 from memorywire.wire.memory_ops import (
@@ -134,8 +135,8 @@ class RecordOperations:
         governed = self.store if isinstance(self.store, GovernedStore) else None
         if governed is None:
             raise CapabilityMissing(
-                "history needs governance: the audit log is what records a memory's changes "
-                "(start the server with --governance-db)"
+                "history needs governance, whose audit log records a memory's changes, and "
+                + GOVERNANCE_OFF
             )
         # Audit entries carry no user: a user-scoped call sees the history of a live memory
         # of that user only, so another user's ids stay "not found".

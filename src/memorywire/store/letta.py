@@ -54,16 +54,13 @@ from memorywire.errors import (
     MemorywireError,
     StoreCorrupt,
 )
-from memorywire.store._common import (
-    DEFAULT_LEXICAL_FLOOR,
-    DEFAULT_RELEVANCE_FLOOR,
-    resolve_embedder,
-)
+from memorywire.recall.plan import recall_in_time
+from memorywire.recall.settings import DEFAULT_LEXICAL_FLOOR, DEFAULT_RELEVANCE_FLOOR
+from memorywire.store._common import resolve_embedder
 from memorywire.store._revision import RevisionRow, revision_fields
 from memorywire.store.base import Capability, Health
 from memorywire.store.graph import refuse_hops
 from memorywire.store.portable import ALL_FIELDS
-from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope, row_hit
 from memorywire.store.url_settings import Setting, split_query, typed_settings
 from memorywire.wire.models import (

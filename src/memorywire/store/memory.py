@@ -11,12 +11,11 @@ import builtins
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import numpy as np
 
-from memorywire.core.boosts import Boosts
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import content_to_storage, embed_text, fold_request
 from memorywire.core.context_key import CONTEXT_FIELD, check_context, lexical_text
@@ -24,27 +23,17 @@ from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_word
 from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import Row
-from memorywire.core.restatement import DUPLICATE_SHARE
 from memorywire.core.scoring import candidate_pool, exact_top, hybrid_rank_arrays
-from memorywire.core.session_evidence import SESSION_WEIGHT
-from memorywire.core.subject_boost import SUBJECT_WEIGHT
-from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT
-from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.textsearch import query_terms
 from memorywire.core.timeline import validity_of
-from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed.base import Embedder
 from memorywire.errors import InvalidRequest
-from memorywire.store._common import (
-    DEFAULT_LEXICAL_FLOOR,
-    DEFAULT_RELEVANCE_FLOOR,
-    resolve_embedder,
-    shortest_hops,
-)
+from memorywire.recall.plan import recall_in_time
+from memorywire.recall.settings import PORTABLE_RECALL, RecallSettings
+from memorywire.store._common import resolve_embedder, shortest_hops
 from memorywire.store.base import STORAGE_CAPABILITIES, Capability, Health
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS
-from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope, row_hit
 from memorywire.store.timeline import CONFLICT_SCAN_LIMIT, Found, Probe, remember_in_time
 from memorywire.store.url_settings import refusing_bad_values, url_keywords
@@ -61,7 +50,6 @@ from memorywire.wire.models import (
 __all__ = ["InMemoryStore"]
 
 
-
 @dataclass(frozen=True)
 class _Row(Row):
     """A row with its vector and full-text terms (kept beside it, never compared)."""
@@ -72,36 +60,30 @@ class _Row(Row):
 
 
 class InMemoryStore(RowDelegate[_Row]):
+    """``recall`` holds the ranking settings (:class:`~memorywire.recall.RecallSettings`;
+    ``None`` is :attr:`DEFAULT_RECALL`), run by the same rules as every store. Its search
+    fuses by plain RRF and has no feedback round, so ``lexical_weight`` and
+    ``feedback_weight`` are refused unless neutral."""
+
+    #: The recall settings a store built without ``recall`` runs with.
+    DEFAULT_RECALL: ClassVar[RecallSettings] = PORTABLE_RECALL
+    #: Settings this store's search does not have (refused unless neutral).
+    RECALL_UNSUPPORTED: ClassVar[frozenset[str]] = frozenset({"lexical_weight",
+                                                              "feedback_weight"})
+
     def __init__(
         self,
         embedder: Embedder | None = None,
         clock: Clock | None = None,
         name: str = "memory",
         *,
-        relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
-        lexical_floor: float = DEFAULT_LEXICAL_FLOOR,
-        tail_gap: float | None = None,
-        entity_gate: bool = True,
-        session_weight: float = SESSION_WEIGHT,
-        subject_weight: float = SUBJECT_WEIGHT,
-        substance_weight: float = SUBSTANCE_WEIGHT,
-        turn_weight: float = TURN_WEIGHT,
-        duplicate_share: float = DUPLICATE_SHARE,
-        subject_lexical_weight: float = SUBJECT_LEXICAL_WEIGHT,
+        recall: RecallSettings | None = None,
     ) -> None:
         self._embedder = embedder
-        self._entity_gate = entity_gate
-        self._boosts = Boosts.checked(session_weight=session_weight,
-                                      subject_weight=subject_weight,
-                                      substance_weight=substance_weight,
-                                      turn_weight=turn_weight,
-                                      duplicate_share=duplicate_share,
-                                      subject_lexical_weight=subject_lexical_weight)
+        self._recall = (recall or self.DEFAULT_RECALL).refuse_unless_neutral(
+            self.RECALL_UNSUPPORTED, "InMemoryStore")
         self._clock: Clock = clock or SystemClock()
         self._name = name
-        self._floor = relevance_floor
-        self._lexical_floor = lexical_floor
-        self._tail_gap = tail_gap
         #: agent_id -> id -> row: ids are scoped by agent.
         self._rows: dict[str, dict[str, _Row]] = {}
         self._ops: RowOps[_Row] = RowOps(_Backend(self), name=name, clock=self._clock,
@@ -122,6 +104,11 @@ class InMemoryStore(RowDelegate[_Row]):
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def recall_settings(self) -> RecallSettings:
+        """The ranking settings this store runs with."""
+        return self._recall
 
     @property
     def capabilities(self) -> frozenset[Capability]:
@@ -195,7 +182,7 @@ class InMemoryStore(RowDelegate[_Row]):
         if req.hops:
             return await graph_recall(self, req, self.recall)
         now = self._clock.now_ms()
-        resp = await recall_in_time(req, self._search, now, boosts=self._boosts)
+        resp = await recall_in_time(req, self._search, now, settings=self._recall)
         # Counted here, for the hits returned: a re-ranker's deeper pool (and the first
         # search it replaces) must not count what it passed over, nor count a hit twice.
         rows = self._rows.get(req.agent_id, {})
@@ -226,16 +213,17 @@ class InMemoryStore(RowDelegate[_Row]):
             overlap = [(len(terms & r.terms), i) for i, r in enumerate(rows)]
             lexical = sorted((o for o in overlap if o[0] > 0),
                              key=lambda o: (-o[0], rows[o[1]].created_at, rows[o[1]].id))
-            gated = (self._entity_gate and req.min_relevance is None and self._floor > -1.0
-                     and bool(named_words(req.query)))
+            settings = self._recall
+            gated = (settings.entity_gate and req.min_relevance is None
+                     and settings.relevance_floor > -1.0 and bool(named_words(req.query)))
             ranked = hybrid_rank_arrays(
                 sims.astype(np.float64), [r.id for r in rows],
                 exact_top(sims.astype(np.float32), pool).tolist(),
                 [i for _, i in lexical[:pool]],
                 k=max(req.k, EVIDENCE_DEPTH) if gated else req.k,
-                floor=self._floor, lexical_floor=self._lexical_floor,
+                floor=settings.relevance_floor, lexical_floor=settings.lexical_floor,
                 demoted=np.array([r.demoted for r in rows], dtype=bool),
-                min_relevance=req.min_relevance, tail_gap=self._tail_gap)
+                min_relevance=req.min_relevance, tail_gap=settings.tail_gap)
             by_id = {r.id: r for r in rows}
             if gated and ranked:
                 best = [by_id[s.id] for s in ranked[:EVIDENCE_DEPTH]]

@@ -7,8 +7,8 @@ the record, closes the memories a write supersedes through the store's ``update`
 contradiction candidates and, in the same search, for the memory a write repeats
 (:mod:`memorywire.store.duplicates`: such a write is answered with it and not written),
 through the store's own indexes (:class:`ConflictIndex`). Recall's side (what is true now or
-at ``as_of``, and the re-ranking rules) is :mod:`memorywire.store.recall_plan`. Because
-both only call the protocol, every backend behaves identically.
+at ``as_of``, and the ranking rules) is :mod:`memorywire.recall.plan`. Because both only
+call the protocol, every backend behaves identically.
 """
 
 from __future__ import annotations

@@ -4,12 +4,18 @@ One store URL (``[[stores]] url``, ``--store``, ``MEMORYWIRE_STORE``) reaches ev
 so it is where a deployment's ranking settings can live:
 ``sqlite:///mem.db?relevance_floor=-1&turn_weight=0``. The keys an embedded store accepts
 are derived from its constructor's keyword-only parameters with a plain annotation
-(``float``, ``int``, ``bool``, ``float | None``), so a setting added to a constructor is a URL
-key at once; a test checks that none is left out.
+(``float``, ``int``, ``bool``, ``float | None``) and from the fields of
+:class:`~memorywire.recall.RecallSettings` its search has (a store that takes ``recall``
+declares ``DEFAULT_RECALL`` and the fields it lacks, ``RECALL_UNSUPPORTED``), so a setting
+added to a constructor or a rule's setting added to ``RecallSettings`` is a URL key at once;
+a test checks that none is left out.
 
 A keyword given in code wins over the same setting in the URL (as ``pool_max`` always did on
 PostgreSQL): the URL is the deployment's default, a program that passes a value means it.
-A value the constructor refuses is refused as ``invalid_request`` naming the key.
+The recall settings the URL and the code name one by one become one ``RecallSettings`` on the
+store's defaults; a whole ``recall=`` given in code beside them is refused, since one of the
+two would be dropped. A value the constructor or ``RecallSettings`` refuses is refused as
+``invalid_request`` naming the key.
 """
 
 from __future__ import annotations
@@ -18,16 +24,19 @@ import inspect
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import parse_qsl
 
 from memorywire.errors import InvalidRequest
+from memorywire.recall.settings import RecallSettings
 
 __all__ = [
     "Setting",
     "check_range",
+    "constructor_keywords",
     "constructor_settings",
+    "recall_settings",
     "refusing_bad_values",
     "split_query",
     "typed_settings",
@@ -43,7 +52,8 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 
 @dataclass(frozen=True)
 class Setting:
-    """A constructor keyword a URL key sets, and the annotation its value is read as."""
+    """A constructor keyword (or a field of the store's ``RecallSettings``) a URL key sets,
+    and the annotation its value is read as."""
 
     param: str
     kind: str
@@ -55,17 +65,36 @@ def _kind(annotation: Any) -> str:
     return str(getattr(annotation, "__name__", annotation))
 
 
+def _recall_defaults(store: type) -> RecallSettings | None:
+    """The recall settings ``store`` runs with when given none (``None``: it takes none)."""
+    defaults = getattr(store, "DEFAULT_RECALL", None)
+    return defaults if isinstance(defaults, RecallSettings) else None
+
+
+def recall_settings(store: type) -> dict[str, Setting]:
+    """URL key -> setting, for every ``RecallSettings`` field ``store``'s search has (none
+    for a store that takes no ``recall``, i.e. declares no ``DEFAULT_RECALL``)."""
+    if _recall_defaults(store) is None:
+        return {}
+    lacking: frozenset[str] = getattr(store, "RECALL_UNSUPPORTED", frozenset())
+    return {f.name: Setting(f.name, _kind(f.type)) for f in fields(RecallSettings)
+            if f.name not in lacking}
+
+
 def constructor_settings(store: type, aliases: Mapping[str, str] | None = None
                          ) -> dict[str, Setting]:
     """URL key -> setting, for every keyword-only parameter of ``store.__init__`` with a plain
-    annotation. ``aliases`` (URL key -> parameter) gives a parameter another key, which then
-    replaces the parameter's own name (``pool_max`` for PostgreSQL's ``max_size``)."""
+    annotation and every recall setting of the store (:func:`recall_settings`). ``aliases``
+    (URL key -> parameter) gives a parameter another key, which then replaces the
+    parameter's own name (``pool_max`` for PostgreSQL's ``max_size``)."""
     renamed = {param: key for key, param in (aliases or {}).items()}
     out: dict[str, Setting] = {}
     for p in inspect.signature(store).parameters.values():
         kind = _kind(p.annotation)
         if p.kind is inspect.Parameter.KEYWORD_ONLY and kind in _KINDS:
             out[renamed.get(p.name, p.name)] = Setting(p.name, kind)
+    for key, setting in recall_settings(store).items():
+        out[renamed.get(key, key)] = setting
     return out
 
 
@@ -130,14 +159,38 @@ def typed_settings(scheme: str, raw: Mapping[str, str], settings: Mapping[str, S
             for key, s in settings.items() if key in raw}
 
 
+def constructor_keywords(store: type, scheme: str, given: Mapping[str, Any],
+                         kw: Mapping[str, Any]) -> dict[str, Any]:
+    """The keywords to build ``store`` with from the URL's typed settings ``given``,
+    overridden by those given in code (``kw``). The recall settings among both become one
+    ``recall``: the store's ``DEFAULT_RECALL`` with them replaced (checked there, so a bad
+    value is ``invalid_request`` naming it); a ``recall`` given in code beside such settings
+    is refused naming them, since one of the two would be dropped."""
+    names = recall_settings(store).keys()
+    changes = {k: v for k, v in given.items() if k in names}
+    changes.update((k, v) for k, v in kw.items() if k in names)
+    out = {k: v for k, v in given.items() if k not in names}
+    out.update((k, v) for k, v in kw.items() if k not in names)
+    defaults = _recall_defaults(store)
+    if changes and defaults is not None:
+        if out.get("recall") is not None:
+            raise InvalidRequest(
+                f"{scheme} store: recall= is given in code, so the recall settings "
+                f"{', '.join(sorted(changes))} cannot also be given one by one (in the URL "
+                "or as keywords); give them in one place")
+        out["recall"] = replace(defaults, **changes)
+    return out
+
+
 def url_keywords(store: type, scheme: str, query: str, kw: Mapping[str, Any], *,
                  aliases: Mapping[str, str] | None = None,
                  hints: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The keywords to build ``store`` with: the URL's settings (every key checked as
-    :func:`split_query` and :func:`typed_settings` do), overridden by those given in code."""
+    :func:`split_query` and :func:`typed_settings` do), overridden by those given in code
+    (:func:`constructor_keywords`)."""
     settings = constructor_settings(store, aliases)
     raw = split_query(scheme, query, settings, hints=hints)
-    return {**typed_settings(scheme, raw, settings), **kw}
+    return constructor_keywords(store, scheme, typed_settings(scheme, raw, settings), kw)
 
 
 def check_range(name: str, value: float, low: float, high: float) -> None:

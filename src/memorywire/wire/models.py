@@ -193,7 +193,7 @@ class RecallRequest(_Strict):
     #: NEW: also return memories a newer one superseded (default: current truth only).
     include_superseded: bool = False
     #: v0.1: when the question is asked; relative times in it ("last Saturday") are counted
-    #: from here (default ``as_of``, else the server's clock); see core.time_boost.
+    #: from here (default ``as_of``, else the server's clock); see recall.time_boost.
     asked_at: Millis | None = None
     #: v0.1: conditions on typed fields, e.g. ``{"valence": {"lt": 0}}`` (``core.fields``).
     where: dict[str, dict[str, Any]] | None = None

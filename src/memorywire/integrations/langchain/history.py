@@ -91,11 +91,11 @@ class MemorywireChatMessageHistory(BaseChatMessageHistory):
         cursor: str | None = None
         while True:
             page = self.client.list(
-                **self._scope(),
+                self._scope(),
                 types=[MemoryType.EPISODIC.value],
                 filter={self.session_key: self.session_id},
                 limit=500,
-                **({"cursor": cursor} if cursor else {}),
+                cursor=cursor,
             )
             for rec in page.memories:
                 meta = rec.metadata or {}

@@ -124,8 +124,7 @@ class MemorywireStore(BaseStore):
         cursor: str | None = None
         while True:
             page = self.client.list(
-                **self._scope(namespace), limit=_PAGE,
-                **({"filter": flt} if flt else {}), **({"cursor": cursor} if cursor else {}),
+                self._scope(namespace), limit=_PAGE, filter=flt or None, cursor=cursor,
             )
             for rec in page.memories:
                 if rec.metadata and "lg_ns" in rec.metadata:
@@ -240,8 +239,8 @@ class MemorywireStore(BaseStore):
         if op.query:
             k = min(1000, max(want * 4, want + 20))
             hits = self.client.recall(
-                **self._scope(op.namespace_prefix), query=op.query, k=k,
-                types=[self.memory_type.value], **({"filter": prefix} if prefix else {}),
+                {**self._scope(op.namespace_prefix), "query": op.query}, k=k,
+                types=[self.memory_type.value], filter=prefix or None,
             ).results
             for hit in hits:
                 meta = hit.metadata or {}

@@ -88,8 +88,8 @@ class MemorywireSession:
         cursor: str | None = None
         while True:
             page = self.client.list(
-                **self._scope(), types=["episodic"], filter={"session_id": self.session_id},
-                limit=500, **({"cursor": cursor} if cursor else {}),
+                self._scope(), types=["episodic"], filter={"session_id": self.session_id},
+                limit=500, cursor=cursor,
             )
             out.extend(r for r in page.memories if "oa_item" in (r.metadata or {}))
             cursor = page.next_cursor

@@ -40,10 +40,30 @@ from memorywire.server.mcp.tools import (
 from memorywire.wire.operations import by_tool
 from memorywire.wire.registry import schema, schema_names
 
-__all__ = ["PRINCIPAL_SCOPE_KEY", "TOOLS", "ToolDefaults", "build_mcp_server", "is_destructive"]
+__all__ = [
+    "INSTRUCTIONS", "PRINCIPAL_SCOPE_KEY", "TOOLS", "ToolDefaults", "build_mcp_server",
+    "is_destructive",
+]
 
 _SCHEMA_URI = "memorywire://schemas/"
 log = logging.getLogger(__name__)
+#: What a client passes to its model about this server (the initialize result): when to use
+#: which tool, read literally by a model, so plain and short.
+INSTRUCTIONS = (
+    "Long-term memory for this agent, kept across sessions.\n"
+    "- recall: at the start of a task, and before answering anything about the user's "
+    "preferences, earlier decisions, people, or this project's conventions. Ask in words "
+    "(k limits the results); an empty answer means nothing relevant is stored.\n"
+    "- remember: when you learn something durable: a preference, a decision and its reason, "
+    "a convention, a fact about a person or project (type semantic); an event worth "
+    "recalling later (episodic); a how-to that worked (procedural). One fact per call, in "
+    "a full sentence. Do not store secrets or transient task details.\n"
+    "- update: when a stored memory is now wrong or incomplete (get or recall it first for "
+    "its id); history shows how it changed.\n"
+    "- get / list: read one memory by id, or page through all of them.\n"
+    "- forget, erase, merge, expire: only when the user asks. They are staged for a human "
+    "reviewer, so say that the change awaits approval instead of claiming it is done."
+)
 #: ASGI scope key where the HTTP transport leaves the request's authenticated principal.
 PRINCIPAL_SCOPE_KEY = "memorywire.principal"
 
@@ -134,8 +154,9 @@ def build_mcp_server(
             elif governed is None:
                 raise Forbidden(
                     f"{params.name} with these arguments is destructive and needs human "
-                    "review; over MCP it is refused unless the server stages it for a "
-                    "reviewer (start it with --governance-db)"
+                    "review; over MCP it is refused because this server has no governance "
+                    "to stage it for a reviewer (governance is on for the default store; "
+                    "drop --no-governance, or give --governance-db beside --store)"
                 )
             else:
                 if spec.name == "recover":  # the whole plan becomes one approval item
@@ -181,7 +202,7 @@ def build_mcp_server(
     return Server(
         "memorywire",
         version="0",
-        instructions="Agent memory over the memorywire v0 wire format.",
+        instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,

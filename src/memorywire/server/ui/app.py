@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,7 +27,12 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import (
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -34,19 +40,27 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memorywire.errors import MemorywireError
 from memorywire.governance.compare import pretty, side_by_side
 from memorywire.governance.sessions import ReviewSessions
+from memorywire.governance.signing import SigningKeySource
 from memorywire.governance.store import GovernedStore
 from memorywire.server.ui.present import install as install_filters
+from memorywire.server.ui.present import op_name
+from memorywire.server.ui.reports import AGE_BUCKETS, EXPORT_FORMATS, audit_export, health_facts
 from memorywire.server.ui.shared_sessions import SessionBook
 
 __all__ = ["review_app"]
 
 Auth = Callable[[str], str | None]
-_OPERATIONS = ("remember", "forget", "merge", "update")
+#: The queue's operation filter; ``erase`` is a forget with ``hard_delete`` (see ``op_name``).
+_OPERATIONS = ("remember", "forget", "erase", "merge", "update", "expire", "recover")
+#: How many items one bulk decision may carry (one form post, decided one by one).
+_BULK_MAX = 200
 _STATUSES = ("pending", "committing", "failed", "approved", "rejected")
 _CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
+#: The decision form's buttons: plain approve, the two answers to a contradiction, reject.
+_ACTIONS = ("approve", "supersede", "keep_both", "reject")
 #: How many decided items keep the comparison their reviewer saw (in memory, newest kept).
 _DECIDED_KEPT = 500
 
@@ -87,10 +101,12 @@ def review_app(
     https_only: bool = False,
     session_max_age: int = 8 * 3600,
     sessions: SessionBook | None = None,
+    receipt_key: SigningKeySource | None = None,
 ) -> Starlette:
     """``auth(token)`` returns the reviewer's name, or ``None`` for a bad token.
     ``sessions``: where sessions live (default: this process); several worker processes
-    pass a shared book and one ``secret_key``."""
+    pass a shared book and one ``secret_key``. ``receipt_key``: the deployment's deletion
+    receipt key, whose public half the health page shows (``None``: it signs none)."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("memorywire.server.ui", "templates"),
         autoescape=jinja2.select_autoescape(["html"]),
@@ -191,12 +207,18 @@ def review_app(
         status = q.get("status") or "pending"
         operation = q.get("operation") or None
         agent_id = q.get("agent_id") or None
+        if operation is not None and operation not in _OPERATIONS:
+            return error(request, 400, f"operation: expected one of {', '.join(_OPERATIONS)}")
+        if status not in _STATUSES:
+            return error(request, 400, f"status: expected one of {', '.join(_STATUSES)}")
         items = await governed.alist_pending(
             agent_id=agent_id,
-            operation=operation if operation in _OPERATIONS else None,
-            status=status if status in _STATUSES else None,
-            limit=200,
+            operation="forget" if operation == "erase" else operation,
+            status=status,
+            limit=_BULK_MAX,
         )
+        if operation in ("erase", "forget"):
+            items = [i for i in items if op_name(i) == operation]
         return page(
             request,
             "approvals.html",
@@ -206,6 +228,9 @@ def review_app(
             agent_id=agent_id or "",
             operations=_OPERATIONS,
             statuses=_STATUSES,
+            select_all=q.get("select") == "all",
+            flash=request.session.pop("flash", None),
+            query=str(request.url.query),
         )
 
     @login_required
@@ -222,7 +247,8 @@ def review_app(
             now=now,
             after=after,
             kept=kept,
-            contradictions=sum(1 for c in now if str(c["note"]).startswith("contradiction")),
+            replaceable=[c for c in now if c["replaceable"]],
+            contradictions=sum(1 for c in now if c["relation"] == "contradiction"),
             request_json=pretty(review["request"]),
             own=review.get("requested_by") == reviewer,
         )
@@ -236,16 +262,80 @@ def review_app(
         action = form.get("action")
         reason = str(form.get("reason") or "") or None
         seen = form.get("content_hash")
-        if action not in ("approve", "reject") or not isinstance(seen, str) or not seen:
+        if action not in _ACTIONS or not isinstance(seen, str) or not seen:
             return error(request, 400, "Choose approve or reject.")
+        # A contradiction is decided explicitly: supersede the ticked memories, or keep both
+        # (the write then supersedes nothing, not even what conflict review proposed).
+        supersedes: list[str] | None = None
+        if action == "supersede":
+            supersedes = [str(v) for v in form.getlist("supersede") if v]
+            if not supersedes:
+                return error(request, 400, "supersede: tick the memories the new one replaces, "
+                                           "or choose keep both.")
+        elif action == "keep_both":
+            supersedes = []
         seen_review = await governed.get_review(item_id)
-        await governed.decide(item_id, reviewer, action == "approve", reason, seen)
+        await governed.decide(item_id, reviewer, action != "reject", reason, seen,
+                              supersedes=supersedes)
         if seen_review.get("diff_included"):
             decided[item_id] = side_by_side(seen_review)
             while len(decided) > _DECIDED_KEPT:
                 decided.popitem(last=False)
         base = request.scope.get("root_path", "")
         return RedirectResponse(f"{base}/approvals/{item_id}", status_code=303)
+
+    @login_required
+    async def bulk(request: Request, reviewer: str) -> Response:
+        """Approve or reject the ticked rows of a (filtered) queue page, one by one.
+
+        Each row carries the content hash the reviewer saw in the list, so an item that
+        changed since is refused (stale hash) rather than decided unseen; a row that cannot
+        be decided (own write, already decided) is reported and never stops the others.
+        A remember is approved as staged: a contradiction's explicit choice needs its page.
+        """
+        form = await request.form()
+        if not csrf_ok(request, form.get("csrf")):
+            return error(request, 403, "The form expired or did not come from this site.")
+        action = form.get("action")
+        picked = [str(v) for v in form.getlist("item")]
+        if action not in ("approve", "reject"):
+            return error(request, 400, "action: choose approve or reject.")
+        if not picked:
+            return error(request, 400, "item: tick at least one item.")
+        if len(picked) > _BULK_MAX:
+            return error(request, 400, f"item: at most {_BULK_MAX} items at once.")
+        reason = str(form.get("reason") or "") or None
+        done: list[str] = []
+        skipped: list[str] = []
+        for value in picked:
+            item_id, _, seen = value.partition(":")
+            if not item_id or not seen:
+                skipped.append(f"{value}: not an item of this queue")
+                continue
+            try:
+                await governed.decide(item_id, reviewer, action == "approve", reason, seen)
+            except MemorywireError as exc:
+                skipped.append(f"{item_id}: {exc.message}")
+            else:
+                done.append(item_id)
+        verb = "Approved" if action == "approve" else "Rejected"
+        request.session["flash"] = {"done": f"{verb} {len(done)}.", "skipped": skipped}
+        back = str(form.get("back") or "")
+        base = request.scope.get("root_path", "")
+        query = "&".join(p for p in back.split("&") if p and not p.startswith("select="))
+        return RedirectResponse(f"{base}/approvals" + (f"?{quote(query, safe='=&')}"
+                                                       if query else ""), status_code=303)
+
+    @login_required
+    async def audit_download(request: Request, reviewer: str) -> Response:
+        q = request.query_params
+        fmt = q.get("format") or ""
+        if fmt not in EXPORT_FORMATS:
+            return error(request, 400, "format: expected csv or jsonl")
+        body = await audit_export(governed, fmt, q.get("agent_id") or None,
+                                  q.get("memory_id") or None)
+        return StreamingResponse(body, media_type=EXPORT_FORMATS[fmt], headers={
+            "content-disposition": f'attachment; filename="memorywire-audit.{fmt}"'})
 
     @login_required
     async def audit(request: Request, reviewer: str) -> Response:
@@ -266,7 +356,9 @@ def review_app(
     async def health(request: Request, reviewer: str) -> Response:
         h = await governed.health()
         code = 200 if h.status != "down" else 503
-        return page(request, "health.html", code, health=h.to_dict())
+        facts = await health_facts(governed, int(time.time() * 1000), receipt_key)
+        return page(request, "health.html", code, health=h.to_dict(), facts=facts,
+                    age_buckets=[label for label, _ in AGE_BUCKETS])
 
     async def stylesheet(request: Request) -> Response:
         return PlainTextResponse(css, media_type="text/css")
@@ -277,9 +369,11 @@ def review_app(
         Route("/login", login, methods=["POST"]),
         Route("/logout", logout, methods=["POST"]),
         Route("/approvals", approvals),
+        Route("/approvals/bulk", bulk, methods=["POST"]),
         Route("/approvals/{item_id}", approval, methods=["GET"]),
         Route("/approvals/{item_id}/decide", decide, methods=["POST"]),
         Route("/audit", audit),
+        Route("/audit/export", audit_download, methods=["GET"]),
         Route("/health", health),
         Route("/ui.css", stylesheet),
     ]

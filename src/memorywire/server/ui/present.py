@@ -16,7 +16,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-__all__ = ["FILTERS", "age", "excerpt", "iso", "short"]
+__all__ = ["FILTERS", "age", "excerpt", "iso", "op_name", "short"]
 
 _HEX = re.compile(r"\b[0-9a-f]{40,}\b")
 
@@ -74,9 +74,21 @@ def details(value: Any) -> Markup:
     return Markup("".join(out))
 
 
+def op_name(item: Any) -> str:
+    """The operation as the writer would name it: a forget with ``hard_delete`` (what
+    ``erase`` and ``forget --hard`` stage) is an erase, gone from storage, not a soft forget."""
+    if not isinstance(item, dict):
+        return ""
+    op = str(item.get("operation", ""))
+    request = item.get("request")
+    if op == "forget" and isinstance(request, dict) and request.get("hard_delete"):
+        return "erase"
+    return op
+
+
 FILTERS: dict[str, Any] = {
     "iso": iso, "age": age, "when": when, "short": short, "excerpt": excerpt,
-    "details": details,
+    "details": details, "op_name": op_name,
 }
 
 

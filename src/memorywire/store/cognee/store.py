@@ -70,7 +70,8 @@ from memorywire.errors import (
     MemorywireError,
     StoreCorrupt,
 )
-from memorywire.store._common import DEFAULT_RELEVANCE_FLOOR
+from memorywire.recall.plan import recall_in_time
+from memorywire.recall.settings import DEFAULT_RELEVANCE_FLOOR
 from memorywire.store.base import Capability, Health
 from memorywire.store.cascade import require_derivation
 from memorywire.store.cognee.engine import engine
@@ -78,7 +79,6 @@ from memorywire.store.cognee.row import KEY, Row, row_from_data
 from memorywire.store.cognee.writes import RememberBatcher
 from memorywire.store.graph import refuse_hops
 from memorywire.store.portable import ALL_FIELDS
-from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.rowstore import RowDelegate, RowOps, row_hit
 from memorywire.store.timeline import remember_in_time
 from memorywire.store.url_settings import Setting, split_query, typed_settings

@@ -59,11 +59,9 @@ from memorywire.errors import (
     InvalidRequest,
     MemorywireError,
 )
-from memorywire.store._common import (
-    DEFAULT_LEXICAL_FLOOR,
-    DEFAULT_RELEVANCE_FLOOR,
-    resolve_embedder,
-)
+from memorywire.recall.plan import recall_in_time
+from memorywire.recall.settings import DEFAULT_LEXICAL_FLOOR, DEFAULT_RELEVANCE_FLOOR
+from memorywire.store._common import resolve_embedder
 from memorywire.store.base import Capability, Health
 from memorywire.store.graph import refuse_hops
 from memorywire.store.mem0.backend import Mem0Backend
@@ -81,7 +79,6 @@ from memorywire.store.mem0.mapping import (
     scope_key,
 )
 from memorywire.store.portable import ALL_FIELDS
-from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.rowstore import RowDelegate, RowOps, row_hit
 from memorywire.store.url_settings import split_query
 from memorywire.wire.models import (

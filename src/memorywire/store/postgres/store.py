@@ -2,13 +2,13 @@
 
 Every operation is one transaction on a pooled connection; driver errors are translated in
 :meth:`~memorywire.store.postgres.db.PgDb.tx` only. Ranking, merge planning and expiry
-matching are the shared pure rules of :mod:`memorywire.core`, so the package only translates
-them to SQL: ``writes`` (remember), ``maintenance`` (forget, merge, expire, update), this
-module (reads).
+matching are the shared pure rules of :mod:`memorywire.core` and :mod:`memorywire.recall`, so
+the package only translates them to SQL: ``writes`` (remember), ``maintenance`` (forget,
+merge, expire, update), this module (reads).
 
 Scoped k-NN is exact. pgvector 0.6 has no iterative index scans: an HNSW scan with a
 ``WHERE agent_id = ...`` filter returns at most ``ef_search`` global candidates and filters
-them afterwards, which loses in-scope neighbours (recall@5 0.71 at 100k rows measured). So a
+them afterwards, which loses in-scope neighbours (measured: docs/conformance.md). So a
 scope of up to ``exact_scope_limit`` rows (the per-agent row count lives in
 ``memorywire_agent_counts``) is searched exactly through the ``(agent_id, user_id)`` index —
 the ``ORDER BY`` is written so the HNSW index cannot serve it. Only an agent larger than that
@@ -25,12 +25,11 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from memorywire.core.boosts import Boosts
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import (
     content_from_storage,
@@ -40,20 +39,12 @@ from memorywire.core.content import (
 )
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, named_words
 from memorywire.core.records import ListQuery, Row, UpdateRequest
-from memorywire.core.restatement import DUPLICATE_SHARE
 from memorywire.core.scoring import candidate_pool, hybrid_rank_arrays
-from memorywire.core.session_evidence import SESSION_WEIGHT
-from memorywire.core.subject_boost import SUBJECT_WEIGHT
-from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT
-from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
 from memorywire.core.textsearch import query_terms
-from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import BackendUnavailable, MemorywireError
-from memorywire.store._common import (
-    DEFAULT_LEXICAL_FLOOR,
-    DEFAULT_RELEVANCE_FLOOR,
-)
+from memorywire.recall.plan import recall_in_time
+from memorywire.recall.settings import PORTABLE_RECALL, RecallSettings
 from memorywire.store.base import STORAGE_CAPABILITIES, Capability, Health
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
@@ -81,10 +72,10 @@ from memorywire.store.postgres.sql import (
     vector_literal,
 )
 from memorywire.store.postgres.url import PG_ALIASES, is_libpq_key
-from memorywire.store.recall_plan import recall_in_time
 from memorywire.store.timeline import Found, Probe, remember_in_time
 from memorywire.store.url_settings import (
     check_range,
+    constructor_keywords,
     constructor_settings,
     refusing_bad_values,
     split_query,
@@ -112,24 +103,23 @@ __all__ = ["PostgresStore"]
 _T = TypeVar("_T")
 
 
-
 class PostgresStore:
     """A pooled PostgreSQL + pgvector store; cheap to build, connects on first use.
 
-    ``entity_gate`` (default on, as on SqliteStore) lets a question that names someone known
-    come back empty when nothing answers it beyond the name (``core.entity_gate``).
-    ``session_weight`` (as on SqliteStore) ranks a memory higher when other good hits share
-    its ``metadata.session`` (``core.session_evidence``); 0 turns it off.
-    ``subject_weight``: as on SqliteStore (``core.subject_boost``; 0 turns it off).
-    ``substance_weight``: as on SqliteStore (``core.substance_prior``; 0 turns it off).
-    ``turn_weight``: as on SqliteStore (``core.turn_focus``; 0 turns it off).
-    ``duplicate_share``: as on SqliteStore (``core.restatement``; 0, the default, is off).
-    ``subject_lexical_weight``: as on SqliteStore (``core.subject_lexical``; 0 turns it
-    off): the same rule on the same pool texts, so the same re-ranking of that pool."""
+    ``recall`` holds the ranking settings (:class:`~memorywire.recall.RecallSettings`;
+    ``None`` is :attr:`DEFAULT_RECALL`): the same rules as SqliteStore on the same pool texts,
+    so the same re-ranking of that pool. Its search has no feedback round and fuses its two
+    lists by plain RRF, so ``feedback_weight`` and ``lexical_weight`` are refused unless
+    neutral."""
 
     #: Parallel workers for the HNSW build at the end of a bulk load (``None``: the server's
     #: ``max_parallel_maintenance_workers``, 2 by default).
     bulk_index_workers: int | None = None
+    #: The recall settings a store built without ``recall`` runs with.
+    DEFAULT_RECALL: ClassVar[RecallSettings] = PORTABLE_RECALL
+    #: Settings this store's search does not have (refused unless neutral).
+    RECALL_UNSUPPORTED: ClassVar[frozenset[str]] = frozenset({"lexical_weight",
+                                                              "feedback_weight"})
 
     def __init__(
         self,
@@ -142,32 +132,15 @@ class PostgresStore:
         max_size: int = 8,
         timeout: float = 10.0,
         exact_scope_limit: int = 50_000,
-        relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
-        lexical_floor: float = DEFAULT_LEXICAL_FLOOR,
-        tail_gap: float | None = None,
-        entity_gate: bool = True,
-        session_weight: float = SESSION_WEIGHT,
-        subject_weight: float = SUBJECT_WEIGHT,
-        substance_weight: float = SUBSTANCE_WEIGHT,
-        turn_weight: float = TURN_WEIGHT,
-        duplicate_share: float = DUPLICATE_SHARE,
-        subject_lexical_weight: float = SUBJECT_LEXICAL_WEIGHT,
+        recall: RecallSettings | None = None,
     ) -> None:
         check_range("min_size", min_size, 0, 10_000)
         check_range("max_size", max_size, max(1, min_size), 10_000)
         check_range("timeout", timeout, 0.001, 86_400)
         check_range("exact_scope_limit", exact_scope_limit, 0, 2**31 - 1)
         self._name = name
-        self._entity_gate = entity_gate
-        self._boosts = Boosts.checked(session_weight=session_weight,
-                                      subject_weight=subject_weight,
-                                      substance_weight=substance_weight,
-                                      turn_weight=turn_weight,
-                                      duplicate_share=duplicate_share,
-                                      subject_lexical_weight=subject_lexical_weight)
-        self._floor = relevance_floor
-        self._lexical_floor = lexical_floor
-        self._tail_gap = tail_gap
+        self._recall = (recall or self.DEFAULT_RECALL).refuse_unless_neutral(
+            self.RECALL_UNSUPPORTED, "PostgresStore")
         self._exact_limit = exact_scope_limit
         self._db = PgDb(conninfo, embedder, clock or SystemClock(), name,
                         min_size=min_size, max_size=max_size, timeout=timeout)
@@ -192,7 +165,8 @@ class PostgresStore:
         raw = split_query("postgresql", parts.query, settings, passthrough=is_libpq_key)
         rest = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
                 if k not in settings]
-        args = {**typed_settings("postgresql", raw, settings), **kw}
+        args = constructor_keywords(cls, "postgresql",
+                                    typed_settings("postgresql", raw, settings), kw)
         conninfo = urlunsplit((scheme, parts.netloc, parts.path, urlencode(rest), ""))
         with refusing_bad_values("postgresql", args.keys() - kw.keys()):
             store = cls(conninfo, **args)
@@ -205,6 +179,11 @@ class PostgresStore:
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def recall_settings(self) -> RecallSettings:
+        """The ranking settings this store runs with."""
+        return self._recall
 
     @property
     def capabilities(self) -> frozenset[Capability]:
@@ -315,7 +294,7 @@ class PostgresStore:
         if req.hops:
             return await graph_recall(self, req, self.recall)
         now = self._db.clock.now_ms()
-        resp = await recall_in_time(req, self._search, now, boosts=self._boosts)
+        resp = await recall_in_time(req, self._search, now, settings=self._recall)
         # Counted here, for the hits returned: a re-ranker's deeper pool (and the first
         # search it replaces) must not count what it passed over, nor count a hit twice.
         if resp.results:
@@ -363,17 +342,18 @@ class PostgresStore:
             candidates = {r["id"]: r for r in (*vector, *lexical)}
             ids = list(candidates)
             slot = {mid: i for i, mid in enumerate(ids)}
-            gated = (self._entity_gate and req.min_relevance is None and self._floor > -1.0
-                     and bool(named_words(req.query)))
+            settings = self._recall
+            gated = (settings.entity_gate and req.min_relevance is None
+                     and settings.relevance_floor > -1.0 and bool(named_words(req.query)))
             ranked = hybrid_rank_arrays(
                 np.array([float(r["cos"]) for r in candidates.values()], dtype=np.float64),
                 ids, [slot[r["id"]] for r in vector], [slot[r["id"]] for r in lexical],
                 k=max(req.k, EVIDENCE_DEPTH) if gated else req.k,
-                floor=self._floor, lexical_floor=self._lexical_floor,
+                floor=settings.relevance_floor, lexical_floor=settings.lexical_floor,
                 demoted=np.array([r["score_factor"] != 1.0 for r in candidates.values()],
                                  dtype=bool),
                 min_relevance=req.min_relevance,
-                tail_gap=self._tail_gap,
+                tail_gap=settings.tail_gap,
             )
             if gated and ranked and not await evidence.answers(
                     conn, self._db, req.agent_id, req.query, [s.id for s in ranked]):

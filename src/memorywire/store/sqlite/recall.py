@@ -1,4 +1,4 @@
-"""A recall's :class:`~memorywire.store.recall_plan.RecallPlan` run whole inside SqliteStore.
+"""A recall's :class:`~memorywire.recall.plan.RecallPlan` run whole inside SqliteStore.
 
 Every search the plan asks (the answer, then a re-ranker's deeper pool), its re-ranking and
 the returned hits' statistics run in one worker-thread call and one transaction: a deeper
@@ -8,7 +8,7 @@ The plan re-ranks *views* of the rows (:class:`RowView`: id, content, metadata, 
 time; what its rules read, ``core.timeline.HitView``), and full
 :class:`~memorywire.wire.models.RecallHit` objects are built only for the ``k`` it returns.
 A question that names someone asks for a pool of 100 to answer 10, and validating 100 hits
-(pydantic, typed fields, links) was about a fifth of such a LoCoMo recall
+(pydantic, typed fields, links) was a large share of such a LoCoMo recall
 (docs/benchmarks.md, "lat19c"). The hits returned are built and annotated exactly as
 before, so the answer is the same, byte for byte.
 """
@@ -30,8 +30,9 @@ from memorywire.core.context_key import CONTEXT_FIELD, lexical_text
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.scoring import Scored, through_kth_kept
 from memorywire.embed.base import Embedder
+from memorywire.recall.plan import RecallPlan
+from memorywire.recall.settings import RecallSettings
 from memorywire.store._vector_cache import ScopeIndex
-from memorywire.store.recall_plan import RecallPlan
 from memorywire.store.sqlite.contexts import metadata_of
 from memorywire.store.sqlite.db import COLS, IN_JSON, SqliteDb
 from memorywire.store.sqlite.hits import answer_hits
@@ -106,20 +107,15 @@ _NOTHING = _Found([], {}, set(), set())
 
 
 class PlanRunner:
-    """Runs SqliteStore's recall plans with the store's ranking settings."""
+    """Runs SqliteStore's recall plans with the store's ranking settings (its search's
+    floors, weights and gates; the plan holds the rules')."""
 
-    def __init__(self, db: SqliteDb, embedder: Embedder, name: str, *, floor: float,
-                 lexical_floor: float, tail_gap: float | None, lexical_weight: float,
-                 feedback_weight: float, entity_gate: bool) -> None:
+    def __init__(self, db: SqliteDb, embedder: Embedder, name: str,
+                 settings: RecallSettings) -> None:
         self._db = db
         self._embedder = embedder
         self._name = name
-        self._floor = floor
-        self._lexical_floor = lexical_floor
-        self._tail_gap = tail_gap
-        self._lexical_weight = lexical_weight
-        self._feedback_weight = feedback_weight
-        self._entity_gate = entity_gate
+        self._settings = settings
         #: agent -> (the scope index its rows were read under, those rows by id)
         self._rows: OrderedDict[str, tuple[weakref.ref[ScopeIndex], dict[str, Any]]] = (
             OrderedDict())
@@ -170,10 +166,10 @@ class PlanRunner:
         gated = self._entity_gated(req)
         ranked = rank_scope(
             conn, index, req.model_copy(update={"k": max(req.k, EVIDENCE_DEPTH)})
-            if gated else req, qvec, now, floor=self._floor,
-            lexical_floor=self._lexical_floor, tail_gap=self._tail_gap,
-            lexical_weight=self._lexical_weight,
-            feedback_weight=self._feedback_weight, memo=memo)
+            if gated else req, qvec, now, floor=self._settings.relevance_floor,
+            lexical_floor=self._settings.lexical_floor, tail_gap=self._settings.tail_gap,
+            lexical_weight=self._settings.lexical_weight,
+            feedback_weight=self._settings.feedback_weight, memo=memo)
         if not ranked:
             return _NOTHING
         missing = [s.id for s in ranked if s.id not in kept]
@@ -192,7 +188,8 @@ class PlanRunner:
         """Whether this recall's list faces the entity-masked evidence rule
         (``core.entity_gate``): only when the store's floors decide "nothing relevant" (no
         caller ``min_relevance``, floors not switched off) and the query writes a name."""
-        return (self._entity_gate and req.min_relevance is None and self._floor > -1.0
+        return (self._settings.entity_gate and req.min_relevance is None
+                and self._settings.relevance_floor > -1.0
                 and bool(named_words(req.query)))
 
     def _answers(self, query: str, rows: Sequence[Any], index: ScopeIndex) -> bool:

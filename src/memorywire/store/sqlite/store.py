@@ -3,7 +3,7 @@
 Storage. One SQLite database (via apsw, with sqlite-vec loaded for SQL-side vector functions)
 holds rows, float32 vectors (a BLOB per memory), a contentless FTS5 index with FTS5
 ``secure-delete``, graph links and recall statistics. WAL journal, ``synchronous=FULL`` (a
-committed memory survives power loss; a commit costs one WAL fsync, ~0.3 ms on a local SSD),
+committed memory survives power loss; a commit costs one WAL fsync),
 ``secure_delete=ON`` (freed pages are zeroed; a hard delete also rewrites the full-text
 index and truncates the WAL, so no byte or indexed word of the memory remains),
 and a busy timeout so several processes can share the file. Every operation is one
@@ -26,7 +26,7 @@ Blocking work runs in a worker thread; one connection per store is guarded by a 
 The package is composed, not inherited: :class:`SqliteStore` holds one
 :class:`~memorywire.store.sqlite.db.SqliteDb` and hands it to the operation modules
 (``writes``, ``maintenance``, ``search``, ``recall``), which run the rules of
-:mod:`memorywire.core`.
+:mod:`memorywire.core` and the ranking rules of :mod:`memorywire.recall`.
 """
 
 from __future__ import annotations
@@ -36,35 +36,24 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from memorywire.core.boosts import Boosts
 from memorywire.core.clock import Clock, SystemClock
 from memorywire.core.filters import matches_filter
 from memorywire.core.records import ListQuery, Row, UpdateRequest
-from memorywire.core.restatement import DUPLICATE_SHARE
-from memorywire.core.session_evidence import SESSION_WEIGHT
-from memorywire.core.subject_boost import SUBJECT_WEIGHT
-from memorywire.core.subject_lexical import SUBJECT_LEXICAL_WEIGHT
-from memorywire.core.substance_prior import SUBSTANCE_WEIGHT
-from memorywire.core.turn_focus import TURN_WEIGHT
 from memorywire.embed.base import Embedder, Vectors
 from memorywire.errors import MemorywireError, NotFound
-from memorywire.store._common import (
-    DEFAULT_RELEVANCE_FLOOR,
-    RECOMMENDED_TAIL_GAP,
-    resolve_embedder,
-    shortest_hops,
-)
+from memorywire.recall.plan import RecallPlan
+from memorywire.recall.settings import RECOMMENDED_TAIL_GAP, RecallSettings
+from memorywire.store._common import resolve_embedder, shortest_hops
 from memorywire.store.base import STORAGE_CAPABILITIES, Capability, Health
 from memorywire.store.bracket import take_bracket
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
-from memorywire.store.recall_plan import RecallPlan
 from memorywire.store.sqlite import conflicts, maintenance, portable, purge, writes
 from memorywire.store.sqlite.contexts import metadata_of
 from memorywire.store.sqlite.db import (
@@ -102,37 +91,26 @@ from memorywire.wire.models import (
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 
 
-
-
-
 class SqliteStore:
     """The embedded store. ``cache_mb`` bounds the in-process vector cache (least recently
     used agent out); the default holds ~600k memories of the 384-d default embedder.
 
-    ``tail_gap`` (default ``RECOMMENDED_TAIL_GAP``) makes the floors judge a recall's whole
-    list, with the agreement rescue (``core.scoring.hybrid_rank``): a long conversation's
-    answering turns sit below a cosine floor fitted on short facts. ``tail_gap=None`` is the
-    per-row floor of earlier releases. ``lexical_weight`` weighs the full-text list against
-    the vector list in RRF (1.0, plain RRF, by default; see docs/benchmarks.md).
-    ``feedback_weight`` is the RRF weight of the pseudo-relevance feedback round
-    (``store.sqlite.feedback``); 0 turns it off.
-    ``entity_gate`` (default on) lets a question that names someone known come back empty
-    when nothing answers it beyond the name (``core.entity_gate``).
-    ``session_weight`` ranks a memory higher when other good hits share its
-    ``metadata.session`` (``core.session_evidence``); 0 turns it off.
-    ``subject_weight`` is the RRF weight of the memories whose ``metadata.speaker`` or
-    ``metadata.entity_name`` the question names (``core.subject_boost``); 0 turns it off.
-    ``substance_weight`` is the RRF weight of the hits long enough to state something
-    (``core.substance_prior``); 0 turns it off.
-    ``turn_weight`` orders each session's hits by how well their own words match the
-    question, within the places the session holds (``core.turn_focus``); 0 turns it off.
-    ``duplicate_share`` moves a hit that restates a higher hit of its session (at least
-    that share of its word 5-grams) behind the next distinct hit (``core.restatement``);
-    0, the default, turns it off.
-    ``subject_lexical_weight`` is the RRF weight of the named subject's memories ranked by a
-    stemmed BM25 over the recall's pool (``core.subject_lexical``); 0 turns it off."""
+    ``recall`` holds every ranking setting (:class:`~memorywire.recall.RecallSettings`; what
+    each does is documented there); ``None`` is :attr:`DEFAULT_RECALL`. This store's search
+    has every setting, and three defaults of its own: its full-text floor is calibrated
+    (``SQLITE_LEXICAL_FLOOR``), its floors judge a recall's whole list (``tail_gap``
+    ``RECOMMENDED_TAIL_GAP``, with the agreement rescue of ``core.scoring.hybrid_rank``: a
+    long conversation's answering turns sit below a cosine floor fitted on short facts), and
+    it runs a pseudo-relevance feedback round (``store.sqlite.feedback``)."""
 
     honours_write_bracket = True  # remember runs governance's bracket (store.bracket)
+    #: The recall settings a store built without ``recall`` runs with; change one with
+    #: ``dataclasses.replace(SqliteStore.DEFAULT_RECALL, turn_weight=0)``.
+    DEFAULT_RECALL: ClassVar[RecallSettings] = RecallSettings(
+        lexical_floor=SQLITE_LEXICAL_FLOOR, tail_gap=RECOMMENDED_TAIL_GAP,
+        feedback_weight=FEEDBACK_WEIGHT)
+    #: Settings this store's search does not have: none.
+    RECALL_UNSUPPORTED: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
         self,
@@ -141,18 +119,7 @@ class SqliteStore:
         clock: Clock | None = None,
         name: str = "sqlite",
         *,
-        relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
-        lexical_floor: float = SQLITE_LEXICAL_FLOOR,
-        tail_gap: float | None = RECOMMENDED_TAIL_GAP,
-        lexical_weight: float = 1.0,
-        feedback_weight: float = FEEDBACK_WEIGHT,
-        entity_gate: bool = True,
-        session_weight: float = SESSION_WEIGHT,
-        subject_weight: float = SUBJECT_WEIGHT,
-        substance_weight: float = SUBSTANCE_WEIGHT,
-        turn_weight: float = TURN_WEIGHT,
-        duplicate_share: float = DUPLICATE_SHARE,
-        subject_lexical_weight: float = SUBJECT_LEXICAL_WEIGHT,
+        recall: RecallSettings | None = None,
         busy_timeout_ms: int = 10_000,
         cache_mb: float = 1024,
         reads_need_file: bool = False,
@@ -163,31 +130,13 @@ class SqliteStore:
         self._clock: Clock = clock or SystemClock()
         self._name = name
         self._path = str(path)
-        self._floor = relevance_floor
-        self._lexical_floor = lexical_floor
-        self._tail_gap = tail_gap
-        if not lexical_weight > 0:
-            raise ValueError(f"lexical_weight must be > 0, got {lexical_weight}")
-        self._lexical_weight = lexical_weight
-        if not feedback_weight >= 0:
-            raise ValueError(f"feedback_weight must be >= 0, got {feedback_weight}")
-        self._feedback_weight = feedback_weight
-        self._entity_gate = entity_gate
-        self._boosts = Boosts.checked(session_weight=session_weight,
-                                      subject_weight=subject_weight,
-                                      substance_weight=substance_weight,
-                                      turn_weight=turn_weight,
-                                      duplicate_share=duplicate_share,
-                                      subject_lexical_weight=subject_lexical_weight)
+        self._recall = recall or self.DEFAULT_RECALL
         self._db = SqliteDb(path, self._embedder, self._clock, name,
                             busy_timeout_ms=busy_timeout_ms, cache_mb=cache_mb,
                             reads_need_file=reads_need_file)
         #: The per-agent vector cache (benchmarks and tests read its counters).
         self._caches = self._db.caches
-        self._runner = PlanRunner(self._db, self._embedder, name, floor=relevance_floor,
-                                  lexical_floor=lexical_floor, tail_gap=tail_gap,
-                                  lexical_weight=lexical_weight,
-                                  feedback_weight=feedback_weight, entity_gate=entity_gate)
+        self._runner = PlanRunner(self._db, self._embedder, name, self._recall)
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> SqliteStore:
@@ -197,6 +146,11 @@ class SqliteStore:
         args = url_keywords(cls, "sqlite", sqlite_query(url), kw, hints=SQLITE_URI_HINTS)
         with refusing_bad_values("sqlite", args.keys() - kw.keys()):
             return cls(sqlite_path(url), **args)
+
+    @property
+    def recall_settings(self) -> RecallSettings:
+        """The ranking settings this store runs with."""
+        return self._recall
 
     @property
     def name(self) -> str:
@@ -331,7 +285,7 @@ class SqliteStore:
         """``store.timeline``'s recall, its :class:`RecallPlan` run whole in one
         worker-thread call and one transaction (:mod:`memorywire.store.sqlite.recall`)."""
         started = time.perf_counter()
-        plan = RecallPlan(req, self._clock.now_ms(), self._boosts)
+        plan = RecallPlan(req, self._clock.now_ms(), self._recall)
 
         def run() -> list[RecallHit]:
             vec = self._embedder.embed([req.query])[0] if qvec is None else qvec

@@ -16,13 +16,16 @@ unchanged, so a question whose window misses the store costs nothing in quality.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from memorywire.core.fusion import boosted
-from memorywire.core.time_expressions import TimeWindow
+from memorywire.core.time_expressions import TimeWindow, resolve
 from memorywire.core.timeline import HitT, HitView, hit_validity
+from memorywire.recall.rule import RecallContext
 from memorywire.wire.models import RecallRequest
 
-__all__ = ["TIME_POOL", "TIME_WEIGHT", "event_time", "reference_time", "time_ranked"]
+__all__ = ["RULE", "TIME_POOL", "TIME_WEIGHT", "TimeBoost", "event_time", "reference_time",
+           "time_ranked", "windows_of"]
 
 #: RRF weight of the in-window list against the store's own order (weight 1); fitted on
 #: LongMemEval S dev120 (docs/benchmarks.md, round 6).
@@ -53,3 +56,29 @@ def time_ranked(hits: Sequence[HitT], windows: Sequence[TimeWindow],
         return list(hits)
     inside = [any(w.contains(event_time(h)) for w in windows) for h in hits]
     return boosted(hits, inside, weight)
+
+
+def windows_of(context: RecallContext) -> tuple[TimeWindow, ...]:
+    """The times the recall's question names, seen from :func:`reference_time` (once per
+    recall)."""
+    return context.derived("time_boost.windows", lambda: resolve(
+        context.req.query, reference_time(context.req, context.now)))
+
+
+@dataclass(frozen=True)
+class TimeBoost:
+    """The rule: memories of a time the question names first. No setting of its own (the
+    weight is :data:`TIME_WEIGHT` on every store); a question naming a time asks for
+    :data:`TIME_POOL` hits from the first search on."""
+
+    name: str = "time_boost"
+    settings: tuple[str, ...] = ()
+
+    def pool(self, context: RecallContext, found: Sequence[HitView] | None, asked: int) -> int:
+        return TIME_POOL if found is None and windows_of(context) else 0
+
+    def apply(self, hits: Sequence[HitT], context: RecallContext) -> list[HitT]:
+        return time_ranked(hits, windows_of(context))
+
+
+RULE = TimeBoost()

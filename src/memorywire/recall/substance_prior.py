@@ -9,9 +9,9 @@ So the answer to "What books has John read?" (a turn naming "Dune" among thirty 
 words) ranks below "Books can be so captivating!".
 
 On LoCoMo (conversations 0-4, categories 1-4, the store's order) a hit of at least
-:data:`SUBSTANCE_WORDS` words holds evidence about three times as often as a shorter one at
-the same ranks (top 5: 23% against 9%; ranks 5-19: 3.0% against 0.9%). The prior is that
-signal, soft, by rank fusion like the subject boost: the store's order is one list (RRF,
+:data:`SUBSTANCE_WORDS` words holds evidence several times as often as a shorter one at the
+same ranks (docs/benchmarks.md, "recall30": the shares). The prior is that signal, soft, by
+rank fusion like the subject boost: the store's order is one list (RRF,
 k = 60), the hits of at least :data:`SUBSTANCE_WORDS` words (in the store's order) a second
 list of weight :data:`SUBSTANCE_WEIGHT`. It re-ranks only the hits the recall already
 fetched (no search of its own), and scores are untouched. When no hit, or every hit, is
@@ -19,7 +19,7 @@ that long (a store of short facts, a store of long documents) the order is uncha
 the prior only acts where lengths are mixed.
 
 Words are what whitespace separates (``str.split``: the check runs on every hit of the pool
-of every recall, and a regex over a hundred turns cost a millisecond): a text written
+of every recall, where a regex cost too much, docs/benchmarks.md "hop19b"): a text written
 without spaces between words (Chinese, Japanese) counts as few words, so such a store is
 left in its order rather than judged on a measure that does not fit it.
 The values are fitted on LoCoMo conversations 0-4 and checked on 5-9 and LongMemEval
@@ -29,22 +29,19 @@ The values are fitted on LoCoMo conversations 0-4 and checked on 5-9 and LongMem
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from memorywire.core.fusion import boosted
 from memorywire.core.timeline import HitT, HitView
+from memorywire.recall.rule import RecallContext
+from memorywire.recall.settings import SUBSTANCE_WEIGHT
 
-__all__ = ["SUBSTANCE_WEIGHT", "SUBSTANCE_WORDS", "content_texts", "substance_ranked",
-           "substantive"]
+__all__ = ["RULE", "SUBSTANCE_WEIGHT", "SUBSTANCE_WORDS", "SubstancePrior", "content_texts",
+           "substance_ranked", "substantive"]
 
-#: RRF weight of the substantive hits against the store's order (weight 1). Fitted on
-#: LoCoMo conversations 0-4 (categories 1-4, with :data:`SUBSTANCE_WORDS` = 25): 0.05 gave
-#: R@5 / R@10 0.660 / 0.739, 0.07 0.660 / 0.746 (chosen: the best sum); without the prior
-#: 0.636 / 0.734. From about 0.2 on, every long turn outranks every short
-#: one and recall falls below the store's own order.
-SUBSTANCE_WEIGHT = 0.07
-#: How many words make a hit substantive. Fitted with the weight (dev R@5 + R@10 at 0.07:
-#: 15 words 1.384, 20 1.390, 25 1.407, 30 1.394): a flat optimum.
+#: How many words make a hit substantive. Fitted with the weight, on a flat optimum
+#: (docs/benchmarks.md, "hop19b").
 SUBSTANCE_WORDS = 25
 
 
@@ -79,3 +76,21 @@ def substance_ranked(hits: Sequence[HitT], weight: float = SUBSTANCE_WEIGHT) -> 
     if weight <= 0:
         return list(hits)
     return boosted(hits, [substantive(h) for h in hits], weight)
+
+
+@dataclass(frozen=True)
+class SubstancePrior:
+    """The rule: a hit long enough to state something rises (``substance_weight``); it
+    re-ranks what the other rules fetched and asks for no pool."""
+
+    name: str = "substance_prior"
+    settings: tuple[str, ...] = ("substance_weight",)
+
+    def pool(self, context: RecallContext, found: Sequence[HitView] | None, asked: int) -> int:
+        return 0
+
+    def apply(self, hits: Sequence[HitT], context: RecallContext) -> list[HitT]:
+        return substance_ranked(hits, context.settings.substance_weight)
+
+
+RULE = SubstancePrior()

@@ -3,8 +3,10 @@
 :class:`RecallPlan` is one recall's steps as plain calls (the searches it needs, then the
 order of the last one's hits), so a store can run it whole in its own worker thread
 (SQLite) or through :func:`recall_in_time` around its async search (every other backend).
-The rules it applies live in ``core`` (time, validity, the boosts); this module only decides
-which searches a recall needs and in which order the rules run, once for every backend.
+It decides which searches a recall needs and applies validity (what is true now or at
+``as_of``); the ranking rules it runs are the list of ``recall.rules``, in that order, each
+through the :class:`~memorywire.recall.rule.RankingRule` interface: the plan names none of
+them, so a rule is added or changed without touching it.
 """
 
 from __future__ import annotations
@@ -12,16 +14,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import cast
 
-from memorywire.core.boosts import NO_BOOSTS, Boosts
-from memorywire.core.restatement import restated_last
-from memorywire.core.session_evidence import SESSION_POOL, session_ranked, sessions_in
-from memorywire.core.subject_boost import SUBJECT_POOL, names_in, needs_pool, subject_ranked
-from memorywire.core.subject_lexical import subject_lexical_ranked
-from memorywire.core.substance_prior import substance_ranked
-from memorywire.core.time_boost import TIME_POOL, reference_time, time_ranked
-from memorywire.core.time_expressions import resolve
 from memorywire.core.timeline import HitT, HitView, annotate, is_visible, rank_current_first
-from memorywire.core.turn_focus import turn_focused
+from memorywire.recall.rule import RecallContext
+from memorywire.recall.rules import RULES, UNRANKED
+from memorywire.recall.settings import RecallSettings
 from memorywire.wire.models import RecallHit, RecallRequest, RecallResponse
 
 __all__ = ["RecallPlan", "Search", "recall_in_time"]
@@ -38,28 +34,20 @@ class RecallPlan:
     one transaction for every search, and record recall statistics for only the hits
     :meth:`finish` returns.
 
-    The store is first asked for ``k`` (at least ``TIME_POOL`` when the question names a
-    time). It is asked again, once, for the deepest pool a boost needs (``SUBJECT_POOL``
-    when the question writes a name and the answer's memories carry subjects,
-    ``SESSION_POOL`` when at least two of its hits carry sessions), and for more when the
-    answer lost hits to the validity filter; so a scope with none of these costs what it
-    did before. The substance prior, turn focus and the restatement rule ask for no pool of
-    their own: they re-rank what the other steps fetched.
+    The store is first asked for ``k``, or for more when a rule needs a deeper first
+    search (a question naming a time). It is asked again, once, for the deepest pool a rule
+    needs after seeing that answer (:meth:`~memorywire.recall.rule.RankingRule.pool`), and
+    for more when the answer lost hits to the validity filter; so a scope where no rule
+    needs more costs one search.
     """
 
-    def __init__(self, req: RecallRequest, now: int, boosts: Boosts = NO_BOOSTS) -> None:
+    def __init__(self, req: RecallRequest, now: int,
+                 settings: RecallSettings = UNRANKED) -> None:
         self.req = req
         self._now = now
-        self._session_weight = boosts.session
-        self._subject_weight = boosts.subject
-        self._substance_weight = boosts.substance
-        self._turn_weight = boosts.turn
-        self._duplicate_share = boosts.duplicate
-        self._subject_lexical_weight = boosts.subject_lexical
-        self._windows = resolve(req.query, reference_time(req, now))
-        # The names both subject rules look for (and so the pool they share).
-        self._names = names_in(req.query, max(boosts.subject, boosts.subject_lexical))
-        k = min(1000, max(req.k, TIME_POOL)) if self._windows else req.k
+        self._context = RecallContext(req, now, settings)
+        first = max(rule.pool(self._context, None, req.k) for rule in RULES)
+        k = min(1000, max(req.k, first)) if first > 0 else req.k
         self._plain = req.model_copy(update={"as_of": None, "known_at": None,
                                              "include_superseded": False,
                                              "asked_at": None, "k": k})
@@ -84,10 +72,7 @@ class RecallPlan:
         k = self._plain.k
         if not self._pooled:
             self._pooled = True
-            pool = SUBJECT_POOL if needs_pool(self._names, shown, k) else k
-            if (self._session_weight > 0 and len(shown) >= k
-                    and sessions_in(list(shown))):
-                pool = max(pool, SESSION_POOL)
+            pool = max(rule.pool(self._context, shown, k) for rule in RULES)
             if pool > k:
                 self._plain = self._plain.model_copy(update={"k": pool})
                 return self._plain
@@ -113,14 +98,9 @@ class RecallPlan:
         them) in the same order. A store that ranked views of its rows builds and annotates
         full hits for these alone."""
         req, now = self.req, self._now
-        hits = time_ranked(self._visible(results), self._windows)
-        hits = subject_ranked(hits, self._names, self._subject_weight)
-        hits = session_ranked(hits, self._session_weight)
-        hits = substance_ranked(hits, self._substance_weight)
-        hits = turn_focused(hits, req.query, self._turn_weight)
-        hits = subject_lexical_ranked(hits, req.query, self._names,
-                                      self._subject_lexical_weight)
-        hits = restated_last(hits, self._duplicate_share)
+        hits = self._visible(results)
+        for rule in RULES:
+            hits = rule.apply(hits, self._context)
         point = req.as_of if req.as_of is not None else req.known_at
         if req.include_superseded or point is not None:
             hits = rank_current_first(hits, point if point is not None else now,
@@ -132,34 +112,26 @@ class RecallPlan:
     def finish(self, results: Sequence[RecallHit],
                hidden: Collection[str] = frozenset()) -> list[RecallHit]:
         """The recall's answer from the last search's ``results``: visible now (or at
-        ``as_of``), re-ranked by the boosts, without the ``hidden`` ids, cut to ``k``, each
+        ``as_of``), re-ranked by the rules, without the ``hidden`` ids, cut to ``k``, each
         hit with its validity as wire fields (``annotate``).
 
         ``hidden`` are rows a store's floors cut but listed in their places (SQLite): the
-        boosts rank by place, so they re-rank the list a floors-off search returns, and the
-        floors then only take rows out, never reorder the rest. The boosts read a hit's
+        rules rank by place, so they re-rank the list a floors-off search returns, and the
+        floors then only take rows out, never reorder the rest. The rules read a hit's
         validity from its metadata or, annotated, from its fields alike, so annotating after
         ranking (only the hits returned) gives the order annotating first gave."""
         return [annotate(h) for h in self.order(results, hidden)]
 
 
 async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
-                         boosts: Boosts = NO_BOOSTS) -> RecallResponse:
+                         settings: RecallSettings = UNRANKED) -> RecallResponse:
     """``search`` (the store's own recall) showing only what is true now or at ``as_of``,
-    with memories of a time the question names ranked higher (``core.time_boost``), then
-    memories whose subject the question names (``core.subject_boost``, ``subject_weight``),
-    then memories whose session holds other good hits (``core.session_evidence``,
-    ``session_weight``), then memories long enough to state something
-    (``core.substance_prior``, ``substance_weight``), then, within each session, the turns
-    whose own words match the question (``core.turn_focus``, ``turn_weight``), then the
-    named subject's memories that a stemmed BM25 ranks first (``core.subject_lexical``,
-    ``subject_lexical_weight``), and last a turn restating a higher hit of its session
-    behind the next distinct hit (``core.restatement``, ``duplicate_share``). ``boosts``
-    are the store's settings (``core.boosts``); a store that passes none gets no boost. The
-    searches are those of :class:`RecallPlan` (a store may run the plan itself, see its
-    docstring).
+    re-ranked by the rules of ``recall.rules`` in their order with the store's ``settings``
+    (a store that passes none gets every rule's setting at 0: only the time boost, which
+    has none, runs). The searches are those of :class:`RecallPlan` (a store may run the
+    plan itself, see its docstring).
     """
-    plan = RecallPlan(req, now, boosts)
+    plan = RecallPlan(req, now, settings)
     nxt: RecallRequest | None = plan.request()
     while nxt is not None:
         resp = await search(nxt)

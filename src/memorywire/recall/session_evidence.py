@@ -10,7 +10,7 @@ What groups memories into a session is the record's ``metadata.session`` (:data:
 any string or integer the writer chooses: a conversation's session id, an episode number).
 A hit without one is a session of its own and gets no help from other hits.
 
-The boost is by rank fusion, as :mod:`memorywire.core.time_boost`: the store's order is one
+The boost is by rank fusion, as :mod:`memorywire.recall.time_boost`: the store's order is one
 list (RRF, k = 60); the sessions, ranked by their evidence, are a second list of weight
 :data:`SESSION_WEIGHT` whose entry every hit of the session shares. A session's evidence is
 the sum of the RRF terms of its :data:`SESSION_TOP` best hits among the first
@@ -27,17 +27,18 @@ measured and cost turn recall, so it is not offered.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from memorywire.core.fusion import DEFAULT_RRF_K
 from memorywire.core.timeline import HitT, HitView
+from memorywire.recall.rule import RecallContext
+from memorywire.recall.settings import SESSION_WEIGHT
 
-__all__ = ["SESSION_KEY", "SESSION_POOL", "SESSION_TOP", "SESSION_WEIGHT", "session_of",
-           "session_ranked", "sessions_in"]
+__all__ = ["RULE", "SESSION_KEY", "SESSION_POOL", "SESSION_TOP", "SESSION_WEIGHT",
+           "SessionEvidence", "session_of", "session_ranked", "sessions_in"]
 
 #: The metadata field that names a memory's session.
 SESSION_KEY = "session"
-#: RRF weight of the session list against the store's own order (weight 1).
-SESSION_WEIGHT = 0.5
 #: How many of a session's best hits count toward its evidence.
 SESSION_TOP = 2
 #: How many hits (best first) are re-ranked, and how many a store is asked for at least.
@@ -81,3 +82,25 @@ def session_ranked(hits: Sequence[HitT], weight: float = SESSION_WEIGHT,
         -(1.0 / (DEFAULT_RRF_K + r) + weight / (DEFAULT_RRF_K + session_rank[groups[r]])),
         r))
     return [head[r] for r in fused] + list(hits[pool:])
+
+
+@dataclass(frozen=True)
+class SessionEvidence:
+    """The rule: a memory rises with the good hits of its session (``session_weight``);
+    asks for :data:`SESSION_POOL` hits when a full first answer holds two hits with a
+    session."""
+
+    name: str = "session_evidence"
+    settings: tuple[str, ...] = ("session_weight",)
+
+    def pool(self, context: RecallContext, found: Sequence[HitView] | None, asked: int) -> int:
+        if (found is None or context.settings.session_weight <= 0 or len(found) < asked
+                or not sessions_in(list(found))):
+            return 0
+        return SESSION_POOL
+
+    def apply(self, hits: Sequence[HitT], context: RecallContext) -> list[HitT]:
+        return session_ranked(hits, context.settings.session_weight)
+
+
+RULE = SessionEvidence()

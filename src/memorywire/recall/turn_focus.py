@@ -1,15 +1,14 @@
 """Turn focus: inside a session, the turn that says it comes before the turns around it.
 
-Session evidence (:mod:`memorywire.core.session_evidence`) lifts every hit of a session that
+Session evidence (:mod:`memorywire.recall.session_evidence`) lifts every hit of a session that
 holds several good hits, and a context key (a turn's reply or neighbours joined to its
 full-text key) lets a turn match through what was said around it. Both find the right
 *session*; neither says which of its turns holds the answer. A session about a road trip
 has a dozen turns on routes and stops, and their long replies match the question as well as
-the one turn that says "I drove six hours to Tybee Island". On LongMemEval S dev120, among
-the failed questions only 17 of 56 answer turns were the first hit of their own session,
-while a BM25 of each turn's *own* words (the user's message, no context) put the answer
-turn first in its session more often than the store's order (65% against 57% of all
-answer turns).
+the one turn that says "I drove six hours to Tybee Island". On LongMemEval S dev120, few
+of the failed questions' answer turns were the first hit of their own session, while a BM25
+of each turn's *own* words (the user's message, no context) put the answer turn first in its
+session more often than the store's order did (docs/benchmarks.md, "turn19").
 
 So the rule re-ranks each session's hits among the places that session already holds: the
 store's order within the session is one list (RRF, k = 60), the same hits ranked by how well
@@ -20,13 +19,13 @@ its first place changes. Hits without a session, and sessions with one hit, keep
 place. Scores are untouched.
 
 It acts only on a session whose hits are found mostly through their context: the contexts
-hold at least :data:`CONTEXT_SHARE` times the characters of the hits' own texts (a reply of
-2,000 characters to a user turn of 300: LongMemEval's sessions sit at a median of 7.3x, 5%
-of them below 3.2x). There the store's full-text rank says how well the *reply* matched.
-Where the context is a line or two around the turn (LoCoMo's previous and next turn: median
-2.0x, 95% below 3.2x) the store's own order already weighs the turn's words, and the rule,
-measured there, only cost recall; such a session, and a store without context keys, keeps
-its order.
+hold at least :data:`CONTEXT_SHARE` times the characters of the hits' own texts (a long
+reply to a short user turn, as in nearly every LongMemEval session). There the store's
+full-text rank says how well the *reply* matched. Where the context is a line or two around
+the turn (LoCoMo's previous and next turn, which nearly all sessions hold at well under that
+share) the store's own order already weighs the turn's words, and the rule only cost recall
+there; such a session, and a store without context keys, keeps its order (the shares and
+the cost: docs/benchmarks.md, "turn19").
 
 The own-text match is BM25 over the re-ranked hits (the first :data:`TURN_POOL`, as session
 evidence): a query word (:func:`memorywire.core.textsearch.query_terms`, stop words out)
@@ -44,24 +43,23 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from memorywire.core.context_key import CONTEXT_FIELD
 from memorywire.core.fusion import DEFAULT_RRF_K
-from memorywire.core.session_evidence import SESSION_POOL, session_of
-from memorywire.core.substance_prior import content_texts
 from memorywire.core.textsearch import query_terms
 from memorywire.core.timeline import HitT, HitView
+from memorywire.recall.rule import RecallContext
+from memorywire.recall.session_evidence import SESSION_POOL, session_of
+from memorywire.recall.settings import TURN_WEIGHT
+from memorywire.recall.substance_prior import content_texts
 
-__all__ = ["CONTEXT_SHARE", "PREFIX_LEN", "PREFIX_MIN_WORD", "TURN_POOL", "TURN_WEIGHT",
-           "context_led", "own_scores", "turn_focused"]
+__all__ = ["CONTEXT_SHARE", "PREFIX_LEN", "PREFIX_MIN_WORD", "RULE", "TURN_POOL", "TURN_WEIGHT",
+           "TurnFocus", "context_led", "own_scores", "turn_focused"]
 
-#: RRF weight of the own-text order against the store's order within a session (weight 1).
-#: LongMemEval S dev120 turn recall_all@5 (floors off): 0.5 0.768, 1 0.778, 1.5 0.788,
-#: **2 0.798**, 3 0.788, 5 0.778, own order alone 0.778; off 0.748.
-TURN_WEIGHT = 2.0
-#: How many times its hits' own text a session's contexts must hold for the rule to act.
-#: LongMemEval S dev120 turn recall_all@5 at weight 2: 0 (always) to 6 0.798, 8 0.758;
-#: LoCoMo R@5 (0.633 without the rule): 0 0.554, 2 0.603, 3 0.631, 4 and above 0.633.
+#: How many times its hits' own text a session's contexts must hold for the rule to act:
+#: the lowest share at which LoCoMo's short contexts are left alone while LongMemEval's
+#: long replies still get the rule (docs/benchmarks.md, "turn19").
 CONTEXT_SHARE = 4.0
 #: How many hits (best first) are re-ranked: the session evidence pool.
 TURN_POOL = SESSION_POOL
@@ -175,3 +173,21 @@ def turn_focused(hits: Sequence[HitT], query: str, weight: float = TURN_WEIGHT,
         for place, i in zip(slots, fused, strict=True):
             out[place] = head[slots[i]]
     return out + list(hits[pool:])
+
+
+@dataclass(frozen=True)
+class TurnFocus:
+    """The rule: within a context-led session, the turn whose own words match the question
+    takes the session's first place (``turn_weight``); asks for no pool."""
+
+    name: str = "turn_focus"
+    settings: tuple[str, ...] = ("turn_weight",)
+
+    def pool(self, context: RecallContext, found: Sequence[HitView] | None, asked: int) -> int:
+        return 0
+
+    def apply(self, hits: Sequence[HitT], context: RecallContext) -> list[HitT]:
+        return turn_focused(hits, context.req.query, context.settings.turn_weight)
+
+
+RULE = TurnFocus()

@@ -1,10 +1,10 @@
 """Entity-aware ranking: a question that names a person ranks that person's memories higher.
 
 "What did Caroline research?" is almost always answered by something Caroline said or
-something said about her: on LoCoMo 96% of the evidence turns of a question that names one
-speaker were spoken by that speaker (1,965 of 2,048). Neither list of the hybrid search
-knows that: the name is one word of the full-text key among many, and it moves the query
-vector towards every turn of a conversation between two people equally. The memory's
+something said about her: on LoCoMo nearly every evidence turn of a question that names one
+speaker was spoken by that speaker (docs/benchmarks.md, round 7 "entities"). Neither list of
+the hybrid search knows that: the name is one word of the full-text key among many, and it
+moves the query vector towards every turn of a conversation between two people equally. The memory's
 *subject* is the missing signal, and a store already holds it when the writer said so:
 
 * ``metadata.speaker`` — who said it (a conversation turn; LoCoMo's loader writes it);
@@ -30,23 +30,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from memorywire.core.entity_gate import named_words
 from memorywire.core.fusion import boosted
 from memorywire.core.timeline import HitT, HitView
+from memorywire.recall.rule import RecallContext
+from memorywire.recall.settings import SUBJECT_WEIGHT
 
-__all__ = ["SUBJECT_KEYS", "SUBJECT_POOL", "SUBJECT_WEIGHT", "names_in", "needs_pool",
-           "subject_ranked", "subject_words"]
+__all__ = ["RULE", "SUBJECT_KEYS", "SUBJECT_POOL", "SUBJECT_WEIGHT", "SubjectBoost", "names_in",
+           "names_of", "needs_pool", "subject_ranked", "subject_words"]
 
-#: RRF weight of the named subject's memories against the store's order (weight 1). Fitted
-#: on LoCoMo conversations 0-4 (categories 1-4): 0.1 gave R@5 / R@10 0.620 / 0.710, 0.15
-#: 0.619 / 0.716 (chosen: the best R@10, R@5 within 0.1 point), 0.25-1.0 0.618 / 0.707-0.709;
-#: above ~0.15 a two-person conversation's named speaker's turns all come first.
-SUBJECT_WEIGHT = 0.15
 #: How many hits a store is asked for when the query names someone (so the boost has
-#: memories below ``k`` to lift). Fitted the same way: 50 gave 0.619 / 0.708, 100 and 200
-#: 0.619 / 0.716 (chosen: the smallest at the best).
+#: memories below ``k`` to lift): the smallest pool at the best recall of the fit
+#: (docs/benchmarks.md, round 7 "entities").
 SUBJECT_POOL = 100
 #: The metadata keys whose string values name a memory's subject.
 SUBJECT_KEYS = ("speaker", "entity_name")
@@ -91,3 +89,31 @@ def subject_ranked(hits: Sequence[HitT], names: frozenset[str],
         return list(hits)
     inside = [bool(subject_words(h) & names) for h in hits]
     return boosted(hits, inside, weight)
+
+
+def names_of(context: RecallContext) -> frozenset[str]:
+    """The names the recall's question writes (once per recall; both subject rules read
+    them)."""
+    return context.derived("subject_boost.names", lambda: named_words(context.req.query))
+
+
+@dataclass(frozen=True)
+class SubjectBoost:
+    """The rule: the memories of the person the question names first (``subject_weight``);
+    asks for :data:`SUBJECT_POOL` hits when the question writes a name and the first answer
+    holds memories with a subject."""
+
+    name: str = "subject_boost"
+    settings: tuple[str, ...] = ("subject_weight",)
+
+    def pool(self, context: RecallContext, found: Sequence[HitView] | None, asked: int) -> int:
+        if found is None or context.settings.subject_weight <= 0:
+            return 0
+        return SUBJECT_POOL if needs_pool(names_of(context), found, asked) else 0
+
+    def apply(self, hits: Sequence[HitT], context: RecallContext) -> list[HitT]:
+        weight = context.settings.subject_weight
+        return subject_ranked(hits, names_of(context) if weight > 0 else frozenset(), weight)
+
+
+RULE = SubjectBoost()

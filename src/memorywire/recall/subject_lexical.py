@@ -1,7 +1,7 @@
 """Subject lexical list: the named person's memories ranked by a standard stemmed BM25.
 
 A question that names someone ("What books has Melanie read?") is mostly answered by what
-that person said (``core.subject_boost``), and the subject boost lifts those memories as a
+that person said (``recall.subject_boost``), and the subject boost lifts those memories as a
 block, in the store's order. That order is the hybrid's: the vector side weighs the whole
 sentence, and the store's full-text side (SQLite FTS5, PostgreSQL ``ts_rank_cd``, the
 in-memory store's word overlap) is tuned for a short key and for deciding "nothing
@@ -28,7 +28,8 @@ Stems are Snowball's Porter stemmer (``snowballstemmer``: pure Python, no depend
 word stemmed once per process (a conversation repeats its vocabulary in every recall) and
 each memory's text analysed once while it stays in a cache of 8,192 texts (LoCoMo's ten
 conversations hold 5,882 turns; a cache smaller than a workload's turns is emptied by every
-pass over them, and a text analysed afresh costs ~25 us).
+pass over them, and analysing a text afresh is most of the rule's cost: docs/benchmarks.md,
+"spk19").
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -43,30 +45,29 @@ import snowballstemmer
 
 from memorywire.core.context_key import CONTEXT_FIELD
 from memorywire.core.fusion import DEFAULT_RRF_K
-from memorywire.core.subject_boost import subject_words
-from memorywire.core.substance_prior import content_texts
 from memorywire.core.timeline import HitT, HitView
+from memorywire.recall.rule import RecallContext
+from memorywire.recall.settings import SUBJECT_LEXICAL_WEIGHT
+from memorywire.recall.subject_boost import SUBJECT_POOL, names_of, needs_pool, subject_words
+from memorywire.recall.substance_prior import content_texts
 
-__all__ = ["BM25_STOP_WORDS", "K1", "SUBJECT_LEXICAL_WEIGHT", "analysed", "bm25_scores",
-           "subject_lexical_ranked"]
+__all__ = ["BM25_STOP_WORDS", "K1", "RULE", "SUBJECT_LEXICAL_WEIGHT", "SubjectLexical",
+           "analysed", "bm25_scores", "subject_lexical_ranked"]
 
-#: RRF weight of the named subject's BM25 list against the plan's order (weight 1). Fitted
-#: on LoCoMo conversations 0-4 (docs/benchmarks.md, "spk19").
-SUBJECT_LEXICAL_WEIGHT = 0.3
-#: BM25's term-frequency saturation (``b`` is 0.75). Fitted with the weight (1.2, 1.5, 2.0):
-#: the three differ by at most 0.1 point of R@5 at weight 0.3.
+#: BM25's term-frequency saturation (``b`` is 0.75). Fitted with the weight; the values
+#: tried barely differ (docs/benchmarks.md, "spk19").
 K1 = 2.0
 _B = 0.75
 #: Lucene's classic English stop list, the analysis BM25 toolkits use by default. The store's
-#: own longer list (``core.textsearch``: question words, "did", "remember", ...) cost 1-2
-#: points of R@5 here, measured.
+#: own longer list (``core.textsearch``: question words, "did", "remember", ...) cost recall
+#: here (docs/benchmarks.md, "spk19").
 BM25_STOP_WORDS = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is",
     "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there",
     "these", "they", "this", "to", "was", "will", "with",
 })
 _WORD = re.compile(r"\w+", re.UNICODE)
-#: word -> Porter stem, filled as words are met (a stem is ~40 us of pure Python; a
+#: word -> Porter stem, filled as words are met (stemming is pure Python, and a
 #: conversation repeats its vocabulary in every recall). Emptied when it holds
 #: ``_MAX_STEMS`` words.
 _stems: dict[str, str] = {}
@@ -75,7 +76,7 @@ _MAX_STEMS = 65536
 
 def _terms(text: str) -> list[str]:
     """The text's words, stop words out, as stems. A Snowball stemmer keeps the word it works
-    on in itself, so each call that meets a new word makes its own (0.3 us): recall plans
+    on in itself, so each call that meets a new word makes its own (cheap): recall plans
     run in worker threads."""
     stems = _stems
     stemmer: Any = None
@@ -97,7 +98,8 @@ def _terms(text: str) -> list[str]:
 @lru_cache(maxsize=8192)
 def analysed(text: str) -> tuple[dict[str, int], int]:
     """A text's stem frequencies and its length in stems (cached: a conversation's pool
-    holds mostly memories its earlier questions ranked; ~2-3 KB a text, so at most ~25 MB)."""
+    holds mostly memories its earlier questions ranked; a few KB a text, so the cache stays
+    in the tens of MB)."""
     freqs: dict[str, int] = {}
     terms = _terms(text)
     for term in terms:
@@ -150,3 +152,26 @@ def subject_lexical_ranked(hits: Sequence[HitT], query: str, names: frozenset[st
     for rank, i in enumerate(listed):
         fused[i] += weight / (DEFAULT_RRF_K + rank)
     return [hits[i] for i in sorted(range(len(hits)), key=lambda i: (-fused[i], i))]
+
+
+@dataclass(frozen=True)
+class SubjectLexical:
+    """The rule: the named person's memories ranked by a stemmed BM25 over the pool
+    (``subject_lexical_weight``); it ranks the same :data:`SUBJECT_POOL` the subject boost
+    asks for, so it needs that pool too, and nothing more."""
+
+    name: str = "subject_lexical"
+    settings: tuple[str, ...] = ("subject_lexical_weight",)
+
+    def pool(self, context: RecallContext, found: Sequence[HitView] | None, asked: int) -> int:
+        if found is None or context.settings.subject_lexical_weight <= 0:
+            return 0
+        return SUBJECT_POOL if needs_pool(names_of(context), found, asked) else 0
+
+    def apply(self, hits: Sequence[HitT], context: RecallContext) -> list[HitT]:
+        weight = context.settings.subject_lexical_weight
+        return subject_lexical_ranked(hits, context.req.query,
+                                      names_of(context) if weight > 0 else frozenset(), weight)
+
+
+RULE = SubjectLexical()

@@ -14,26 +14,25 @@ a higher hit kept is a *restatement* when at least ``share`` of its word 5-grams
 of those kept hits; a restatement moves behind the next hit that is not one (it stays in the
 list, just below the distinct hit that follows it). Only a hit's own text is compared (its
 content, not ``metadata.context``: two turns with the same reply are not the same
-statement), only within one session (:func:`memorywire.core.session_evidence.session_of`),
+statement), only within one session (:func:`memorywire.recall.session_evidence.session_of`),
 and a text of fewer than five words has no 5-grams and is never a restatement. Hits without a
 session, and sessions with one hit, keep their places; scores are untouched.
 
 Why word 5-grams and not the stored vectors: MiniLM puts two different turns of one session
-on one topic at cosines of 0.6-0.8, where a restatement sits too; measured on LongMemEval S
-dev120, a cosine rule (0.7-0.95) never gained a question and lost up to ten, while shared
-5-grams of the turn's own words single out a sentence said twice. The rule therefore reads
-only what every store's hits carry, and behaves identically on SQLite, PostgreSQL and the
-in-memory store.
+on one topic as close together as a restatement, so a cosine rule, tried on LongMemEval S
+dev120, never gained a question and lost several, while shared 5-grams of the turn's own
+words single out a sentence said twice. The rule therefore reads only what every store's
+hits carry, and behaves identically on SQLite, PostgreSQL and the in-memory store.
 
 Why behind the next distinct hit and not behind the first k or the pool: the copy still says
 something relevant, and which copy the reader (or a benchmark's marks) wants is not known;
 moving every copy behind the pool lost LongMemEval oracle questions whose marked turn was
-the lower copy (-2 at @5), one place gained two and lost one (docs/benchmarks.md, "dup19").
+the lower copy, and moving it one place traded gains for losses (docs/benchmarks.md,
+"dup19").
 
-Off by default (``duplicate_share`` 0): on LongMemEval S dev120 a share of 0.25-0.3 gains
-one question (+1, -0), 0.2 trades one for one, 0.15 loses one, 0.32 and above changes nothing; on
-the oracle it is neutral (+2 -1 at @5, -1 at @10) and LoCoMo is identical. One question at
-a threshold set between two pairs' shares is not evidence that it generalises.
+Off by default (``duplicate_share`` 0): no share gains or loses more than one question on
+any benchmark, and one question at a threshold set between two pairs' shares is not evidence
+that it generalises (the grid: docs/benchmarks.md, "dup19").
 """
 
 from __future__ import annotations
@@ -41,37 +40,22 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from memorywire.core.fusion import checked_weight
-from memorywire.core.session_evidence import SESSION_POOL, session_of
-from memorywire.core.substance_prior import content_texts
 from memorywire.core.timeline import HitT, HitView
-from memorywire.errors import InvalidRequest
+from memorywire.recall.rule import RecallContext
+from memorywire.recall.session_evidence import SESSION_POOL, session_of
+from memorywire.recall.settings import DUPLICATE_SHARE
+from memorywire.recall.substance_prior import content_texts
 
-__all__ = ["DUPLICATE_POOL", "DUPLICATE_SHARE", "GRAM", "checked_share", "restated_last",
+__all__ = ["DUPLICATE_POOL", "DUPLICATE_SHARE", "GRAM", "RULE", "Restatement", "restated_last",
            "word_grams"]
 
-#: The default share of a hit's word 5-grams a higher hit of its session must hold for the
-#: hit to count as a restatement; 0 turns the rule off (the default: see the module text).
-#: LongMemEval S dev120 turn recall_all@5 (0.798 off): 0.15 0.788, 0.2 0.798 (+1 -1),
-#: 0.25-0.3 0.808, 0.32-0.5 0.798.
-DUPLICATE_SHARE = 0.0
 #: How many hits (best first) are looked at: the session evidence pool.
 DUPLICATE_POOL = SESSION_POOL
 #: Words per compared sequence.
 GRAM = 5
 _WORD = re.compile(r"\w+")
-
-
-def checked_share(share: float, name: str = "duplicate_share") -> float:
-    """``share`` when it is a finite number in [0, 1] (0 turns the rule off), else
-    ``invalid_request`` naming the setting: a share above 1 could never be reached, so the
-    rule would be silently off."""
-    value = checked_weight(share, name)
-    if value > 1.0:
-        raise InvalidRequest(f"{name} must be at most 1 (a share of word 5-grams), "
-                             f"got {share!r}")
-    return value
 
 
 def word_grams(text: str, n: int = GRAM) -> frozenset[tuple[str, ...]]:
@@ -116,3 +100,21 @@ def restated_last(hits: Sequence[HitT], share: float = DUPLICATE_SHARE,
         out.extend(waiting)
         waiting.clear()
     return out + waiting + list(hits[pool:])
+
+
+@dataclass(frozen=True)
+class Restatement:
+    """The rule: a hit restating a higher hit of its session yields its place to the next
+    distinct hit (``duplicate_share``; off by default); asks for no pool."""
+
+    name: str = "restatement"
+    settings: tuple[str, ...] = ("duplicate_share",)
+
+    def pool(self, context: RecallContext, found: Sequence[HitView] | None, asked: int) -> int:
+        return 0
+
+    def apply(self, hits: Sequence[HitT], context: RecallContext) -> list[HitT]:
+        return restated_last(hits, context.settings.duplicate_share)
+
+
+RULE = Restatement()

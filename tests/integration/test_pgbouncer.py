@@ -10,6 +10,7 @@ client, so any state left in it would reach the next client. Skipped only when t
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -44,6 +45,7 @@ def cluster() -> Iterator[Cluster]:
         yield c
     finally:
         c.close()
+        shutil.rmtree(root.parent, ignore_errors=True)
 
 
 @pytest.fixture

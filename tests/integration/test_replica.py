@@ -9,10 +9,13 @@ acknowledged is lost.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import psycopg
 import pytest
 
@@ -34,6 +37,7 @@ def _cluster(synchronous: bool) -> Iterator[Cluster]:
         yield c
     finally:
         c.close()
+        shutil.rmtree(root.parent, ignore_errors=True)
 
 
 @pytest.fixture
@@ -119,8 +123,16 @@ async def test_with_the_primary_stopped_reads_go_on_and_writes_fail(
         with pytest.raises(BackendUnavailable) as failed:
             await store.remember(_fact(100))
         assert failed.value.code == "backend_unavailable"
-        sync_cluster.primary.start()  # and back: writes go on
-        await store.remember(_fact(101))
+        sync_cluster.primary.start()  # and back: writes go on once the pool reconnects
+        deadline = time.monotonic() + 90  # the pool retries with a growing back-off
+        while True:
+            try:
+                await store.remember(_fact(101))
+                break
+            except BackendUnavailable:
+                if time.monotonic() > deadline:
+                    raise
+                await anyio.sleep(0.5)
         assert "m101" in await _ids(store)
     finally:
         await store.aclose()

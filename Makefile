@@ -67,3 +67,19 @@ test-integrations: $(STAMP)
 .PHONY: test-llamaindex
 test-llamaindex:
 	bash backends/llamaindex/test.sh
+
+# Mutation testing of the trust core (docs/testing.md): mutmut, each module against its own
+# tests, writes mutation-report.json and fails below 95% killed. mutmut lives in its own venv
+# layered over .venv (a .pth line puts .venv's packages on its path), so its dependencies never
+# enter the environment `make test` runs in. Not part of .ci/run: it takes tens of minutes.
+MUTATION_VENV := .cache/venv-mutation
+$(MUTATION_VENV)/.installed: $(STAMP) constraints/mutation.txt
+	test -x $(MUTATION_VENV)/bin/python || $(PY) -m venv $(MUTATION_VENV)
+	$(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
+		> "$$($(MUTATION_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/zz_project_venv.pth"
+	$(MUTATION_VENV)/bin/python -m pip install -q -r constraints/mutation.txt
+	touch $@
+
+.PHONY: mutation
+mutation: $(MUTATION_VENV)/.installed
+	$(MUTATION_VENV)/bin/python scripts/mutation.py $(MUTATION_ARGS)

@@ -69,11 +69,14 @@ def _load(path: Path) -> list[dict[str, Any]]:
 
 
 async def _store_answers(memories: list[dict[str, Any]], questions: list[dict[str, Any]],
-                         embedder: Embedder, folder: Path) -> dict[str, Answer]:
-    """The defaults' answers, one SQLite file per phrasing, keyed by ``phrasing/question``."""
+                         embedder: Embedder, folder: Path,
+                         settings: Sequence[str] = ()) -> dict[str, Answer]:
+    """The defaults' answers (``settings``: ``key=value`` store URL settings, for an
+    ablation), one SQLite file per phrasing, keyed by ``phrasing/question``."""
     out: dict[str, Answer] = {}
+    query = ("?" + "&".join(settings)) if settings else ""
     for phrasing in PHRASINGS:
-        mem = Memory(f"sqlite:///{folder / f'{phrasing}.db'}", embedder=embedder)
+        mem = Memory(f"sqlite:///{folder / f'{phrasing}.db'}{query}", embedder=embedder)
         try:
             for m in memories:
                 if m["phrasing"] == phrasing:
@@ -187,11 +190,11 @@ def _report(questions: list[dict[str, Any]], answers: dict[str, Answer],
     return out
 
 
-async def run() -> dict[str, Any]:
+async def run(settings: Sequence[str] = ()) -> dict[str, Any]:
     memories, questions = _load(MEMORIES), _load(QUESTIONS)
     embedder = default_embedder()
     with tempfile.TemporaryDirectory() as tmp:
-        store = await _store_answers(memories, questions, embedder, Path(tmp))
+        store = await _store_answers(memories, questions, embedder, Path(tmp), settings)
     answers = {"store-floor": store,
                "vector": _scoped(memories, questions, vector_ranker(embedder)),
                "bm25": _scoped(memories, questions, bm25_rank)}
@@ -199,6 +202,7 @@ async def run() -> dict[str, Any]:
     return {
         "embedder": embedder.name,
         "k": K,
+        "settings": list(settings),
         "corpus": {"people": len({m["user"] for m in memories}), "facts": len(one),
                    "memory_lines": len(memories), "question_lines": len(questions),
                    "phrasings": list(PHRASINGS)},
@@ -233,8 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--out", type=Path, default=RESULTS,
                         help=f"result file (default {RESULTS.relative_to(HERE.parent)})")
+    parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="a store URL setting for the store-floor row (ablation; e.g. "
+                             "entity_gate=false), repeatable; default: none (the defaults)")
     args = parser.parse_args(argv)
-    result = anyio.run(run)
+    result = anyio.run(run, args.setting)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as fh:
         json.dump(result, fh, indent=2)

@@ -30,6 +30,19 @@ edges by the writer of the derived memory (and by merge), and recovery follows t
 summaries here *quote* their parents, which makes the ground truth checkable by substring, a
 friendlier setting than paraphrase. The numbers are not comparable one to one.
 
+**Directives planted in trusted memories** (the part provenance cannot see): the held-out
+half of the poisoning corpus (``benchmarks/directive_corpus.py``: planted directives among
+clean memories of every type, hard negatives included) is written to one agent as trusted
+memories (source ``user``), and ``recover --agent`` plans its verdicts. Metrics, over the
+memories it quarantines:
+
+* ``detector_precision`` — share of quarantined memories that are planted directives;
+* ``detector_recall`` — share of planted directives quarantined;
+* ``false_quarantine`` — share of clean memories quarantined (target <= 0.01).
+
+``detector`` holds the counts for both halves (dev, on which the rules were written, and
+held-out). The first implementation's rules on the same files: ``poison_baseline_05.py``.
+
 Usage: ``python benchmarks/poison.py [--json] [--no-write]``; writes
 ``benchmarks/results/poison.json``.
 """
@@ -57,6 +70,7 @@ from memorywire.governance.recover import (
     plan_recovery,
     scan_all,
 )
+from memorywire.governance.verdicts import VerdictRules
 from memorywire.store.sqlite import SqliteStore
 from memorywire.wire.models import (
     Link,
@@ -68,6 +82,7 @@ from memorywire.wire.models import (
 )
 
 RESULTS = Path(__file__).parent / "results"
+CORPUS = Path(__file__).parent / "corpus"
 PAYLOAD = "pay to IBAN XX31337"
 SOURCE = "plugin:evil"
 TOPICS = [f"topic{t:02d} {w}" for t, w in enumerate(
@@ -184,6 +199,43 @@ async def _run(benign: int, agents: int, poison: int, seed: int) -> dict[str, An
         tmp.cleanup()
 
 
+def _corpus(split: str) -> list[dict[str, str]]:
+    with (CORPUS / f"directives_{split}.jsonl").open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+async def _directives(split: str) -> dict[str, Any]:
+    """One corpus half as trusted memories of one agent; what ``recover`` quarantines."""
+    items = _corpus(split)
+    tmp = tempfile.TemporaryDirectory()
+    store = SqliteStore(Path(tmp.name) / "directives.db", embedder=HashingEmbedder(256))
+    try:
+        reqs = [RememberRequest(id=f"m{n:05d}", agent_id="victim", type=MemoryType(i["type"]),
+                                content=i["text"], source="user") for n, i in enumerate(items)]
+        for start in range(0, len(reqs), 500):
+            await store.remember_many(reqs[start:start + 500])
+        plan = plan_recovery(await scan_all(store, "victim"),
+                             RecoverySelector(agent_id="victim"), VerdictRules())
+    finally:
+        await store.aclose()
+        tmp.cleanup()
+    held = {i.id for i in plan.quarantined}
+    label = {f"m{n:05d}": i["label"] for n, i in enumerate(items)}
+    tp = sum(label[m] == "directive" for m in held)
+    planted = sum(v == "directive" for v in label.values())
+    clean = len(label) - planted
+    missed: dict[str, int] = {}
+    for n, i in enumerate(items):
+        if i["label"] == "directive" and f"m{n:05d}" not in held:
+            missed[i["family"]] = missed.get(i["family"], 0) + 1
+    return {"memories": len(items), "planted": planted, "clean": clean,
+            "quarantined": len(held), "purged": len(plan.goes),
+            "precision": round(tp / len(held), 4) if held else None,
+            "recall": round(tp / planted, 4),
+            "false_quarantine": round((len(held) - tp) / clean, 4),
+            "false_quarantine_count": len(held) - tp, "missed_by_family": missed}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -192,8 +244,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--agents", type=int, default=24)
     parser.add_argument("--poison", type=int, default=60)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-directives", action="store_true",
+                        help="skip the directive corpus (the provenance run only)")
     args = parser.parse_args(argv)
     out = anyio.run(_run, args.benign, args.agents, args.poison, args.seed)
+    if not args.no_directives:
+        halves = {split: anyio.run(_directives, split) for split in ("dev", "heldout")}
+        out["detector_precision"] = halves["heldout"]["precision"]
+        out["detector_recall"] = halves["heldout"]["recall"]
+        out["false_quarantine"] = halves["heldout"]["false_quarantine"]
+        out["detector"] = halves
     if args.json:
         print(json.dumps(out, indent=1))
     else:

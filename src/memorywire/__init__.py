@@ -10,6 +10,7 @@ a submodule such as :mod:`memorywire.errors` pull in the HTTP client.
 from typing import TYPE_CHECKING, Any
 
 from memorywire import errors as _errors
+from memorywire._version import __version__ as __version__
 from memorywire.errors import *  # noqa: F403
 
 if TYPE_CHECKING:
@@ -37,6 +38,11 @@ __all__ = [*_CLIENTS, *_errors.__all__, *_MODELS]
 
 def __getattr__(name: str) -> Any:
     if name in _CLIENTS:
+        from memorywire.installation import problem
+
+        mixed = problem()
+        if mixed is not None:  # the first implementation on the same path: see installation
+            raise ImportError(mixed)
         from memorywire import client
 
         return getattr(client, name)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast
 
@@ -82,12 +82,19 @@ class Memory(AsyncMemoryAPI):
     * nothing: ``load_config()``, the deployment the ``memorywire`` command uses (the default
       store under the data directory, governed, unless the environment says otherwise);
     * ``runtime``: one the caller opened (``async with running(config) as rt``) and closes.
+
+    The first implementation's shape works too (:mod:`memorywire.client05`):
+    ``Memory(agent_id="bot", stores=[URL or store, ...])`` (several stores are a router),
+    then ``remember("text", type=...)``, ``recall("query", k=5)`` iterated for its hits,
+    ``forget(filter=...)``, ``health()`` and ``close()``.
     """
 
     def __init__(
         self,
         store: MemoryStore | str | None = None,
         *,
+        agent_id: str | None = None,
+        stores: Sequence[str | MemoryStore] | None = None,
         config: ServerConfig | None = None,
         runtime: Runtime | None = None,
         principal: Principal | None = None,
@@ -98,9 +105,22 @@ class Memory(AsyncMemoryAPI):
         """A URL is opened here and closed by :meth:`aclose`; so is a store with ``own_store``
         and whatever ``config`` opens. ``min_relevance``: the floor of a recall that names
         none (a configuration's ``min_relevance``). ``store_kw`` go to the store a URL opens
-        (``embedder=``)."""
+        (``embedder=``). ``agent_id``: every call is this agent's unless it names another;
+        ``stores``: 0.5's list of stores, owned (closed) by this memory."""
         from memorywire.server.runtime import open_runtime
 
+        if stores is not None:
+            if isinstance(store, str) and "://" not in store and agent_id is None:
+                agent_id, store = store, None  # 0.5's Memory("bot", stores=[...])
+            if store is not None or runtime is not None:
+                raise InvalidRequest("Memory: stores: not with store or runtime (give one)")
+            from memorywire.client05 import open_stores
+
+            store = open_stores(stores, store_kw, _close_now)
+            store_kw, own_store = {}, True
+        if agent_id is not None and not agent_id:
+            raise InvalidRequest("Memory: agent_id must not be empty")
+        self.agent_id = agent_id
         if runtime is not None:
             extra = [name for name, given in (
                 ("store", store is not None), ("config", config is not None),
@@ -129,10 +149,18 @@ class Memory(AsyncMemoryAPI):
         self._principal = principal or Principal.local_admin()
 
     async def _operation(self, op: str, doc: dict[str, Any], model: type[Resp]) -> Resp:
+        if op == "forget" and self.agent_id is not None and doc.get("filter"):
+            from memorywire.client05 import forget_doc  # 0.5's filter on record fields
+
+            doc = await forget_doc(self.store, doc)
         req = validate_request(_MODELS[op], doc, op)
         on = self._dispatcher if op in _WIRE_OPS else self._dispatcher.records
         out = await getattr(on, op)(req, self._principal)
         assert isinstance(out, model)
+        if op == "recall" and self.agent_id is not None:
+            from memorywire.client05 import RecallHits  # 0.5 answered the list of hits
+
+            return RecallHits.of(out)  # type: ignore[arg-type,return-value]
         return out
 
     async def call(self, op: str, doc: Mapping[str, Any] | None = None) -> Any:
@@ -140,9 +168,11 @@ class Memory(AsyncMemoryAPI):
         return (await self._dispatcher.dispatch(op, dict(doc or {}), self._principal)).body
 
     async def recover(self, **kw: Any) -> RecoveryResult:
-        """Remove poisoned memory by provenance, as ``memorywire recover`` does: keyword
-        arguments of :func:`memorywire.server.recovery.recover` (``source``, ``agent_id``,
-        ``since_ms``, ``until_ms``, ``ids``, ``key``, ``dry_run``, ``reason``, ``audit``).
+        """Clean poisoned memory as ``memorywire recover`` does: keyword arguments of
+        :func:`memorywire.server.recovery.recover` (seeds ``source``/``sources``, ``ids``,
+        ``since_ms``, ``until_ms``, or ``agent_id`` alone for 0.5's verdicts with
+        ``trusted``, ``detectors``, ``quarantine``, ``hard``, ``expire_low_conf``; ``key``,
+        ``dry_run``, ``reason``, ``audit``).
         Admins only. :meth:`RemoteMemory.recover` asks a server's admin route instead and
         returns its JSON (plan, receipt), with ``approval=True`` to stage the plan.
         Without ``key`` the runtime's signing key signs the receipt, and without ``audit``
@@ -153,7 +183,19 @@ class Memory(AsyncMemoryAPI):
             source = self._dispatcher.signing_key
             kw["key"] = source.get() if source is not None else None
         kw.setdefault("audit", self.runtime.governed)
+        kw.setdefault("hold", self._dispatcher.recovery.quarantine)
         return await recover(self.store, self._principal, **kw)
+
+    async def health(self) -> dict[str, Any]:
+        """0.5's health dictionary: ``status`` and one row per store (``backend``,
+        ``status``, ``memory_count``); ``call("health")`` is the server's answer."""
+        from memorywire.client05 import health_doc
+
+        return await health_doc(self.store)
+
+    async def close(self) -> None:
+        """:meth:`aclose` under 0.5's name."""
+        await self.aclose()
 
     async def aclose(self) -> None:
         """Close what this object opened: its runtime (a ``runtime`` passed in is the

@@ -80,12 +80,14 @@ def _is_request(first: Any) -> bool:
 
 
 def compose(
-    op: str, first: Any, first_field: str | None, fields: Mapping[str, Any]
+    op: str, first: Any, first_field: str | None, fields: Mapping[str, Any],
+    defaults: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One wire request for ``op`` from its first argument and the keyword parameters.
 
     ``first`` is the request (a model or mapping) or the value of ``first_field``; keyword
-    values that are not ``None`` are laid over it. A required field still missing is an
+    values that are not ``None`` are laid over it, and ``defaults`` fill what neither gave
+    (a bound client's ``agent_id``). A required field still missing is an
     ``InvalidRequest`` naming it, before anything is sent."""
     doc: dict[str, Any] = {}
     if isinstance(first, BaseModel):
@@ -98,6 +100,8 @@ def compose(
                                  f"mapping, not {type(first).__name__}")
         doc[first_field] = first
     doc.update({k: _wire(v) for k, v in fields.items() if v is not None})
+    for key, value in (defaults or {}).items():
+        doc.setdefault(key, value)
     if op == "remember":
         doc.setdefault("type", MemoryType.SEMANTIC.value)
     missing = [name for name, f in _MODELS[op].model_fields.items()
@@ -127,8 +131,17 @@ def _expire_first(policy: Any) -> tuple[Any, Any]:
 class AsyncOperations:
     """The ten operations, async; a subclass says how one runs (:meth:`_operation`)."""
 
+    #: The agent a call is for when it names none (``Memory(agent_id=...)``, 0.5's shape).
+    agent_id: str | None = None
+
     async def _operation(self, op: str, doc: dict[str, Any], model: type[Resp]) -> Resp:
         raise NotImplementedError
+
+    def _compose(self, op: str, first: Any, first_field: str | None,
+                 fields: Mapping[str, Any]) -> dict[str, Any]:
+        """:func:`compose`, the bound agent filled in where the call names none."""
+        bound = {} if self.agent_id is None else {"agent_id": self.agent_id}
+        return compose(op, first, first_field, fields, bound)
 
     async def remember(
         self, content: str | RememberRequest | Doc | None = None, *,
@@ -150,8 +163,9 @@ class AsyncOperations:
         (``event_time``, ``location``, ``participants``) and emotional (``valence``,
         ``arousal``, ``emotion``, ``target``, ``sentiment``) fields apply to those types."""
         fields = {k: v for k, v in locals().items() if k not in ("self", "content")}
-        return await self._operation("remember", compose("remember", content, "content",
-                                                         fields), RememberResponse)
+        return await self._operation(
+            "remember", self._compose("remember", content, "content", fields),
+            RememberResponse)
 
     async def recall(
         self, query: str | RecallRequest | Doc | None = None, *,
@@ -167,7 +181,7 @@ class AsyncOperations:
         ``min_relevance`` (0..1) drops weaker hits; ``as_of`` (epoch ms) answers as the
         store stood then; ``hops`` follows links; ``filter`` matches metadata."""
         fields = {k_: v for k_, v in locals().items() if k_ not in ("self", "query")}
-        return await self._operation("recall", compose("recall", query, "query", fields),
+        return await self._operation("recall", self._compose("recall", query, "query", fields),
                                      RecallResponse)
 
     async def get(
@@ -175,7 +189,7 @@ class AsyncOperations:
         agent_id: str | None = None, user_id: str | None = None,
     ) -> GetResponse:
         """One memory by ``id`` (``NotFound`` if ``agent_id`` has none by that id)."""
-        return await self._operation("get", compose("get", id, "id", {
+        return await self._operation("get", self._compose("get", id, "id", {
             "agent_id": agent_id, "user_id": user_id}), GetResponse)
 
     async def forget(
@@ -187,7 +201,7 @@ class AsyncOperations:
         """Forget memories by id (one or several) or by metadata ``filter``; ``cascade``
         also forgets what was derived from them. May be staged for a reviewer."""
         first = ids if _is_request(ids) else _ids(ids)  # type: ignore[arg-type]
-        return await self._operation("forget", compose("forget", first, "ids", {
+        return await self._operation("forget", self._compose("forget", first, "ids", {
             "agent_id": agent_id, "user_id": user_id, "filter": filter,
             "hard_delete": hard_delete, "reason": reason, "cascade": cascade}),
             ForgetResponse)
@@ -198,7 +212,7 @@ class AsyncOperations:
         user_id: str | None = None, strategy: MergeStrategy | str | None = None,
     ) -> MergeResponse:
         """Fold ``duplicates`` into the ``canonical`` memory."""
-        return await self._operation("merge", compose("merge", canonical, "canonical", {
+        return await self._operation("merge", self._compose("merge", canonical, "canonical", {
             "duplicates": _ids(duplicates), "agent_id": agent_id, "user_id": user_id,
             "strategy": strategy}), MergeResponse)
 
@@ -210,7 +224,7 @@ class AsyncOperations:
         """Forget, archive or demote (``action``) what matches ``policy``
         (``{"older_than_days": 30}``, ...)."""
         request, pol = _expire_first(policy)
-        return await self._operation("expire", compose("expire", request, None, {
+        return await self._operation("expire", self._compose("expire", request, None, {
             "policy": pol, "agent_id": agent_id, "user_id": user_id, "action": action}),
             ExpireResponse)
 
@@ -222,7 +236,7 @@ class AsyncOperations:
     ) -> ListResponse:
         """A page of ``agent_id``'s memories, oldest first; pass ``next_cursor`` on as
         ``cursor`` for the next page."""
-        return await self._operation("list", compose("list", request, None, {
+        return await self._operation("list", self._compose("list", request, None, {
             "agent_id": agent_id, "user_id": user_id, "types": types, "filter": filter,
             "include_archived": include_archived, "limit": limit, "cursor": cursor}),
             ListResponse)
@@ -236,7 +250,7 @@ class AsyncOperations:
     ) -> UpdateMemoryResponse:
         """Change memory ``id``'s content, metadata or confidence, or name what it
         supersedes; its history keeps the change (with ``reason``)."""
-        return await self._operation("update", compose("update", id, "id", {
+        return await self._operation("update", self._compose("update", id, "id", {
             "agent_id": agent_id, "user_id": user_id, "content": content,
             "metadata": metadata, "confidence": confidence,
             "supersedes": _ids(supersedes), "reason": reason}), UpdateMemoryResponse)
@@ -246,7 +260,7 @@ class AsyncOperations:
         user_id: str | None = None, limit: int | None = None,
     ) -> HistoryResponse:
         """Every recorded change of memory ``id``: who, when, why, which operation."""
-        return await self._operation("history", compose("history", id, "id", {
+        return await self._operation("history", self._compose("history", id, "id", {
             "agent_id": agent_id, "user_id": user_id, "limit": limit}), HistoryResponse)
 
     async def erase(
@@ -254,7 +268,7 @@ class AsyncOperations:
         user_id: str | None = None, reason: str | None = None,
     ) -> EraseResponse:
         """Erase every memory of ``agent_id`` (or only of ``user_id``)."""
-        return await self._operation("erase", compose("erase", request, None, {
+        return await self._operation("erase", self._compose("erase", request, None, {
             "agent_id": agent_id, "user_id": user_id, "reason": reason}), EraseResponse)
 
 

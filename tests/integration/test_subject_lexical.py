@@ -27,7 +27,11 @@ kind = boost_stores.kind  # each store kind in turn
 QUESTION = "What books has Melanie been reading?"
 TURNS = [(f"x{i}", "Caroline", f"Melanie, what have you been up to? Day {i} has been lovely.")
          for i in range(8)] + [
-    ("answer", "Melanie", "I read two novels by Toni Morrison; the book club loved them.")]
+    ("answer", "Melanie", "I read two novels by Toni Morrison; the book club loved them.")] + [
+    # Turns that do not name Melanie: her name is then no word every turn holds (a store
+    # leaves such a word out of its full-text list), and still the one the other turns share.
+    (f"y{i}", "Caroline", f"The garden looked grey on day {i}; the tomatoes are late.")
+    for i in range(12)]
 
 
 def _turns() -> list[RememberRequest]:

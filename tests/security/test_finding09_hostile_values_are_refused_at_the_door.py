@@ -52,16 +52,26 @@ async def test_hostile_value_is_invalid_request_naming_the_field(
     assert rig.chain_ok()
 
 
+# MCP has no approval tools (see the next test), so this shape is REST's and JSON-RPC's.
+@pytest.mark.parametrize("call", ["rest", "jsonrpc"], indirect=True)
 async def test_surrogate_in_approval_reason_is_refused(rig: Rig, call: Caller) -> None:
     staged = await call("remember", {**REM, "content": "needs review", "approval_required": True})
     assert staged.ok and staged.body["pending_approval"]
     item = staged.body["id"]
-    if call.name == "mcp":  # MCP has no approval tools; REST and JSON-RPC cover this shape
-        return
     out = await call("approvals.reject", {"id": item, "reason": "no" + S}, rig.admin)
     assert out.status == 400 and out.code == "invalid_request", out
     assert out.body["details"][0]["path"] == "/reason"
     after = await call("approvals.get", {"id": item}, rig.admin)
+    assert after.ok and after.body["status"] == "pending"
+
+
+async def test_mcp_offers_no_approval_tool_to_smuggle_a_reason_through(rig: Rig) -> None:
+    call = Caller("mcp", rig)
+    staged = await call("remember", {**REM, "content": "needs review", "approval_required": True})
+    assert staged.ok and staged.body["pending_approval"]
+    out = await call("approvals.reject", {"id": staged.body["id"], "reason": "no" + S}, rig.admin)
+    assert not out.ok, out
+    after = await Caller("rest", rig)("approvals.get", {"id": staged.body["id"]}, rig.admin)
     assert after.ok and after.body["status"] == "pending"
 
 

@@ -55,7 +55,9 @@ def _backend(family: str) -> tuple[str, ...]:
 _BELOW_BACKENDS = "errors wire core embed recall store"
 
 LAYERS: dict[str, Layer] = {
-    "root": _layer(("memorywire",), "errors wire client"),
+    "root": _layer(("memorywire",), "errors wire client installation"),
+    # The version and the check for the first implementation on the path (standard library).
+    "installation": _layer(("memorywire.installation", "memorywire._version")),
     "errors": _layer(("memorywire.errors",)),
     # jsonschema_rs: the optional compiled pre-check (wire/fastcheck.py), imported lazily
     "wire": _layer(
@@ -149,15 +151,17 @@ LAYERS: dict[str, Layer] = {
         # cryptography: in-process recover takes the deployment's Ed25519 signing key
         "opentelemetry swagger_ui_bundle cryptography",
     ),
+    # router: 0.5's Memory(stores=[...]) with several stores is a router (client05)
     "client": _layer(
-        ("memorywire.client", "memorywire.client_methods", "memorywire.sync_loop"),
-        "errors wire store server",
+        ("memorywire.client", "memorywire.client05", "memorywire.client_methods",
+         "memorywire.sync_loop"),
+        "errors wire store router server",
         "anyio httpx pydantic",
     ),
     "cli": _layer(
         (*_pkg("memorywire.cli"), "memorywire.__main__"),
         "errors wire core embed store router governance consolidation server client "
-        "portability portability.formats",
+        "portability portability.formats installation",
         "anyio pydantic rich cryptography",
     ),
     "demo": _layer(

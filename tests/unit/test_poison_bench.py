@@ -25,3 +25,9 @@ def test_small_poison_run_recovers_everything(capsys: pytest.CaptureFixture[str]
     assert out["collateral"] <= 0.01
     assert out["attack_success_before"] > 0.5 and out["attack_success_after"] == 0.0
     assert out["receipt_verifies"] is True
+    # Directives planted in trusted memories (the held-out half of the corpus): the goal is
+    # at most 1% of clean memories quarantined; recall and precision well above 0.5's rules
+    # (0.09 and 0.23 on the same half, docs/benchmarks.md).
+    assert out["false_quarantine"] <= 0.01
+    assert out["detector_recall"] >= 0.8 and out["detector_precision"] >= 0.9
+    assert out["detector"]["heldout"]["clean"] >= 900

@@ -84,10 +84,11 @@ def test_cli_dry_run_changes_nothing_then_recover_erases_with_receipt(
     db = tmp_path / "m.db"
     anyio.run(_fill, db)
     store_args = ["--store", f"sqlite:///{db}", "--embedder", "hashing"]
-    assert main(["recover", *store_args, "--source", "evil-plugin", "--dry-run"]) == 0
+    assert main(["recover", *store_args, "--source", "evil-plugin", "--dry-run",
+                 "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["dry_run"] is True and out["plan"]["counts"] == {
-        "goes": 4, "quarantined": 1, "stays": 1}
+        "goes": 4, "quarantined": 1, "stays": 1, "expired": 0, "kept": 2}
     assert b"account 999" in db.read_bytes()
 
     key = tmp_path / "key.pem"
@@ -95,7 +96,7 @@ def test_cli_dry_run_changes_nothing_then_recover_erases_with_receipt(
         Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
     receipt = tmp_path / "receipt.json"
     assert main(["recover", *store_args, "--source", "evil-plugin", "--key", str(key),
-                 "--receipt", str(receipt)]) == 0
+                 "--receipt", str(receipt), "--json"]) == 0
     capsys.readouterr()
     # Valid, but signed by a key nobody pinned (exit 3); as this deployment's key, ok.
     assert main(["receipt", "verify", str(receipt)]) == 3

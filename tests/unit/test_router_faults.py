@@ -41,8 +41,14 @@ from memorywire.wire.validate import validate
 pytestmark = pytest.mark.anyio
 
 AGENT = "agent-1"
-DEADLINE = 0.3
-SLACK = 0.1
+#: A hung store sleeps this long; a router that waited for it would take it all.
+HANG = 30.0
+#: The routers' deadline: long enough that a healthy in-memory store on a loaded machine
+#: answers within it (at 0.3 s, with 0.1 s of slack, a loaded run took 0.31 s of its 0.4 s).
+DEADLINE = 1.0
+#: How far past the deadline a call may end: scheduling delay on a busy machine, with room to
+#: spare, yet a third of HANG, so "< DEADLINE + SLACK" still proves the hang was cut off.
+SLACK = 9.0
 
 
 class Faulty:
@@ -65,7 +71,7 @@ class Faulty:
         if op not in self.ops:
             return
         if self.mode == "sleep":
-            await anyio.sleep(30)
+            await anyio.sleep(HANG)
         elif self.mode == "raise":
             raise BackendUnavailable("injected outage")
         elif self.mode == "crash":

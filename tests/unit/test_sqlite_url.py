@@ -37,10 +37,26 @@ def in_tmp(tmp_path: Path) -> Iterator[Path]:
         ("sqlite:////abs/m.db?mode=x", "/abs/m.db"),
         ("sqlite://", ":memory:"),
         ("sqlite://:memory:", ":memory:"),
-        ("sqlite-vec:///relative.db", "relative.db"),
     ],
 )
 def test_sqlalchemy_convention(in_tmp: Path, url: str, path: str) -> None:
+    assert sqlite_path(url) == path
+
+
+@pytest.mark.parametrize(
+    ("url", "path"),
+    [
+        ("sqlite-vec://./mem.db", "./mem.db"),
+        ("sqlite-vec://mem.db", "mem.db"),
+        ("sqlite-vec://./sub/m.db?turn_weight=0", "./sub/m.db"),
+        ("sqlite-vec:///abs/m.db", "/abs/m.db"),
+        ("sqlite-vec://:memory:", ":memory:"),
+    ],
+)
+def test_sqlite_vec_urls_read_as_memorywire_0_5_wrote_them(in_tmp: Path, url: str,
+                                                            path: str) -> None:
+    """0.5's ``SqliteVecStore.from_url``: everything after ``://`` is the path (no warning:
+    the test run turns warnings into errors)."""
     assert sqlite_path(url) == path
 
 
@@ -77,7 +93,7 @@ def test_two_slash_relative_spelling_warns(in_tmp: Path) -> None:
 
 def test_sqlite_vec_scheme_opens_the_sqlite_store(in_tmp: Path) -> None:
     async def go() -> None:
-        store = open_store("sqlite-vec:///v.db", embedder=HashingEmbedder(16))
+        store = open_store("sqlite-vec://./v.db", embedder=HashingEmbedder(16))
         try:
             assert isinstance(store, SqliteStore)
             await store.remember(RememberRequest(agent_id="a", type="semantic", content="x"))

@@ -12,9 +12,11 @@ nobody vouched for the key (``"ok": false, "signer": "unpinned"``), 1 when it is
 ``memorywire serve`` with the same configuration. The key is the one serve signs with:
 ``--key`` (or ``signing_key`` / ``MEMORYWIRE_SIGNING_KEY``, a PEM file), else the key beside
 the governance database, created on first use, so on the default store neither command needs
-a flag. ``recover`` prints the plan, and with ``--dry-run`` stops there; otherwise it acts
-through the governed store (a policy can stage the forgets for review), chains the receipt
-into the audit log and writes it to ``--receipt`` or standard output.
+a flag. ``recover`` (its verdicts, seeds and report are :mod:`memorywire.cli.recover`'s)
+prints the plan, and with ``--dry-run`` stops there; otherwise it acts through the governed
+store (a policy can stage the forgets for review; quarantined memories wait for a reviewer),
+chains the receipt into the audit log and writes it to ``--receipt`` or the ``--json``
+report.
 """
 
 from __future__ import annotations
@@ -97,20 +99,19 @@ def _key_of(rt: Runtime, command: str) -> SigningKey:
 def _recover(args: argparse.Namespace) -> int:
     import anyio
 
+    from memorywire.cli.recover import render, request_of
     from memorywire.server.auth import Principal
     from memorywire.server.runtime import running
 
-    doc = {k: v for k, v in (("source", args.source), ("agent_id", args.agent_id),
-                             ("since_ms", args.since_ms), ("until_ms", args.until_ms),
-                             ("ids", args.ids), ("dry_run", args.dry_run or None))
-           if v is not None}
+    doc = request_of(args)
 
     async def go() -> dict[str, Any]:
         async with running(_config(args), reads_need_file=True) as rt:
             if not args.dry_run:
                 _key_of(rt, "recover")  # refuse before planning, naming the flag
             # The server's own operation (REST /v0/admin/recover), as the local operator.
-            return await rt.dispatcher.recovery.run(doc, Principal.local_operator())
+            out = await rt.dispatcher.recovery.run(doc, Principal.local_operator())
+            return {**out, "governed": rt.governed is not None}
 
     out = anyio.run(go)
     code = 0
@@ -123,7 +124,7 @@ def _recover(args: argparse.Namespace) -> int:
         print(f"memorywire recover: no receipt written to {args.receipt}: the forgets are "
               "staged for review; the receipts come with the approval", file=sys.stderr)
         code = 1
-    print(json.dumps(out, indent=2, ensure_ascii=False))
+    print(json.dumps(out, indent=2, ensure_ascii=False) if args.json else render(out))
     return code
 
 
@@ -198,15 +199,12 @@ def register_forgetting(sub: Any) -> None:
     _deployment_flags(k)
     k.set_defaults(handler=guarded("receipt", _key))
 
-    p = sub.add_parser("recover", help="remove poisoned memory by provenance, with a plan")
-    _runtime_flags(p, "governance database (policies, audit) the receipts are chained into")
-    p.add_argument("--source", help="the compromised source (or token provenance)")
-    p.add_argument("--agent", dest="agent_id", help="only memories of this agent")
-    p.add_argument("--since-ms", type=int, help="created at or after (epoch ms)")
-    p.add_argument("--until-ms", type=int, help="created before (epoch ms)")
-    p.add_argument("--id", dest="ids", action="append", help="a seed id; repeatable")
-    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    p.add_argument("--receipt", metavar="FILE", help="write the signed receipt here")
+    from memorywire.cli.recover import add_recover_arguments
+
+    p = sub.add_parser("recover", help="clean poisoned memory: a verdict per memory of an "
+                                       "agent (purge, quarantine, expire, keep), or seeds")
+    _runtime_flags(p, "governance database (policies, audit, the reviewer's queue)")
+    add_recover_arguments(p)
     p.set_defaults(handler=guarded("recover", _recover))
 
     p = sub.add_parser("purge", help="physically remove memories expired past a grace period")

@@ -137,13 +137,10 @@ def _plugins() -> list[Register]:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    """The installed metadata's version (and the running code's, where they differ)."""
+    from memorywire.installation import version_line
 
-    try:
-        pkg = version("memorywire")
-    except PackageNotFoundError:
-        pkg = "unknown"
-    return f"memorywire {pkg} (wire v{CURRENT})"
+    return f"{version_line()} (wire v{CURRENT})"
 
 
 def build_parser(extra: Sequence[Register] = ()) -> argparse.ArgumentParser:
@@ -158,6 +155,12 @@ def build_parser(extra: Sequence[Register] = ()) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from memorywire.installation import problem
+
+    mixed = problem()
+    if mixed is not None:  # refused before anything runs: which code would run is unclear
+        print(f"memorywire: {mixed}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)

@@ -32,21 +32,39 @@ FOREIGN_FORMATS = ("memorywire-0.5", "mem0", "letta", "cognee")
 ON_CONFLICT = ("skip", "replace", "fail")
 
 
-def _open(url: str, spec: str | None, governance_db: str | None = None) -> Any:
-    """The store, governed by ``governance_db`` when one is named (which must exist: a
-    misspelt path would otherwise start an empty log and export no history)."""
+def _open(url: str, spec: str | None, governance_db: str | None = None, *,
+          create_governance: bool = False) -> Any:
+    """The store, governed by ``governance_db`` when one is named (which must exist unless
+    ``create_governance``: a misspelt path would otherwise start an empty log and export no
+    history)."""
     from memorywire.embed.spec import embedder_from_spec
     from memorywire.store.registry import open_store
 
+    if governance_db is not None:
+        from memorywire.governance.db import is_postgres_url
+
+        if not (create_governance or is_postgres_url(governance_db)
+                or Path(governance_db).is_file()):
+            raise InvalidRequest(f"no governance database at {governance_db}")
     store = open_store(url, embedder=embedder_from_spec(spec or "minilm"))
     if governance_db is None:
         return store
-    from memorywire.governance.db import is_postgres_url
     from memorywire.governance.store import GovernedStore
 
-    if not is_postgres_url(governance_db) and not Path(governance_db).is_file():
-        raise InvalidRequest(f"no governance database at {governance_db}")
     return GovernedStore(store, governance_db)
+
+
+def _import_target(args: argparse.Namespace) -> tuple[str, str | None, bool]:
+    """``(store URL, governance database, create it)``: the named store, or without
+    ``--store`` the default one with its default governance database, as every other
+    command uses them (created on first use)."""
+    if args.store is not None:
+        return args.store, args.governance_db, False
+    from memorywire.server.config import data_dir
+
+    home = data_dir()
+    return (f"sqlite:///{home / 'mem.db'}", args.governance_db or str(home / "mem.gov.db"),
+            args.governance_db is None)
 
 
 def _write_audit(store: Any, path: str) -> int:
@@ -116,8 +134,9 @@ def _import(args: argparse.Namespace) -> int:
     from memorywire.portability.dump_rules import DumpLimits
     from memorywire.portability.foreign import import_foreign, open_foreign
     from memorywire.portability.moves import DumpImportCounts
+    from memorywire.portability.sources import ForeignCounts
     from memorywire.server.auth import LOCAL_OPERATOR
-    from memorywire.store.portable import OnConflict
+    from memorywire.store.portable import ImportCounts, OnConflict
 
     foreign = args.from_format != DUMP_FORMAT
     caps = {k: v for k, v in (("max_bytes", args.max_bytes),
@@ -131,13 +150,18 @@ def _import(args: argparse.Namespace) -> int:
             raise InvalidRequest("--skip-invalid and --max-bytes/--max-line-bytes/--max-records "
                                  "apply to memorywire/export dumps only")
         source = open_foreign(args.from_format, args.file, args.agent) if foreign else None
-        store = _open(args.store, args.embedder, args.governance_db)
+        url, gov_db, create = _import_target(args)
+        if create:
+            Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        store = _open(url, args.embedder, gov_db, create_governance=create)
         progress = _progress(args)
+        counts: ImportCounts
         try:
             if source is not None:
-                plan, counts = await import_foreign(
-                    store, source, on_conflict=OnConflict(args.on_conflict),
-                    allow_loss=set(args.allow_loss or ()), progress=progress)
+                with acting_as(LOCAL_OPERATOR):
+                    plan, counts = await import_foreign(
+                        store, source, on_conflict=OnConflict(args.on_conflict),
+                        allow_loss=set(args.allow_loss or ()), progress=progress)
             else:
                 with acting_as(LOCAL_OPERATOR):
                     plan, counts = await import_dump(
@@ -156,6 +180,8 @@ def _import(args: argparse.Namespace) -> int:
             print(counts.load_note, file=sys.stderr)
         report: dict[str, Any] = {"inserted": counts.inserted, "replaced": counts.replaced,
                                   "skipped": counts.skipped}
+        if isinstance(counts, ForeignCounts):
+            report.update(history=counts.history, pending=counts.pending)
         if isinstance(counts, DumpImportCounts) and (counts.invalid is not None or any(
                 f.field in ("history", "pending") for f in plan.fields)):
             report = dict(counts.to_json())
@@ -199,6 +225,23 @@ def _migrate(args: argparse.Namespace) -> int:
     return _guard(go, "migrate")
 
 
+def _upgrade(args: argparse.Namespace) -> int:
+    from memorywire.embed.spec import embedder_from_spec
+    from memorywire.portability.upgrade import upgrade_in_place
+
+    async def go() -> int:
+        report = await upgrade_in_place(
+            args.path, embedder_from_spec(args.embedder or "minilm"),
+            governance_db=args.governance_db, allow_loss=set(args.allow_loss or ()))
+        print(report.plan.table(), file=sys.stderr)
+        print(f"{report.path} is now a memorywire store ({report.verified} records read back); "
+              f"the 0.5 file is kept as {report.backup}; its audit log and staged writes are "
+              f"in {report.governance_db}", file=sys.stderr)
+        print(json.dumps(report.to_json()))
+        return 0
+    return _guard(go, "upgrade")
+
+
 def _progress_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="records done / total and the rate on stderr (default: only when "
@@ -232,7 +275,9 @@ def register_portability(sub: Any) -> None:
     p.set_defaults(handler=_export)
     p = sub.add_parser("import", help="import a dump, or data memorywire did not write, into "
                                       "a store (idempotent by id)")
-    p.add_argument("--store", required=True, metavar="URL", help="the store to import into")
+    p.add_argument("--store", metavar="URL",
+                   help="the store to import into (default: the default store, governed by "
+                        "its default governance database, as the other commands use it)")
     p.add_argument("file", metavar="SOURCE",
                    help="a dump; with --from-format: a memorywire 0.5 database file, a mem0 "
                         "configuration JSON, a Letta server URL or a Cognee dataset name")
@@ -262,6 +307,16 @@ def register_portability(sub: Any) -> None:
                         "approvals there, and audits the import")
     p.add_argument("--embedder", **emb)
     p.set_defaults(handler=_import)
+    p = sub.add_parser("upgrade", help="convert a memorywire 0.5 database file into a store "
+                                       "of this version, in place, keeping a backup")
+    p.add_argument("path", metavar="PATH", help="the 0.5 file (as in sqlite-vec://PATH)")
+    p.add_argument("--governance-db", metavar="DB",
+                   help="where its audit log (as history) and staged writes go (default: "
+                        "mem.gov.db beside mem.db; created when missing)")
+    p.add_argument("--allow-loss", nargs="+", metavar="FIELD",
+                   help="go on although the target cannot keep these fields")
+    p.add_argument("--embedder", **emb)
+    p.set_defaults(handler=_upgrade)
     p = sub.add_parser("migrate", help="copy every record between two stores, then verify")
     p.add_argument("--from", dest="source", required=True, metavar="URL",
                    help="the store to copy from")

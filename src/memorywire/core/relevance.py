@@ -20,17 +20,26 @@ embedding's cosine instead, with full-text agreement as a small credit:
   floors keep.
 
 Another embedder has other cosines: the constants are the default model's.
+
+Order. The re-ranking rules after the search (time, subject, session, ...) move hits by
+evidence the cosine does not see, so a hit's own relevance can exceed that of a hit ranked
+above it. A recall reports :func:`ordered` relevances: a hit's relevance is at most that of
+every hit above it, so the answer reads best first by relevance too, and a threshold on
+``relevance`` keeps a prefix of the answer (the order the store chose), never a scattered
+subset. Lowering a value can only make the hits at or above a threshold more precise.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 __all__ = [
     "DEFAULT_MIN_RELEVANCE",
     "LEXICAL_CREDIT",
     "RELEVANCE_MIDPOINT",
     "RELEVANCE_SLOPE",
+    "ordered",
     "relevance",
 ]
 
@@ -48,3 +57,17 @@ def relevance(cosine: float, *, lexical: bool) -> float:
         return 1.0 / (1.0 + math.exp(-x))
     e = math.exp(x)
     return e / (1.0 + e)
+
+
+def ordered(values: Sequence[float | None]) -> list[float | None]:
+    """``values`` (a ranked answer's relevances, best first) capped by every value above:
+    the running minimum, so the list is non-increasing. ``None`` (a store that reports no
+    relevance) stays ``None`` and caps nothing."""
+    out: list[float | None] = []
+    cap = math.inf
+    for v in values:
+        if v is not None:
+            cap = min(cap, v)
+            v = cap
+        out.append(v)
+    return out

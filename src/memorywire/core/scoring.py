@@ -10,13 +10,13 @@ cosine threshold; a row that only the lexical list found must still clear a lowe
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Required, TypedDict, Unpack
 
 import numpy as np
 import numpy.typing as npt
 
-from memorywire.core.relevance import relevance
+from memorywire.core.relevance import ordered, relevance
 
 __all__ = [
     "AGREEMENT_DEPTH",
@@ -29,6 +29,7 @@ __all__ = [
     "exact_top",
     "hybrid_rank",
     "hybrid_rank_arrays",
+    "in_relevance_order",
     "through_kth_kept",
 ]
 
@@ -87,6 +88,19 @@ def _scored(mid: str, score: float, cos: float, lexical: bool, cut: bool, gap: f
     recalled (``core``: the per-row floors hold it, and the tail floor did not cut it)."""
     core = not cut and (gap == 0.0 or _clears(cos, lexical, floor, lexical_floor))
     return Scored(mid, score, cos, relevance(cos, lexical=lexical), core, cut)
+
+
+def in_relevance_order(ranked: Sequence[Scored],
+                       min_relevance: float | None = None) -> list[Scored]:
+    """The final answer's rows with :func:`memorywire.core.relevance.ordered` relevances
+    (non-increasing down the list, whatever the re-ranking rules moved); with a caller's
+    ``min_relevance``, the rows whose capped relevance still reaches it (a prefix)."""
+    capped = ordered([s.relevance for s in ranked])
+    out = [s if c == s.relevance else replace(s, relevance=float(c or 0.0))
+           for s, c in zip(ranked, capped, strict=True)]
+    if min_relevance is not None:
+        out = [s for s in out if s.relevance >= min_relevance]
+    return out
 
 
 def through_kth_kept(ranked: Sequence[Scored], k: int) -> list[Scored]:

@@ -87,6 +87,9 @@ class CommitDriver:
         self.on_failed: Callable[[], None] = lambda: None
         #: Committers of operations staged from outside the store (``recover``), by name.
         self.appliers: dict[str, Applier] = {}
+        #: What rejecting such an operation does beyond closing it (a quarantine releases its
+        #: memory); given the request as staged, before the queue scrubs it.
+        self.rejecters: dict[str, Applier] = {}
         #: Signs approved hard forgets (and so approved erases); ``None``: they get no receipt.
         self.hard_forget: HardForgetSigner | None = None
 

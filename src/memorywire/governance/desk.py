@@ -170,10 +170,17 @@ class ReviewDesk:
         content_hash: str | None = None,
     ) -> dict[str, Any]:
         now = self._clock.now_ms()
+        before = await self._w.grouped(lambda: self._queue.get(item_id))
         await self._w.grouped(
             lambda: self._queue.reject(item_id, reviewer, reason, content_hash, now)
         )
         self._forget_failed_probe()
+        undo = None
+        if before is not None and before.status in ("pending", "failed"):
+            undo = self.driver.rejecters.get(before.operation)
+        if undo is not None and before is not None:
+            # After the queue closed it: a rejected item never commits, whatever undo does.
+            await undo(dict(before.request))
         return await self.get_review(item_id, with_diff=False)
 
     async def decide(

@@ -17,6 +17,13 @@ detector of :mod:`memorywire.core.contradiction`): ``report`` (the default) list
 response and changes nothing; ``auto`` supersedes those at or above ``min_similarity``;
 ``review`` stages such a write for approval, proposing to supersede them; ``off`` does not
 look (and saves the scan). ``"conflicts": "auto"`` is short for ``{"action": "auto"}``.
+
+``directives`` says what happens when a remember reads like an instruction planted for the
+agent (:mod:`memorywire.governance.directives`): ``flag`` (the default) writes it and records
+the finding (score, rules that fired) in its audit entry; ``stage`` holds it for a reviewer
+with the finding as the reason; ``off`` does not look. ``detectors`` names hooks run after the
+built-in rules (``"package.module:name"``). ``"directives": "stage"`` is short for
+``{"action": "stage"}``.
 """
 
 from __future__ import annotations
@@ -32,11 +39,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memorywire.errors import ErrorDetail, InvalidRequest
 from memorywire.wire.models import RememberRequest
 
-__all__ = ["ConflictAction", "ConflictPolicy", "Decision", "Match", "PolicyDecision",
-           "PolicySet", "Rule"]
+__all__ = ["ConflictAction", "ConflictPolicy", "Decision", "DirectiveAction",
+           "DirectivePolicy", "Match", "PolicyDecision", "PolicySet", "Rule"]
 
 Decision = Literal["commit", "review", "reject"]
 ConflictAction = Literal["report", "auto", "review", "off"]
+DirectiveAction = Literal["flag", "stage", "off"]
 Operation = Literal["remember", "forget", "merge", "expire", "update"]
 _MEMORY_FACTS = ("source", "type", "tags", "confidence_below", "content_size_over")
 
@@ -72,12 +80,19 @@ class ConflictPolicy(_Model):
     min_similarity: float = Field(default=0.0, ge=0.0, le=1.0)
 
 
+class DirectivePolicy(_Model):
+    action: DirectiveAction = "flag"
+    #: Hooks run after the built-in rules, as ``package.module:name``.
+    detectors: list[str] = Field(default_factory=list)
+
+
 class _PolicyFile(_Model):
     default: Decision = "commit"
     rules: list[Rule] = Field(default_factory=list)
     conflicts: ConflictPolicy = Field(default_factory=ConflictPolicy)
+    directives: DirectivePolicy = Field(default_factory=DirectivePolicy)
 
-    @field_validator("conflicts", mode="before")
+    @field_validator("conflicts", "directives", mode="before")
     @classmethod
     def _short(cls, value: Any) -> Any:
         return {"action": value} if isinstance(value, str) else value
@@ -128,10 +143,12 @@ class PolicySet:
     """An immutable, ordered rule list; build a new one to change policy."""
 
     def __init__(self, rules: Sequence[Rule] = (), default: Decision = "commit",
-                 conflicts: ConflictPolicy | None = None) -> None:
+                 conflicts: ConflictPolicy | None = None,
+                 directives: DirectivePolicy | None = None) -> None:
         self._rules = tuple(rules)
         self._default: Decision = default
         self._conflicts = conflicts or ConflictPolicy()
+        self._directives = directives or DirectivePolicy()
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -140,6 +157,10 @@ class PolicySet:
     @property
     def conflicts(self) -> ConflictPolicy:
         return self._conflicts
+
+    @property
+    def directives(self) -> DirectivePolicy:
+        return self._directives
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PolicySet:
@@ -151,7 +172,7 @@ class PolicySet:
                 for e in exc.errors()
             ]
             raise InvalidRequest("invalid governance policy", details) from exc
-        return cls(parsed.rules, parsed.default, parsed.conflicts)
+        return cls(parsed.rules, parsed.default, parsed.conflicts, parsed.directives)
 
     @classmethod
     def from_file(cls, path: str | Path) -> PolicySet:
@@ -171,6 +192,8 @@ class PolicySet:
         }
         if self._conflicts != ConflictPolicy():  # unchanged hash for policies without it
             out["conflicts"] = self._conflicts.model_dump()
+        if self._directives != DirectivePolicy():
+            out["directives"] = self._directives.model_dump()
         return out
 
     def decide(

@@ -9,7 +9,11 @@ the log's order of events.
 
 Verification needs only the receipt file: the public key travels inside it, and callers who
 must pin the signer pass ``trusted_keys``. Signing covers the canonical JSON of every field
-but the signature, so one changed byte anywhere in those fields fails.
+but the signature, so one changed value anywhere in those fields fails. The file is read as
+JSON and canonicalised before the check: a receipt that a tool pretty-printed, re-indented or
+re-ordered still verifies while its values are unchanged. What canonicalising could hide is
+refused outright: a key given twice (a reader would see one value, the check another), and
+bytes that are not UTF-8.
 """
 
 from __future__ import annotations
@@ -72,9 +76,9 @@ def unsigned_receipt(
 
 
 def _message(body: Mapping[str, Any]) -> bytes:
-    signed = {k: v for k, v in body.items() if k not in ("signature", "public_key")}
-    signed["public_key"] = body.get("public_key", "")
-    return canonical_json(signed).encode("utf-8")
+    """What the signature covers: the canonical JSON of every field but the signature (the
+    public key included, so a receipt cannot be re-attributed to another key)."""
+    return canonical_json({k: v for k, v in body.items() if k != "signature"}).encode("utf-8")
 
 
 def sign_receipt(private_key: Ed25519PrivateKey, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -86,8 +90,26 @@ def sign_receipt(private_key: Ed25519PrivateKey, body: Mapping[str, Any]) -> dic
 
 
 def dump_receipt(receipt: Mapping[str, Any]) -> bytes:
-    """The file form of a receipt: canonical JSON and a newline, the only form that verifies."""
+    """The file form of a receipt: canonical JSON and a newline, the form it was signed in."""
     return canonical_json(dict(receipt)).encode("utf-8") + b"\n"
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} appears twice")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse(data: bytes | str) -> Any:
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
 
 
 def verify_receipt(
@@ -95,20 +117,16 @@ def verify_receipt(
 ) -> tuple[bool, str]:
     """``(ok, why)`` for a receipt given as file bytes, text or a parsed object; never raises.
 
-    Bytes are parsed strictly (UTF-8 JSON object); any change to a signed field, the key or
-    the signature fails, and so does a key outside ``trusted_keys`` when that is given.
+    Text is parsed strictly (a UTF-8 JSON object, no key twice, no NaN) and checked in its
+    canonical form, so layout and key order are free; any change to a signed value, the key
+    or the signature fails, and so does a key outside ``trusted_keys`` when that is given.
     """
     try:
-        doc = json.loads(data) if isinstance(data, (bytes, str)) else dict(data)
-    except (UnicodeDecodeError, ValueError) as exc:
+        doc = _parse(data) if isinstance(data, bytes | str) else dict(data)
+    except (UnicodeDecodeError, ValueError, TypeError, RecursionError) as exc:
         return False, f"not a JSON receipt: {exc}"
     if not isinstance(doc, dict) or doc.get("kind") != RECEIPT_KIND:
         return False, f"not a deletion receipt (kind must be {RECEIPT_KIND!r})"
-    if isinstance(data, (bytes, str)):
-        raw = data.encode("utf-8") if isinstance(data, str) else data
-        # Only the canonical spelling is a receipt, so no byte of the file is free to change.
-        if raw.rstrip(b"\n") != dump_receipt(doc).rstrip(b"\n"):
-            return False, "receipt file is not in canonical form (edited?)"
     sig, key = doc.get("signature"), doc.get("public_key")
     if not isinstance(sig, str) or not isinstance(key, str):
         return False, "receipt has no signature or public_key"
@@ -117,6 +135,6 @@ def verify_receipt(
     try:
         pub = Ed25519PublicKey.from_public_bytes(base64.b64decode(key, validate=True))
         pub.verify(base64.b64decode(sig, validate=True), _message(doc))
-    except (InvalidSignature, ValueError):
+    except (InvalidSignature, ValueError, TypeError):
         return False, "signature does not match the receipt"
     return True, "signature valid"

@@ -105,6 +105,10 @@ class ReviewBuilder:
                     if rec is not None:
                         gone.append(_rec(rec))
             return forget_diff(gone)
+        if item.operation == "quarantine":  # hidden from reads now: shown from the item
+            held: dict[str, Any] = {k: item.request[k] for k in ("id", "type", "content", "source",
+                                                  "created_at", "user_id") if k in item.request}
+            return forget_diff([held])
         if item.operation == "expire":
             return await self._expire_diff(ExpireRequest.model_validate(item.request))
         if item.operation == "update":

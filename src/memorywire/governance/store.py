@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from memorywire.core.clock import Clock, SystemClock
+from memorywire.core.directives import Finding
 from memorywire.core.ids import new_id
 from memorywire.errors import CapabilityMissing
 from memorywire.governance.actor import current_actor
@@ -51,6 +52,7 @@ from memorywire.governance.conflicts import apply_auto, proposal
 from memorywire.governance.db import is_postgres_url
 from memorywire.governance.delegate import delegate, delegate_async
 from memorywire.governance.desk import ReviewDesk
+from memorywire.governance.directives import DetectorSet
 from memorywire.governance.gate import Policies, PolicyGate
 from memorywire.governance.keys import AuditKey, default_key_path
 from memorywire.governance.policies import PolicySet
@@ -79,6 +81,12 @@ from memorywire.wire.models import (
 )
 
 __all__ = ["GovernedStore"]
+
+
+def _flag(finding: Finding | None) -> dict[str, Any]:
+    """The audit detail recording a directive finding (empty when there is none)."""
+    return {} if finding is None else {"directive": finding.to_dict()}
+
 
 _AUDIT_FAILURE = ("fail_closed", "serve_reads")
 
@@ -125,6 +133,7 @@ class GovernedStore:
                                     self._desk.approval_url)
         self._gate = PolicyGate(policies, require_approval_for, self._trail,
                                 self._staging.active)
+        self._detectors: tuple[tuple[str, ...], DetectorSet] = ((), DetectorSet.of())
         self._audit_recall = audit_recall
         self._serve_reads = audit_failure == "serve_reads"
 
@@ -167,6 +176,11 @@ class GovernedStore:
     def commit_appliers(self) -> dict[str, Any]:
         return self._desk.driver.appliers
 
+    @property
+    def commit_rejecters(self) -> dict[str, Any]:
+        """What rejecting an operation staged from outside the store also does, by name."""
+        return self._desk.driver.rejecters
+
     def sign_hard_forgets(self, signer: HardForgetSigner) -> None:
         """Approved hard forgets then carry a signed receipt in their item's ``result``."""
         self._desk.driver.hard_forget = signer
@@ -187,6 +201,12 @@ class GovernedStore:
         on_conflict = self._gate.policies.conflicts
         found: builtins.list[ConflictCandidate] = []
         reasoning = f"governance policy rule '{rule}'" if rule else "the writer asked for approval"
+        finding = self._screen(req)
+        if finding is not None and decision != "review" and \
+                self._gate.policies.directives.action == "stage":
+            decision = "review"
+            reasoning = (f"reads like an instruction planted for the agent "
+                         f"({', '.join(finding.signals)}); governance directives: stage")
         if decision != "review" and on_conflict.action == "review":
             staged, found = await proposal(self._inner, req, on_conflict)
             if staged is not None:
@@ -196,7 +216,8 @@ class GovernedStore:
         if decision == "review":
             await check_remember(self._inner, req)
             item = await self._staging.stage("remember", req, reasoning,
-                                             {**content_h, "rule": rule}, item_id=item_id)
+                                             {**content_h, "rule": rule, **_flag(finding)},
+                                             item_id=item_id)
             return RememberResponse(
                 id=item_id,
                 stored_at=item.created_at,
@@ -206,7 +227,7 @@ class GovernedStore:
                 conflicts=found or None,
             )
         meta = {**content_h, "type": req.type.value, "source": req.source,
-                "user_id": req.user_id}
+                "user_id": req.user_id, **_flag(finding)}
         # ``review`` has looked already; ``off`` does not want the scan's cost
         scan = no_conflict_scan() if on_conflict.action in ("off", "review") else nullcontext()
         resp = await self._remember_now(req, item_id, meta, scan)
@@ -215,6 +236,17 @@ class GovernedStore:
         if on_conflict.action == "auto":
             await apply_auto(self, req, resp, on_conflict)
         return resp
+
+    def _screen(self, req: RememberRequest) -> Finding | None:
+        """The directive detectors' finding on a remember, per the policy's ``directives``
+        (``None``: off, or nothing found). The hooks load once per policy."""
+        policy = self._gate.policies.directives
+        if policy.action == "off":
+            return None
+        key = tuple(policy.detectors)
+        if self._detectors[0] != key:
+            self._detectors = (key, DetectorSet.of(policy.detectors))
+        return self._detectors[1].inspect(req.content, req.type.value)
 
     async def _remember_now(self, req: RememberRequest, item_id: str, meta: Mapping[str, Any],
                             scan: AbstractContextManager[Any]) -> RememberResponse:

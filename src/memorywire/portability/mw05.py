@@ -9,8 +9,8 @@ table is never touched, so sqlite-vec is not needed.
 
 How 0.5.0 encoded state, and what each becomes here:
 
-- ``deleted_at = -1`` is a write staged for approval: not a memory yet, so it is not
-  imported (note ``pending``, lost).
+- ``deleted_at = -1`` is a write staged for approval: not a memory yet. Into a governed
+  target it is staged again for a reviewer (note ``pending``); elsewhere it is lost.
 - an expire with ``action=archive`` set ``metadata.archived = true`` and ``deleted_at``:
   that is ``archived_at`` here, and the marker key is removed (note ``archived_marker``).
 - a merge soft-deleted the losers without recording the survivor; the survivor is recovered
@@ -20,6 +20,11 @@ How 0.5.0 encoded state, and what each becomes here:
 - recalls set ``last_recalled_at`` but were not counted: ``recall_count`` starts at 0.
 - a machine 0.5.0 accepted that today's procedure rules refuse is not imported (note
   ``refused_procedure``, lost), nor is a row whose metadata is not a JSON object.
+- ``audit_log`` (unchained, one row per operation, content in its payloads) becomes history:
+  into a governed target each entry is an imported entry of the target's audit chain, naming
+  the memories it touched, with the operation, time, sequence number, reviewer and reason of
+  the original, but no content (this project's log keeps none). A memory's ``history`` then
+  lists its 0.5 revisions. Into an ungoverned target the log is lost (note ``audit_log``).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from memorywire.core.records import Row
 from memorywire.errors import InvalidRequest, MemorywireError
 from memorywire.portability.plan import source_note
 from memorywire.portability.sources import ForeignData
-from memorywire.wire.models import PENDING_APPROVAL_DELETED_AT, MemoryType
+from memorywire.wire.models import PENDING_APPROVAL_DELETED_AT, MemoryType, RememberRequest
 
 __all__ = ["COLUMNS", "Mw05Source"]
 
@@ -71,6 +76,10 @@ class Mw05Source:
     async def read(self) -> ForeignData:
         return await anyio.to_thread.run_sync(self._read)
 
+    def check(self) -> None:
+        """Refuse (``InvalidRequest``) unless the file is a 0.5 database; reads nothing more."""
+        self._connect().close()
+
     def _connect(self) -> sqlite3.Connection:
         if not Path(self._path).is_file():
             raise InvalidRequest(f"no memorywire 0.5 database at {self._path}")
@@ -96,17 +105,15 @@ class Mw05Source:
         con = self._connect()
         try:
             raw = [dict(r) for r in con.execute("SELECT * FROM memories ORDER BY created_at, id")]
-            merges = [dict(r) for r in con.execute(
-                "SELECT ts, agent_id, payload FROM audit_log WHERE operation = 'merge' "
-                "ORDER BY id")]
-            audit = con.execute("SELECT count(*) FROM audit_log").fetchone()[0]
+            audit_rows = [dict(r) for r in con.execute("SELECT * FROM audit_log ORDER BY id")]
             episodes = con.execute("SELECT count(*) FROM episodes").fetchone()[0]
         finally:
             con.close()
-        return self._convert(raw, merges, int(audit), int(episodes))
+        return self._convert(raw, audit_rows, int(episodes))
 
-    def _convert(self, raw: list[dict[str, Any]], merges: list[dict[str, Any]], audit: int,
+    def _convert(self, raw: list[dict[str, Any]], audit_rows: list[dict[str, Any]],
                  episodes: int) -> ForeignData:
+        merges = [r for r in audit_rows if r["operation"] == "merge"]
         pending = [r for r in raw if r["deleted_at"] == PENDING_APPROVAL_DELETED_AT]
         raw = [r for r in raw if r["deleted_at"] != PENDING_APPROVAL_DELETED_AT]
         survivors, unresolved = _merge_survivors(raw, merges)
@@ -136,10 +143,17 @@ class Mw05Source:
                 expires_at=r["expires_at"], deleted_at=deleted_at, archived_at=archived_at,
                 last_recalled_at=r["last_recalled_at"],
                 merged_into=survivors.get((r["agent_id"], r["id"]))))
+        data.history = _history(self.name, audit_rows, raw)
+        data.pending = [doc for r in pending if (doc := _pending_doc(r)) is not None]
+        data.carried = {
+            "pending": "staged again in the target's approval queue for a reviewer",
+            "audit_log": "carried as history: imported entries of the target's audit chain "
+                         "(operation, time, memories, reviewer; no content)",
+        }
         data.notes = [
             source_note("pending", len(pending), "lost",
                         "writes staged for approval (deleted_at = -1) are not memories yet; "
-                        "approve or reject them in 0.5.0 first"),
+                        "a governed target (--governance-db) stages them again"),
             source_note("archived_marker", archived, "transformed",
                         "metadata.archived + deleted_at became archived_at"),
             source_note("merge_survivor", len(survivors), "transformed",
@@ -150,8 +164,9 @@ class Mw05Source:
             source_note("refused_row", refused, "lost",
                         "a machine today's procedure rules refuse, an unknown type or "
                         "metadata that is not a JSON object"),
-            source_note("audit_log", audit, "lost",
-                        "0.5.0's unchained audit log is not carried (keep the file)"),
+            source_note("audit_log", len(audit_rows), "lost",
+                        "0.5.0's audit log needs a governed target (--governance-db) to be "
+                        "carried as history"),
             source_note("episodes", episodes, "lost", "0.5.0's episodes table has no v0 form"),
             source_note("extra_columns", len(self._extra), "lost",
                         f"columns 0.5.0 did not define: {self._extra}"),
@@ -188,6 +203,71 @@ def _merge_survivors(raw: list[dict[str, Any]],
             if len(live) == 1:
                 out[(agent, r["id"])] = live[0]["id"]
     return out, len(seen_losers) - len(out)
+
+
+def _history(source: str, audit_rows: list[dict[str, Any]],
+             raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each 0.5.0 audit row as an event of the target's log (see the module docstring)."""
+    by_entity = {(r["agent_id"], name): r["id"] for r in raw
+                 if (name := _entity(r)) is not None}
+    out = []
+    for a in audit_rows:
+        payload, result = _obj(a["payload"]), _obj(a["result"])
+        agent = str(a["agent_id"] or payload.get("agent_id") or "")
+        if not agent:
+            continue
+        named: list[Any] = [a["memory_id"], *(payload.get("ids") or []),
+                            *(result.get("forgotten_ids") or [])]
+        if a["operation"] == "merge":
+            named += [payload.get("canonical"), *(payload.get("duplicates") or [])]
+        ids = list(dict.fromkeys(by_entity.get((agent, str(n)), str(n))
+                                 for n in named if isinstance(n, str) and n))
+        details: dict[str, Any] = {
+            "phase": "event",
+            "imported": {"source": source, "seq": int(a["id"]), "at": int(a["ts"])},
+            "user_id": a["user_id"] or payload.get("user_id"),
+            "request_keys": sorted(k for k in payload if k != "agent_id"),
+            "result": {k: v for k, v in result.items() if k not in ("content", "results")},
+        }
+        for key in ("reason", "hard_delete", "strategy", "action", "k"):
+            if key in payload:
+                details[key] = payload[key]
+        if a["approved_by"]:
+            details["approved_by"] = a["approved_by"]
+            details["approval_at"] = a["approval_at"]
+        out.append({"actor": "memorywire-0.5", "action": str(a["operation"]),
+                    "agent_id": agent, "memory_ids": ids, "details": details})
+    return out
+
+
+def _pending_doc(r: dict[str, Any]) -> dict[str, Any] | None:
+    """A 0.5.0 staged write as a pending ``remember`` for the target's queue (``None`` when
+    today's rules refuse it: it could never be approved)."""
+    try:
+        meta = json.loads(r["metadata"]) if r["metadata"] else None
+        request = RememberRequest(
+            id=r["id"], agent_id=r["agent_id"], user_id=r["user_id"], type=MemoryType(r["type"]),
+            content=r["content"], metadata=meta,
+            confidence=1.0 if r["confidence"] is None else float(r["confidence"]),
+            source=r["source"], expires_at=r["expires_at"])
+        content_to_storage(request.type, request.content)
+    except (MemorywireError, ValueError):
+        return None
+    return {"id": r["id"], "operation": "remember", "agent_id": r["agent_id"],
+            "user_id": r["user_id"], "request": request.model_dump(mode="json", exclude_none=True),
+            "requested_by": "memorywire-0.5",
+            "reasoning": "staged for approval in memorywire 0.5 (approval_required)",
+            "created_at": int(r["created_at"]), "updated_at": int(r["updated_at"] or
+                                                                 r["created_at"]),
+            "memory_id": r["id"]}
+
+
+def _obj(text: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _entity(row: dict[str, Any]) -> str | None:

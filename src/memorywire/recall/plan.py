@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import cast
 
+from memorywire.core.relevance import ordered
 from memorywire.core.timeline import HitT, HitView, annotate, is_visible, rank_current_first
 from memorywire.recall.rule import RecallContext
 from memorywire.recall.rules import RULES, UNRANKED
@@ -136,4 +137,10 @@ async def recall_in_time(req: RecallRequest, search: Search, now: int, *,
     while nxt is not None:
         resp = await search(nxt)
         nxt = plan.deeper(resp.results)
-    return resp.model_copy(update={"results": plan.finish(resp.results)})
+    hits = plan.finish(resp.results)
+    capped = ordered([h.relevance for h in hits])
+    hits = [h if c == h.relevance else h.model_copy(update={"relevance": c})
+            for h, c in zip(hits, capped, strict=True)]
+    if req.min_relevance is not None:  # a threshold keeps the prefix that still reaches it
+        hits = [h for h in hits if h.relevance is None or h.relevance >= req.min_relevance]
+    return resp.model_copy(update={"results": hits})

@@ -11,7 +11,7 @@ optional (see docs/configuration.md, field by field):
 - ``router``: how several stores are fused (``quorum``, ``remember_policy``,
   ``deadline_s``, ``rrf_k``).
 - ``governance``: ``enabled``, ``database`` and the policy (``default``, ``rules``,
-  ``conflicts``), mapped
+  ``conflicts``, ``directives``), mapped
   onto :class:`~memorywire.governance.policies.PolicySet`.
 
 Every key is checked here, so a misspelt one is refused with its full path
@@ -41,8 +41,8 @@ _ROUTER_KEYS = {
     "rrf_k": "rrf_k",
     "outbox": "router_outbox",
 }
-_GOVERNANCE_KEYS = ("enabled", "database", "default", "rules", "conflicts")
-_POLICY_KEYS = ("default", "rules", "conflicts")
+_GOVERNANCE_KEYS = ("enabled", "database", "default", "rules", "conflicts", "directives")
+_POLICY_KEYS = ("default", "rules", "conflicts", "directives")
 
 
 @dataclass(frozen=True)

@@ -449,7 +449,8 @@ class Diff(_Strict):
 class ReviewRequest(_Open):
     """What a reviewer sees for one pending operation."""
 
-    operation: Literal["remember", "forget", "merge", "expire", "update", "recover"]
+    operation: Literal["remember", "forget", "merge", "expire", "update", "recover",
+                       "quarantine"]
     agent_id: AgentId
     request: dict[str, Any]
     diff: Diff

@@ -51,7 +51,8 @@ __all__ = ["review_app"]
 
 Auth = Callable[[str], str | None]
 #: The queue's operation filter; ``erase`` is a forget with ``hard_delete`` (see ``op_name``).
-_OPERATIONS = ("remember", "forget", "erase", "merge", "update", "expire", "recover")
+_OPERATIONS = ("remember", "forget", "erase", "merge", "update", "expire", "recover",
+               "quarantine")
 #: How many items one bulk decision may carry (one form post, decided one by one).
 _BULK_MAX = 200
 _STATUSES = ("pending", "committing", "failed", "approved", "rejected")

@@ -28,7 +28,7 @@ import numpy.typing as npt
 from memorywire.core.content import content_from_storage
 from memorywire.core.context_key import CONTEXT_FIELD, lexical_text
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
-from memorywire.core.scoring import Scored, through_kth_kept
+from memorywire.core.scoring import Scored, in_relevance_order, through_kth_kept
 from memorywire.embed.base import Embedder
 from memorywire.recall.plan import RecallPlan
 from memorywire.recall.settings import RecallSettings
@@ -136,7 +136,8 @@ class PlanRunner:
                 nxt = plan.deeper(found.views, hidden=found.cut)
             order = plan.order(found.views, hidden=found.cut)
             final = answer_hits(
-                [found.ranked[v.id] for v in order], {v.id: kept[v.id][0] for v in order},
+                in_relevance_order([found.ranked[v.id] for v in order],
+                                   plan.req.min_relevance), {v.id: kept[v.id][0] for v in order},
                 self._name)
             mark_recalled(conn, [kept[h.id][0][-1] for h in final if h.id in found.core], now)
         return final

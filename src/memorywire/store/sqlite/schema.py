@@ -24,7 +24,12 @@ from typing import Any
 import apsw
 
 from memorywire.embed.base import Embedder
-from memorywire.errors import BackendUnavailable, EmbedderMismatch, StoreCorrupt
+from memorywire.errors import (
+    BackendUnavailable,
+    EmbedderMismatch,
+    StoreCorrupt,
+    UnsupportedVersion,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -206,6 +211,21 @@ def _create(conn: apsw.Connection, embedder: Embedder, existing: bool) -> dict[s
     return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
 
 
+#: The tables the first implementation (PyPI memorywire 0.2-0.5, ``sqlite-vec://`` URLs)
+#: created in its store file, and which this one never creates.
+FIRST_IMPLEMENTATION_TABLES = frozenset({"memories", "procedures", "episodes", "audit_log"})
+
+
+def first_implementation_refusal(path: str) -> UnsupportedVersion:
+    """What opening a 0.5 file as a store says: it is recognised, and the two ways in."""
+    return UnsupportedVersion(
+        f"{path} is a memorywire 0.5 database (the first implementation's sqlite-vec file); "
+        f"this version does not open it as a store. Import it into your store with "
+        f"`memorywire import --from-format memorywire-0.5 {path}` (add --store URL for "
+        f"another store than the default), or convert the file in place, keeping a backup "
+        f"beside it: `memorywire upgrade {path}`")
+
+
 def _check_meta(path: str, meta: dict[str, str], embedder: Embedder) -> None:
     version = int(meta.get("schema_version", "0"))
     if version != SCHEMA_VERSION:
@@ -232,6 +252,8 @@ def open_database(path: str, embedder: Embedder, busy_timeout_ms: int) -> apsw.C
         conn.setbusytimeout(busy_timeout_ms)
         _load_sqlite_vec(conn)
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        if "meta" not in tables and tables >= FIRST_IMPLEMENTATION_TABLES:
+            raise first_implementation_refusal(path)
         if tables and "meta" not in tables:
             raise StoreCorrupt(f"{path} is a SQLite database but not a memorywire store")
         if tables:

@@ -27,6 +27,7 @@ product and a partial sort, not 100k dictionary entries.
 from __future__ import annotations
 
 import json
+import math
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -56,13 +57,16 @@ from memorywire.store.sqlite.schema import scope_token
 from memorywire.wire.models import RecallRequest
 
 __all__ = [
+    "COMMON_SHARE",
     "COMMON_TTL_S",
+    "INFORMATIVE_SHARE",
     "LEXICAL_BUDGET",
     "PREFIX_LEN",
     "PREFIX_MIN_WORD",
     "RANGE_SLACK",
     "SQLITE_LEXICAL_FLOOR",
     "in_range",
+    "informative_units",
     "lexical_query",
     "lexical_rids",
     "lexical_units",
@@ -85,6 +89,17 @@ LEXICAL_BUDGET = 4000
 RANGE_SLACK = 2
 #: How long a connection remembers that a unit matched more rows than a recall may rank.
 COMMON_TTL_S = 60.0
+#: A query unit matching more than this share of the recall's scope (the rows the recall
+#: may return) tells the scope's memories apart no better than chance: the user's name in a
+#: per-user scope, "user" in mem0-style memories ("The user works as ..."). It is left out
+#: of the full-text list, which otherwise ranks every memory by it (short ones first) and
+#: outvotes the vector list in the fusion. Scopes smaller than ``SHARE_MIN_SCOPE`` keep
+#: every unit (a share of three rows says nothing).
+COMMON_SHARE = 0.5
+SHARE_MIN_SCOPE = 5
+#: A unit matching at most this share of the scope is fully informative; above it the
+#: full-text list's RRF weight falls with the unit's scope idf (``informative_units``).
+INFORMATIVE_SHARE = 0.1
 #: How deep each first-round list is read to pick pseudo-relevance feedback seeds.
 SEED_SCAN = 20
 _COMMON_MAX = 4096
@@ -154,6 +169,42 @@ def lexical_units(conn: Any, text: str, budget: int | None = None) -> tuple[list
     return kept, total
 
 
+def informative_units(conn: Any, units: tuple[list[str], int], index: ScopeIndex,
+                      mask: npt.NDArray[np.bool_], scope_rows: int,
+                      rid_range: tuple[int, int]) -> tuple[tuple[list[str], int], float]:
+    """The kept units that tell the recall's scope apart, and the weight their list earns.
+
+    Each unit's document frequency *in the scope* (``mask``: the user, types and filters of
+    the recall) is read from the full-text index within the agent's row-id range; FTS5's
+    own idf is table-wide, so a name held by every memory of one user among many users looks
+    rare to BM25. A unit in more than ``COMMON_SHARE`` of the scope is dropped. The weight is
+    the best remaining unit's scope idf relative to a rare unit's,
+    ``min(1, log(n / df) / log(1 / INFORMATIVE_SHARE))``: a list built only on words most of
+    the scope holds counts for little against the vector list, a list with one rare word
+    counts fully. The row total of the kept units stays an upper bound (units are only
+    dropped), which is all :func:`lexical_rids` needs."""
+    kept, matched = units
+    if not kept or scope_rows < SHARE_MIN_SCOPE:
+        return units, 1.0
+    lo, hi = rid_range
+    out: list[str] = []
+    weight = 0.0
+    get = index.pos.get
+    for unit in kept:
+        found = [p for p in map(get, (r[0] for r in conn.execute(
+            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid BETWEEN ? "
+            "AND ?", (f"body : {unit}", lo, hi)))) if p is not None]
+        df = int(mask[np.asarray(found, dtype=np.intp)].sum()) if found else 0
+        if df == 0:
+            continue
+        if df > COMMON_SHARE * scope_rows:
+            continue
+        out.append(unit)
+        weight = max(weight, min(1.0, math.log(scope_rows / df)
+                                 / math.log(1.0 / INFORMATIVE_SHARE)))
+    return (out, matched if out else 0), weight
+
+
 def lexical_rids(
     conn: Any, agent_id: str, text: str, limit: int, *, scope_rows: int | None = None,
     units: tuple[list[str], int] | None = None, rid_range: tuple[int, int] | None = None,
@@ -214,11 +265,16 @@ def ranged_scores(conn: Any, kept: Sequence[str], matched: int,
     return rows
 
 
-def shared_words(conn: Any, rid: int, text: str, enough: int) -> int:
+def shared_words(conn: Any, rid: int, text: str, enough: int,
+                 common: frozenset[str] = frozenset()) -> int:
     """How many distinct content words of ``text`` row ``rid``'s full-text key holds
-    (a word counts when it or its six-letter prefix matches), counting up to ``enough``."""
+    (a word counts when it or its six-letter prefix matches), counting up to ``enough``;
+    ``common`` words (held by most of the scope, see :func:`informative_units`) never
+    count."""
     found = 0
     for term in query_terms(text):
+        if term in common:
+            continue
         unit = _quote(term)
         if len(term) >= PREFIX_MIN_WORD:
             unit = f"{unit} OR {_quote(term[:PREFIX_LEN])}*"
@@ -230,13 +286,14 @@ def shared_words(conn: Any, rid: int, text: str, enough: int) -> int:
     return found
 
 
-def _agreement(conn: Any, rid_of: dict[str, int], text: str) -> Callable[[Sequence[str]], bool]:
+def _agreement(conn: Any, rid_of: dict[str, int], text: str,
+               common: frozenset[str]) -> Callable[[Sequence[str]], bool]:
     """The list gate's rescue (``core.scoring.hybrid_rank``): does one of these vector hits
-    share ``AGREEMENT_WORDS`` distinct words with the query? Asked only when no hit clears
-    the floors, so the per-row lookups cost nothing on the common path."""
+    share ``AGREEMENT_WORDS`` distinct informative words with the query? Asked only when no
+    hit clears the floors, so the per-row lookups cost nothing on the common path."""
     def agree(ids: Sequence[str]) -> bool:
-        return any(shared_words(conn, rid_of[i], text, AGREEMENT_WORDS) >= AGREEMENT_WORDS
-                   for i in ids if i in rid_of)
+        return any(shared_words(conn, rid_of[i], text, AGREEMENT_WORDS, common)
+                   >= AGREEMENT_WORDS for i in ids if i in rid_of)
     return agree
 
 
@@ -302,8 +359,13 @@ def rank_scope(
     sims: npt.NDArray[np.float32] = once("sims", lambda: (
         index.matrix @ qvec if full else index.matrix[positions] @ qvec))
     top = positions[exact_top(sims.astype(np.float32, copy=False), pool)].tolist()
-    units: tuple[list[str], int] = once("units", lambda: lexical_units(conn, req.query))
     rid_range = (int(index.rids.min()), int(index.rids.max()))
+    counted: tuple[list[str], int] = once("counted", lambda: lexical_units(conn, req.query))
+    informative: tuple[tuple[list[str], int], float] = once("units", lambda: informative_units(
+        conn, counted, index, mask, int(positions.size), rid_range))
+    units, informed = informative
+    common = frozenset(t for t in query_terms(req.query)
+                       if _quote(t) in counted[0] and _quote(t) not in units[0])
     # In range, the first round keeps every match's score: the feedback round then ranks
     # only its new words' rows (see feedback.fused_scores).
     scored: list[tuple[int, float]] | None = once("scored", lambda: (
@@ -318,8 +380,8 @@ def rank_scope(
     feedback: list[int] = []
     # Feedback expands the query's own words: a query of stop words has none, and its
     # ranking stays the vector ranking.
-    if feedback_weight > 0 and _units(req.query):
-        seeds = tuple(int(index.rids[p]) for p in _seeds(top, lexical, lexical_weight))
+    if feedback_weight > 0 and units[0]:
+        seeds = tuple(int(index.rids[p]) for p in _seeds(top, lexical, lexical_weight * informed))
         words = once(("words", seeds), lambda: feedback_query(
             conn, lambda w, cap: _rows(conn, _quote(w), cap), req.query, list(seeds)))
         if words:
@@ -342,8 +404,9 @@ def rank_scope(
         demoted=index.demoted[candidates], min_relevance=req.min_relevance,
         tail_gap=tail_gap,
         agreement=_agreement(
-            conn, {ids[p]: int(index.rids[p]) for p in top[:AGREEMENT_DEPTH]}, req.query),
-        lexical_weight=lexical_weight, feedback_ranked=[slot[p] for p in feedback],
+            conn, {ids[p]: int(index.rids[p]) for p in top[:AGREEMENT_DEPTH]}, req.query,
+            common),
+        lexical_weight=lexical_weight * informed, feedback_ranked=[slot[p] for p in feedback],
         feedback_weight=feedback_weight, keep_cut=True)
 
 

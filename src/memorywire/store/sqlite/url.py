@@ -2,7 +2,10 @@
 
 ``sqlite:///relative.db`` is relative to the working directory, ``sqlite:////abs/file.db``
 is absolute, ``sqlite://`` and ``sqlite://:memory:`` are in memory. ``sqlite-vec://`` (the
-first implementation's scheme) means the same store.
+first implementation's scheme) opens the same store, its path read as 0.5 read it: everything
+after ``://`` is the path, so ``sqlite-vec://./mem.db`` and ``sqlite-vec://mem.db`` are
+relative, ``sqlite-vec:///abs/mem.db`` is absolute and ``sqlite-vec://:memory:`` is in memory
+(no warning: that is how 0.5's documentation and programs write it).
 
 Before 0.2 this package read ``sqlite:///tmp/m.db`` as the absolute ``/tmp/m.db``. So that a
 configuration written then does not silently start an empty store elsewhere, that spelling
@@ -67,6 +70,8 @@ def sqlite_path(url: str) -> str:
     rest = rest.split("?", 1)[0]
     if rest in ("", ":memory:", "/:memory:"):
         return ":memory:"
+    if scheme.lower() == "sqlite-vec":
+        return rest
     if not rest.startswith("/"):
         warnings.warn(
             f"store URL {url!r}: a relative path takes three slashes "

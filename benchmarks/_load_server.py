@@ -20,7 +20,8 @@ from typing import Any
 
 import httpx
 
-__all__ = ["RunningServer", "ServerSetup", "cpu_seconds", "otlp_sink", "start_server"]
+__all__ = ["RunningServer", "ServerSetup", "cpu_seconds", "embed_batching", "otlp_sink",
+           "start_server"]
 
 #: The ``--embedder`` words serve accepts, by the name a user would give on our command line.
 _EMBEDDERS = {"minilm": "default", "default": "default", "hashing": "hashing"}
@@ -176,3 +177,29 @@ def cpu_seconds(pid: int) -> float:
         total += (int(fields[11]) + int(fields[12])) / ticks
         todo += children.get(p, [])
     return total
+
+
+def embed_batching(base: str) -> dict[str, Any] | None:
+    """Mean texts and requests per model call, and the texts-per-call histogram (cumulative
+    counts by bucket bound, as Prometheus gives it), from the server's /metrics if it has one."""
+    try:
+        r = httpx.get(base + "/metrics", timeout=10)
+    except httpx.HTTPError:
+        return None
+    if r.status_code != 200:
+        return None
+    values: dict[str, float] = {}
+    texts_le: dict[str, float] = {}
+    for line in r.text.splitlines():
+        name, _, value = line.partition(" ")
+        if name.startswith("memorywire_embed_batch_texts_bucket{le="):
+            texts_le[name.split('"')[1]] = float(value)
+        elif name.startswith("memorywire_embed_batch_") and name.endswith(("_sum", "_count")):
+            values[name] = float(value)
+    calls = values.get("memorywire_embed_batch_texts_count", 0.0)
+    if not calls:
+        return None
+    return {"model_calls": calls,
+            "texts_per_call": round(values["memorywire_embed_batch_texts_sum"] / calls, 2),
+            "requests_per_call": round(values["memorywire_embed_batch_requests_sum"] / calls, 2),
+            "texts_per_call_le": texts_le}

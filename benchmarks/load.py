@@ -19,6 +19,11 @@ request, as before, cost the client 5x the closed loop's CPU per op once the ser
 httpx's pool scans every waiting request on each release, so the generator starved the
 server it measured.)
 
+``--cluster DIR`` loads the running ``scripts/cluster-up.sh`` topology instead (clients spread
+over its API servers) and adds each process's CPU seconds per operation
+(``process_cpu_s_per_op``: API servers, the embedding service, PostgreSQL nodes with their
+backends, PgBouncer) and the embedding service's counters.
+
 ``--anon-health N`` adds a phase where authenticated recall runs alone, then beside N
 anonymous ``/v0/health`` clients, and reports both recall p99s. ``--store``/``--embedder``
 repeat to compare setups in one run.
@@ -50,7 +55,15 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _load_server import RunningServer, ServerSetup, cpu_seconds, otlp_sink, start_server
+from _load_cluster import load_cluster
+from _load_server import (
+    RunningServer,
+    ServerSetup,
+    cpu_seconds,
+    embed_batching,
+    otlp_sink,
+    start_server,
+)
 
 MIX = (("remember", 0.50), ("recall", 0.35), ("forget", 0.07), ("remember_gated", 0.08))
 MAX_REQUESTS = 200_000
@@ -152,7 +165,8 @@ async def _closed_loop(srv: RunningServer, clients: int, seconds: float, max_req
 
     async def client(n: int) -> None:
         rng = random.Random(n)
-        async with httpx.AsyncClient(base_url=srv.base, timeout=30) as http:
+        bases = getattr(srv, "bases", [srv.base])  # a cluster: clients spread over its servers
+        async with httpx.AsyncClient(base_url=bases[n % len(bases)], timeout=30) as http:
             i = 0
             while time.perf_counter() < end and st.requests < max_requests:
                 await _one(http, srv, rng, agents[n % len(agents)], f"c{n}-{i}", st, ledger)
@@ -302,7 +316,10 @@ def _pct(xs: list[float], p: float) -> float:
 def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
     agents = [f"agent-{n}" for n in range(max(args.clients, 8))]
     home = Path(tempfile.mkdtemp(prefix="mw-load-"))
-    srv = start_server(setup, home, agents)
+    srv: Any = load_cluster(Path(args.cluster)) if args.cluster else \
+        start_server(setup, home, agents)
+    procs0: dict[str, float] = {}
+    procs: dict[str, float] | None = None
     st, ledger = Stats(), Ledger()
     seconds = args.duration
     try:
@@ -313,7 +330,10 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
                                 {"agent_id": agent, "query": "warm up", "k": 1}, srv.headers())
 
         anyio.run(warm)
-        cpu0, self0 = cpu_seconds(srv.process.pid), resource.getrusage(resource.RUSAGE_SELF)
+        cpu0 = cpu_seconds(srv.process.pid) if not args.cluster else 0.0
+        if args.cluster:
+            procs0 = srv.cpu()
+        self0 = resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.perf_counter()
         sched = Schedule(getattr(args, "open_workers", OPEN_WORKERS)) if args.rate else None
         if sched is not None:
@@ -323,7 +343,13 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
             anyio.run(_closed_loop, srv, args.clients, seconds, args.max_requests, st, ledger,
                       agents)
         elapsed = time.perf_counter() - t0
-        server_cpu = cpu_seconds(srv.process.pid) - cpu0
+        if args.cluster:
+            ops = max(sum(len(x) for x in st.latencies.values()), 1)
+            used = {k: v - procs0[k] for k, v in srv.cpu().items()}
+            procs = {k: round(v / ops, 5) for k, v in used.items()}
+            server_cpu = sum(v for k, v in used.items() if k.startswith("serve"))
+        else:
+            server_cpu = cpu_seconds(srv.process.pid) - cpu0
         self1 = resource.getrusage(resource.RUSAGE_SELF)
         client_cpu = (self1.ru_utime - self0.ru_utime) + (self1.ru_stime - self0.ru_stime)
         lost, dup = anyio.run(_verify, srv, ledger)
@@ -337,7 +363,7 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
                     "recall_p99_ms_alone": p99a, "recall_p99_ms_flooded": p99f,
                     "ratio": round(p99f / p99a, 2) if p99a else None,
                     "alone": alone, "flooded": flooded}
-        batching = _batching(srv)
+        batching = embed_batching(srv.base)
     finally:
         srv.stop()
         # the server's home (database, keys, audit) is this run's alone: a benchmark that
@@ -364,34 +390,11 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
         },
         "anon_health": anon,
         "embed_batching": batching,
+        # --cluster: CPU seconds per operation of each process of the topology
+        "process_cpu_s_per_op": procs,
+        "embed_service": srv.embed_stats() if args.cluster else None,
         "open_loop": sched.report() if sched is not None else None,
     }
-
-
-def _batching(srv: RunningServer) -> dict[str, Any] | None:
-    """Mean texts and requests per model call, and the texts-per-call histogram (cumulative
-    counts by bucket bound, as Prometheus gives it), from the server's /metrics if it has one."""
-    try:
-        r = httpx.get(srv.base + "/metrics", timeout=10)
-    except httpx.HTTPError:
-        return None
-    if r.status_code != 200:
-        return None
-    values: dict[str, float] = {}
-    texts_le: dict[str, float] = {}
-    for line in r.text.splitlines():
-        name, _, value = line.partition(" ")
-        if name.startswith("memorywire_embed_batch_texts_bucket{le="):
-            texts_le[name.split('"')[1]] = float(value)
-        elif name.startswith("memorywire_embed_batch_") and name.endswith(("_sum", "_count")):
-            values[name] = float(value)
-    calls = values.get("memorywire_embed_batch_texts_count", 0.0)
-    if not calls:
-        return None
-    return {"model_calls": calls,
-            "texts_per_call": round(values["memorywire_embed_batch_texts_sum"] / calls, 2),
-            "requests_per_call": round(values["memorywire_embed_batch_requests_sum"] / calls, 2),
-            "texts_per_call_le": texts_le}
 
 
 def _machine() -> dict[str, Any]:
@@ -443,6 +446,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="also measure recall p99 with N anonymous /v0/health clients")
     ap.add_argument("--anon-seconds", type=float, default=10.0)
     ap.add_argument("--note", default="", help="free text recorded in the report")
+    ap.add_argument("--cluster", metavar="DIR",
+                    help="load the running scripts/cluster-up.sh topology in DIR instead of "
+                         "starting a server; reports each process's CPU per operation")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", help="also write the JSON report to this file")
     args = ap.parse_args(argv)

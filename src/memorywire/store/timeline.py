@@ -4,20 +4,19 @@ backend.
 :mod:`memorywire.core.timeline` holds the rules; this module applies them around a store's
 own ``remember_many`` and ``recall`` (which know nothing of time): it folds the validity into
 the record, closes the memories a write supersedes through the store's ``update``, looks for
-contradiction candidates among the scope's memories and, in the same read, for the memory a
-write repeats (:mod:`memorywire.store.duplicates`: such a write is answered with it and not
-written). Recall's side (what is true now or at ``as_of``, and the ranking rules) is
-:mod:`memorywire.recall.plan`. Because both only call the protocol, every backend behaves
-identically.
+contradiction candidates and, in the same search, for the memory a write repeats
+(:mod:`memorywire.store.duplicates`: such a write is answered with it and not written),
+through the store's own indexes (:class:`ConflictIndex`). Recall's side (what is true now or
+at ``as_of``, and the ranking rules) is :mod:`memorywire.recall.plan`. Because both only
+call the protocol, every backend behaves identically.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 from memorywire.core.content import Edge, content_to_storage, edges_of, edges_to_storage
 from memorywire.core.contradiction import find_conflicts
@@ -50,26 +49,47 @@ from memorywire.wire.models import (
     RememberResponse,
 )
 
-__all__ = ["CONFLICT_SCAN_LIMIT", "Scan", "ScanningWrite", "TextScan", "VectorScan",
-           "VectorScanNow", "apply_update", "conflicts_for", "no_conflict_scan",
-           "remember_in_time", "supersede", "update_in_time"]
+__all__ = ["CONFLICT_LEXICAL", "CONFLICT_NEIGHBOURS", "CONFLICT_SCAN_LIMIT", "ConflictIndex",
+           "ConflictIndexNow", "Found", "Probe", "ScanningWrite", "apply_update",
+           "conflicts_for", "no_conflict_scan", "remember_in_time", "supersede",
+           "update_in_time"]
 
-#: How many of the scope's memories (of the same type) the detector compares a write with.
+#: How many memories a write is compared with in a store that has no index of its own (the
+#: scope's newest, through ``list``): the in-memory reference store and adapters.
 CONFLICT_SCAN_LIMIT = 1000
+#: How many of the scope's nearest memories by vector a :class:`ConflictIndex` store gives a
+#: write (the detector's meaning rule names the closest; its word rules and the duplicate
+#: rules read them too: a repeat is its own nearest neighbour).
+CONFLICT_NEIGHBOURS = 16
+#: How many of the scope's best full-text matches on the write's subject words it adds.
+CONFLICT_LEXICAL = 16
 _FACT_TYPES = (MemoryType.SEMANTIC, MemoryType.EPISODIC, MemoryType.EMOTIONAL)
 
 Write = Callable[[Sequence[RememberRequest]], Awaitable[list[RememberResponse]]]
-#: A store's own cheap read of the detector's candidates: ``(agent_id, user_id, type, limit)``
-#: to ``(id, text)`` of the scope's current memories, newest first. Without one, a write reads
-#: the scope through ``list`` (whole records: several times the cost on a large scope).
-Scan = Callable[[str, str | None, "MemoryType", int], Awaitable[list[tuple[str, str]]]]
-#: A store's batch write that first runs the given (blocking) scan in the same worker-thread
-#: call, so the scan costs no thread hop of its own. The store passes the scan the batch's
-#: vectors (one row per request, computed before the write and reused by it), or ``None``
-#: (with vectors the detector's meaning rule runs too); the scan returns the positions of
-#: the requests to write (the others repeat a stored memory), and the store writes only
-#: those, in order, answering one response each.
-ScanningWrite = Callable[[Sequence[RememberRequest], Callable[[Vectors | None], list[int]]],
+
+
+class Probe(NamedTuple):
+    """One write's question to a :class:`ConflictIndex`: what in the scope ``(agent_id,
+    user_id, type)`` might ``text`` (the content as stored; its vector is ``vector``, from
+    the store's embedder) contradict or repeat?"""
+
+    agent_id: str
+    user_id: str | None
+    type: MemoryType
+    text: str
+    vector: Any
+
+
+#: A probe's candidates: ``(id, stored text, cosine to the probe's vector)`` of current
+#: memories of the scope (not superseded, forgotten or expired), in no particular order.
+Found = list[tuple[str, str, float]]
+
+#: A store's batch write that first runs the given (blocking) search in the same
+#: worker-thread call, so the search costs no thread hop of its own. The store passes the
+#: search the batch's vectors (one row per request, computed before the write and reused by
+#: it); the search returns the positions of the requests to write (the others repeat a
+#: stored memory), and the store writes only those, in order, answering one response each.
+ScanningWrite = Callable[[Sequence[RememberRequest], Callable[[Vectors], list[int]]],
                          Awaitable[list[RememberResponse]]]
 #: A store's embedding of a batch before its write (see ``remember_in_time``'s ``embed``).
 Embed = Callable[[Sequence[RememberRequest]], Awaitable[Vectors]]
@@ -107,57 +127,41 @@ def no_conflict_scan() -> Iterator[None]:
 
 
 @runtime_checkable
-class TextScan(Protocol):
-    """A store whose :data:`Scan` can also run blocking, inside its own worker thread (SQLite):
-    ``current_texts`` is the async :data:`Scan`, ``current_texts_now`` the same read for a
-    write's worker-thread call (see ``remember_in_time``'s ``scanning``), and ``get_now``
-    its ``get``, blocking, for the same call."""
+class ConflictIndex(Protocol):
+    """A store that finds a write's candidates (what it may contradict or repeat) through the
+    indexes it already keeps for recall (the scope's nearest vectors, the full-text index on
+    the write's subject words), so a write costs about the same in a scope of a hundred
+    memories or of a hundred thousand. Reading the scope's newest rows instead cost a scan
+    per write that grew with the bound (issue 35) and missed every fact stated before it.
 
-    def current_texts_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                          limit: int) -> list[tuple[str, str]]: ...
+    ``embed_requests`` gives the vectors a remember of ``reqs`` stores (computed before the
+    write; the store passes them on to it, or its embedder's cache spares the second model
+    call); ``conflict_candidates`` answers one :class:`Probe` per write, with cosines, so the
+    detector's meaning rule and near-duplicates by meaning run at no extra model call."""
 
-    def get_now(self, agent_id: str, id: str,
-                user_id: str | None = None) -> MemoryRecord | None: ...
-
-    async def current_texts(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                            limit: int) -> list[tuple[str, str]]: ...
-
-
-@runtime_checkable
-class VectorScan(Protocol):
-    """A store that can give each conflict candidate's cosine to a new memory's vector
-    (computed where the vectors are stored), so the detector's meaning rule runs at no extra
-    model call: ``embed_requests`` gives the vectors a remember of ``reqs`` stores (computed
-    before the write; the embedder's cache, or the store passing them on, spares the write a
-    second model call) and ``current_vectors`` the scan with cosines."""
-
-    async def current_vectors(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                              limit: int, vector: Any) -> list[tuple[str, str, float]]: ...
+    async def conflict_candidates(self, probes: Sequence[Probe]) -> list[Found]: ...
 
     async def embed_requests(self, reqs: Sequence[RememberRequest]) -> Vectors: ...
 
 
 @runtime_checkable
-class VectorScanNow(VectorScan, Protocol):
-    """A :class:`VectorScan` whose scan can also run blocking, in a write's own worker-thread
-    call (SQLite; see ``remember_in_time``'s ``scanning``)."""
+class ConflictIndexNow(ConflictIndex, Protocol):
+    """A :class:`ConflictIndex` whose search can also run blocking, in a write's own
+    worker-thread call (SQLite; see ``remember_in_time``'s ``scanning``), with ``get_now``
+    its ``get``, blocking, for the same call."""
 
-    def current_vectors_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                            limit: int, vector: Any) -> list[tuple[str, str, float]]: ...
+    def conflict_candidates_now(self, probes: Sequence[Probe]) -> list[Found]: ...
 
-
-def _split(rows: Sequence[tuple[str, str, float]]) -> tuple[list[tuple[str, str]],
-                                                           dict[str, float]]:
-    return [(r[0], r[1]) for r in rows], {r[0]: r[2] for r in rows}
+    def get_now(self, agent_id: str, id: str,
+                user_id: str | None = None) -> MemoryRecord | None: ...
 
 
 async def _current(store: MemoryStore, scope: Scope) -> list[tuple[str, str]]:
-    """``(id, text)`` of the scope's current memories of one type: the detector's candidates,
-    through the store's own scan when it has one (a :class:`TextScan`), else ``list``."""
+    """``(id, stored text)`` of the scope's newest current memories of one type, through
+    ``list``: the candidates in a store without a :class:`ConflictIndex`."""
     agent_id, user_id, mtype = scope
-    if isinstance(store, TextScan):
-        return await store.current_texts(agent_id, user_id, mtype, CONFLICT_SCAN_LIMIT)
     try:
+
         rows = await store.list(ListQuery(agent_id=agent_id, user_id=user_id, types=[mtype],
                                           limit=CONFLICT_SCAN_LIMIT))
     except NotFound:  # a store file not created yet (CLI one-shot reads): nothing to contradict
@@ -195,83 +199,77 @@ def _verdict(req: RememberRequest, look: Look, rows: Sequence[tuple[str, str]],
 
 
 async def _read(store: MemoryStore, req: RememberRequest, look: Look,
-                seen: dict[Scope, list[tuple[str, str]]], scan: Scan | None) -> Verdict:
-    """The verdict on one write; ``seen`` shares one scan per scope across a batch (a batch
-    is compared with what was stored before it, not with itself)."""
+                seen: dict[Scope, list[tuple[str, str]]]) -> Verdict:
+    """The verdict on one write in a store without a :class:`ConflictIndex`; ``seen`` shares
+    one read per scope across a batch (a batch is compared with what was stored before it,
+    not with itself)."""
     scope = look.scope
     if scope is None:
         return Verdict()
     if scope not in seen:
-        seen[scope] = (await scan(*scope, CONFLICT_SCAN_LIMIT) if scan is not None
-                       else await _current(store, scope))
+        seen[scope] = await _current(store, scope)
     return _verdict(req, look, seen[scope])
 
 
-def _read_now(store: TextScan, reqs: Sequence[RememberRequest], looks: Sequence[Look],
-              vectors: Vectors | None = None) -> list[Verdict]:
-    """:func:`_read` for a whole batch, blocking, for a store's own worker thread (``looks``
-    are decided beforehand, in the caller's context). With the batch's ``vectors`` and a
-    :class:`VectorScanNow` store each write reads its scope with its cosines (one scan per
-    write, for the meaning rule and near-duplicates); otherwise one scan per scope.
+def _probes(looks: Sequence[Look], vectors: Vectors) -> tuple[list[int], list[Probe]]:
+    """The writes that read their scope (their positions in the batch) and their probes."""
+    at = [n for n, look in enumerate(looks) if look.scope is not None]
+    return at, [Probe(*cast("Scope", looks[n].scope), looks[n].stored, vectors[n]) for n in at]
 
-    A scope holding nothing current has nothing to contradict or repeat: for a scope with
-    several writes in the batch one row read says so, and its writes skip their scans (the
-    first batch of a new scope, a conversation written at once, paid a scan per write for an
-    empty answer). A single write's own scan answers that as cheaply."""
-    by_meaning = vectors is not None and isinstance(store, VectorScanNow)
-    seen: dict[Scope, list[tuple[str, str]]] = {}
-    empty: dict[Scope, bool] = {}
-    writes = Counter(look.scope for look in looks)
-    out: list[Verdict] = []
-    for n, (req, look) in enumerate(zip(reqs, looks, strict=True)):
-        scope = look.scope
-        if scope is not None and by_meaning and writes[scope] > 1 and scope not in empty:
-            empty[scope] = not store.current_texts_now(*scope, 1)
-        if scope is None or empty.get(scope, False):
-            out.append(Verdict())
-        elif by_meaning and vectors is not None:
-            rows = cast("VectorScanNow", store).current_vectors_now(*scope, CONFLICT_SCAN_LIMIT,
-                                                                 vectors[n])
-            out.append(_verdict(req, look, *_split(rows)))
-        else:
-            if scope not in seen:
-                seen[scope] = store.current_texts_now(*scope, CONFLICT_SCAN_LIMIT)
-            out.append(_verdict(req, look, seen[scope]))
+
+def _verdicts(reqs: Sequence[RememberRequest], looks: Sequence[Look], at: Sequence[int],
+              found: Sequence[Found]) -> list[Verdict]:
+    """Each write's verdict from its probe's candidates (each once, with its cosine)."""
+    out = [Verdict() for _ in reqs]
+    for n, rows in zip(at, found, strict=True):
+        if rows:
+            unique = {i: (text, cos) for i, text, cos in rows}
+            out[n] = _verdict(reqs[n], looks[n], [(i, t) for i, (t, _) in unique.items()],
+                              {i: cos for i, (_, cos) in unique.items()})
     return out
+
+
+async def _indexed(store: ConflictIndex, reqs: Sequence[RememberRequest],
+                   looks: Sequence[Look], vectors: Vectors | None = None) -> list[Verdict]:
+    """Verdicts for a batch from a :class:`ConflictIndex`, which embeds the batch unless
+    given its vectors."""
+    if vectors is None:
+        vectors = await store.embed_requests(reqs)
+    at, probes = _probes(looks, vectors)
+    return _verdicts(reqs, looks, at, await store.conflict_candidates(probes) if probes else [])
 
 
 async def conflicts_for(store: MemoryStore, req: RememberRequest) -> list[ConflictCandidate]:
     """What a remember of ``req`` would report as ``conflicts``, without writing it (for a
-    policy that decides before the write; a store's own scan when it is a :class:`TextScan`,
-    else ``list``, so any store works). A :class:`VectorScan` store embeds ``req`` first (its
-    embedder's cache then serves the write's own embedding) so the meaning rule runs too."""
+    policy that decides before the write). A :class:`ConflictIndex` store embeds ``req``
+    first (its embedder's cache then serves the write's own embedding) and searches its
+    indexes; any other store is read through ``list``."""
     scope = _scope(req)
-    if scope is None or not isinstance(store, VectorScan):
-        if scope is None:
-            return []
-        return _candidates(req, await _current(store, scope))
-    vector = (await store.embed_requests([req]))[0]
-    return _candidates(req, *_split(await store.current_vectors(*scope, CONFLICT_SCAN_LIMIT,
-                                                                vector)))
+    if scope is None:
+        return []
+    if isinstance(store, ConflictIndex):
+        look = look_of(req, _plain(req), True)
+        return (await _indexed(store, [req], [look]))[0].conflicts
+    return _candidates(req, await _current(store, scope))
 
 
 async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
-                           write: Write, scan: Scan | None = None, *,
-                           scanning: ScanningWrite | None = None,
+                           write: Write, *, scanning: ScanningWrite | None = None,
                            embed: Embed | None = None) -> list[RememberResponse]:
     """``write`` (the store's own batch remember) with validity, supersession, conflicts and
-    duplicates; ``scan``, when the store has one, reads the scope (see :data:`Scan`).
+    duplicates.
 
     Every id in ``supersedes`` must name a live memory of the same agent and user, checked
     before anything is written (``NotFound`` otherwise). A write that repeats a stored
     memory (:mod:`memorywire.store.duplicates`) is answered with it, ``deduplicated``, and
-    not written; ``write`` gets the others only. A :class:`TextScan` store may pass
-    ``scanning``, its write running the scan first in the same worker-thread call: one
+    not written; ``write`` gets the others only. A :class:`ConflictIndexNow` store may pass
+    ``scanning``, its write running the search first in the same worker-thread call: one
     thread hop per remember instead of two (each hop wakes a thread and, on a busy machine,
-    costs the event loop its core). A :class:`VectorScan` store may pass ``embed``, which
+    costs the event loop its core). A :class:`ConflictIndex` store may pass ``embed``, which
     computes the batch's vectors before the write (and keeps them for ``write``; called
-    again with only the requests written when some repeat a stored memory): the scan then
-    reads cosines, the detector's meaning rule runs and near-duplicates are found by meaning.
+    again with only the requests written when some repeat a stored memory). A store with
+    neither is read through ``list`` (its newest :data:`CONFLICT_SCAN_LIMIT` memories of
+    each scope).
     """
     olds: dict[tuple[str, str], MemoryRecord] = {}
     for req in reqs:
@@ -292,25 +290,24 @@ async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
         copies.update(twins(reqs, looks, verdicts))
         return [n for n, v in enumerate(verdicts) if v.duplicate is None and n not in copies]
 
-    if scanning is not None and isinstance(store, TextScan) and reads:
+    if scanning is not None and isinstance(store, ConflictIndexNow) and reads:
         scanner = store
 
-        def run_scan(vectors: Vectors | None) -> list[int]:
-            verdicts.extend(_read_now(scanner, reqs, looks, vectors))
+        def run_scan(vectors: Vectors) -> list[int]:
+            at, probes = _probes(looks, vectors)
+            verdicts.extend(_verdicts(reqs, looks, at, scanner.conflict_candidates_now(probes)))
             settle_now(reqs, looks, verdicts, scanner.get_now, scanner_name)
             return kept()
 
         scanner_name = store.name
         written = await scanning(plain, run_scan)
     else:
-        if embed is not None and isinstance(store, VectorScan) and reads:
-            vectors = await embed(reqs)
-            verdicts.extend([Verdict() if look.scope is None else _verdict(req, look, *_split(
-                await store.current_vectors(*look.scope, CONFLICT_SCAN_LIMIT, vectors[n])))
-                for n, (req, look) in enumerate(zip(reqs, looks, strict=True))])
+        if isinstance(store, ConflictIndex) and reads:
+            verdicts.extend(await _indexed(store, reqs, looks,
+                                           await embed(reqs) if embed is not None else None))
         else:
             seen: dict[Scope, list[tuple[str, str]]] = {}
-            verdicts.extend([await _read(store, req, look, seen, scan)
+            verdicts.extend([await _read(store, req, look, seen)
                              for req, look in zip(reqs, looks, strict=True)])
         await settle(reqs, looks, verdicts, store.get, store.name)
         keep = kept()

@@ -165,12 +165,14 @@ async def _copy_page(db: PgDb, conn: Conn, rows: Sequence[Row], vectors: Sequenc
     info = await TypeInfo.fetch(conn, "vector")
     if info is None:
         raise InvalidRequest("the vector extension is not installed in the target")
+    # Dropped at commit: nothing outlives the transaction in the server session, which a
+    # pooler in transaction mode (PgBouncer) hands to other clients afterwards.
     await conn.execute(
         f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (agent_id text, id text, user_id text, "
         "type text, content text, metadata text, confidence float8, source text, "
         "created_at int8, updated_at int8, expires_at int8, deleted_at int8, "
         "archived_at int8, score_factor float8, last_recalled_at int8, recall_count int4, "
-        f"merged_into text, embedding vector({dim}), lexical text) ON COMMIT DELETE ROWS")
+        f"merged_into text, embedding vector({dim}), lexical text) ON COMMIT DROP")
     async with conn.cursor() as cur:
         cur.adapters.register_dumper(_Vec, _vec_dumper(info.oid))
         async with cur.copy(

@@ -35,14 +35,22 @@ class PgDb:
     """A lazily opened pool whose first connection migrates the schema."""
 
     def __init__(self, conninfo: str, embedder: Embedder | None, clock: Clock, name: str, *,
-                 min_size: int, max_size: int, timeout: float) -> None:
+                 min_size: int, max_size: int, timeout: float, read_only: bool = False) -> None:
+        """``read_only``: a hot standby's pool (reads only; the schema is the primary's, so
+        nothing is migrated)."""
         self._embedder: Embedder | None = embedder
+        self.read_only = read_only
+        #: The server's pgvector version, once connected (0.8 brought iterative index scans).
+        self.pgvector: tuple[int, ...] | None = None
         self.clock = clock
         self.name = name
         self.pool: psycopg_pool.AsyncConnectionPool[Conn] = psycopg_pool.AsyncConnectionPool(
             conninfo,
             connection_class=psycopg.AsyncConnection[dict[str, Any]],
-            kwargs={"row_factory": dict_row, "autocommit": False},
+            # prepare_threshold=None: no server-side prepared statements, which live in one
+            # server session; behind PgBouncer in transaction mode the next transaction may
+            # run on another session, where the statement does not exist (or another's does).
+            kwargs={"row_factory": dict_row, "autocommit": False, "prepare_threshold": None},
             min_size=min_size,
             max_size=max_size,
             timeout=timeout,
@@ -81,6 +89,16 @@ class PgDb:
         async with self._lock:
             if self._ready:
                 return
+            if self.read_only:
+                try:
+                    await self.pool.open()
+                    async with self.pool.connection() as conn:
+                        self.pgvector = await _pgvector(conn)
+                        await conn.commit()
+                except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+                    raise translate_error(exc) from exc
+                self._ready = True
+                return
             embedder = self.embedder
             try:
                 await self.pool.open()
@@ -89,6 +107,7 @@ class PgDb:
                     cur = await conn.execute(
                         "SELECT value FROM memorywire_meta WHERE key = %s", (BULK_KEY,))
                     loading = await cur.fetchone()
+                    self.pgvector = await _pgvector(conn)
                     await conn.commit()
             except MemorywireError:
                 raise
@@ -104,3 +123,11 @@ class PgDb:
 
     async def close(self) -> None:
         await self.pool.close()
+
+
+async def _pgvector(conn: Conn) -> tuple[int, ...]:
+    cur = await conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    row = await cur.fetchone()
+    if row is None:
+        return ()
+    return tuple(int(p) for p in str(row["extversion"]).split(".") if p.isdigit())

@@ -15,6 +15,9 @@ the ``ORDER BY`` is written so the HNSW index cannot serve it. Only an agent lar
 uses HNSW, with ``ef_search`` scaled by how much of the table the agent owns, and the answer
 is verified: if the index could not fill the candidate pool, the exact search runs instead.
 ``benchmarks/scale_pg.py`` measures both paths; ``docs/conformance.md`` records the choice.
+From pgvector 0.8 the HNSW path scans iteratively until its ``LIMIT`` is met
+(:mod:`memorywire.store.postgres.hnsw`); reads go to hot standbys when the URL names them
+(:mod:`memorywire.store.postgres.replica`).
 """
 
 from __future__ import annotations
@@ -22,11 +25,10 @@ from __future__ import annotations
 import builtins
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
-import psycopg
 
 from memorywire.core.clock import DAY_MS, Clock, SystemClock
 from memorywire.core.content import (
@@ -40,28 +42,37 @@ from memorywire.core.records import ListQuery, Row, UpdateRequest
 from memorywire.core.scoring import candidate_pool, hybrid_rank_arrays
 from memorywire.core.textsearch import query_terms
 from memorywire.embed.base import Embedder, Vectors
-from memorywire.errors import MemorywireError
+from memorywire.errors import BackendUnavailable, MemorywireError
 from memorywire.recall.plan import recall_in_time
 from memorywire.recall.settings import PORTABLE_RECALL, RecallSettings
-from memorywire.store._common import links_of, shortest_hops
 from memorywire.store.base import STORAGE_CAPABILITIES, Capability, Health
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, BulkState, Cursor, ImportCounts, OnConflict
-from memorywire.store.postgres import bulk, evidence, maintenance, portable, purge, writes
+from memorywire.store.postgres import (
+    bulk,
+    conflicts,
+    evidence,
+    maintenance,
+    portable,
+    purge,
+    reads,
+    writes,
+)
 from memorywire.store.postgres.db import Conn, PgDb
+from memorywire.store.postgres.hnsw import hnsw_settings
+from memorywire.store.postgres.replica import ReadRouter, split_replicas, standby_db
 from memorywire.store.postgres.sql import (
     RECORD_COLS,
     TABLE,
     Where,
-    add_metadata_filter,
     record_from_row,
     scope_where,
     tsquery_text,
     vector_literal,
 )
 from memorywire.store.postgres.url import PG_ALIASES, is_libpq_key
-from memorywire.store.timeline import remember_in_time
+from memorywire.store.timeline import Found, Probe, remember_in_time
 from memorywire.store.url_settings import (
     check_range,
     constructor_keywords,
@@ -88,6 +99,8 @@ from memorywire.wire.models import (
 )
 
 __all__ = ["PostgresStore"]
+
+_T = TypeVar("_T")
 
 
 class PostgresStore:
@@ -131,6 +144,8 @@ class PostgresStore:
         self._exact_limit = exact_scope_limit
         self._db = PgDb(conninfo, embedder, clock or SystemClock(), name,
                         min_size=min_size, max_size=max_size, timeout=timeout)
+        #: Where reads go: the primary, or standbys named on the URL (``replica.py``).
+        self._reads = ReadRouter(self._db)
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> PostgresStore:
@@ -140,7 +155,10 @@ class PostgresStore:
         ``pool_timeout`` for ``min_size``, ``max_size`` and ``timeout``;
         :mod:`memorywire.store.url_settings`); libpq's connection parameters (``host``,
         ``sslmode``, ...) pass on to libpq; any other key is refused naming it.
+        ``replicas=host:port,...`` (and ``replica_wait_ms``) sends reads to hot standbys
+        (:mod:`memorywire.store.postgres.replica`).
         """
+        url, standbys, wait_s = split_replicas(url)
         parts = urlsplit(url)
         scheme = parts.scheme.split("+", 1)[0]
         settings = constructor_settings(cls, PG_ALIASES)
@@ -151,7 +169,12 @@ class PostgresStore:
                                     typed_settings("postgresql", raw, settings), kw)
         conninfo = urlunsplit((scheme, parts.netloc, parts.path, urlencode(rest), ""))
         with refusing_bad_values("postgresql", args.keys() - kw.keys()):
-            return cls(conninfo, **args)
+            store = cls(conninfo, **args)
+        if standbys is not None:
+            store._reads = ReadRouter(store._db, standby_db(
+                store._db, standbys, max_size=store._db.pool.max_size,
+                timeout=store._db.pool.timeout), wait_s)
+        return store
 
     @property
     def name(self) -> str:
@@ -188,17 +211,15 @@ class PostgresStore:
             return await writes.remember_many(self._db, plain,
                                               embedded[-1] if embedded else None)
 
-        async def scan(agent_id: str, user_id: str | None, mtype: MemoryType,
-                       limit: int) -> list[tuple[str, str]]:
-            return await writes.conflict_scan(self._db, agent_id, user_id, mtype, limit)
+        out = await remember_in_time(self, reqs, write, embed=embed)
+        await self._reads.wrote()
+        return out
 
-        return await remember_in_time(self, reqs, write, scan, embed=embed)
-
-    async def current_vectors(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                              limit: int, vector: Any) -> list[tuple[str, str, float]]:
-        """The conflict scan with cosines (:class:`~memorywire.store.timeline.VectorScan`)."""
-        return await writes.conflict_scan_vectors(self._db, agent_id, user_id, mtype, limit,
-                                                  vector)
+    async def conflict_candidates(self, probes: Sequence[Probe]) -> list[Found]:
+        """A write's conflict candidates through the HNSW and full-text indexes
+        (:mod:`memorywire.store.postgres.conflicts`;
+        :class:`~memorywire.store.timeline.ConflictIndex`)."""
+        return await conflicts.conflict_candidates(self._db, probes)
 
     async def embed_requests(self, reqs: Sequence[RememberRequest]) -> Vectors:
         """The vectors a remember of ``reqs`` stores, computed before the write for the
@@ -210,24 +231,29 @@ class PostgresStore:
 
     async def forget(self, req: ForgetRequest) -> ForgetResponse:
         req = await expand_cascade(self, req)
-        return await maintenance.forget(self._db, req)
+        return await self._wrote(await maintenance.forget(self._db, req))
 
     async def merge(self, req: MergeRequest) -> MergeResponse:
-        return await maintenance.merge(self._db, req)
+        return await self._wrote(await maintenance.merge(self._db, req))
 
     async def expire(self, req: ExpireRequest) -> ExpireResponse:
-        return await maintenance.expire(self._db, req)
+        return await self._wrote(await maintenance.expire(self._db, req))
 
     async def update(self, req: UpdateRequest) -> MemoryRecord:
-        return await maintenance.update(self._db, req)
+        return await self._wrote(await maintenance.update(self._db, req))
 
     async def purge_expired(self, before_ms: int, limit: int = 500) -> builtins.list[MemoryRecord]:
         """Erase up to ``limit`` memories expired at or before ``before_ms`` (the sweep's)."""
-        return await purge.purge_expired(self._db, before_ms, limit)
+        return await self._wrote(await purge.purge_expired(self._db, before_ms, limit))
 
     async def merged_into(self, agent_id: str, id: str, user_id: str | None = None) -> str | None:
         """The id that absorbed memory ``id`` in a merge, or ``None``."""
         return await maintenance.merged_into(self._db, agent_id, id, user_id)
+
+    async def _wrote(self, result: _T) -> _T:
+        """``result`` of a write, once its WAL position is noted for read-your-writes."""
+        await self._reads.wrote()
+        return result
 
     # --- portability (portable.py) ------------------------------------------------------------
 
@@ -242,7 +268,8 @@ class PostgresStore:
 
     async def import_rows(self, rows: Sequence[Row], on_conflict: OnConflict,
                           vectors: Sequence[Any] | None = None) -> ImportCounts:
-        return await portable.import_rows(self._db, rows, on_conflict, vectors)
+        return await self._wrote(await portable.import_rows(self._db, rows, on_conflict,
+                                                           vectors))
 
     async def vectors_of(self, rows: Sequence[Row]) -> list[Any]:
         return await portable.vectors_of(self._db, rows)
@@ -253,7 +280,8 @@ class PostgresStore:
     async def bulk_load(self, job: str, rows: Sequence[Row], vectors: Sequence[Any] | None,
                         cursor: Cursor, on_conflict: OnConflict = OnConflict.FAIL
                         ) -> ImportCounts:
-        return await bulk.load(self._db, job, rows, vectors, cursor, on_conflict)
+        return await self._wrote(await bulk.load(self._db, job, rows, vectors, cursor,
+                                                 on_conflict))
 
     async def bulk_finish(self, job: str) -> dict[str, Any]:
         """Build the HNSW index (``bulk_index_workers`` parallel workers)."""
@@ -270,11 +298,17 @@ class PostgresStore:
         # Counted here, for the hits returned: a re-ranker's deeper pool (and the first
         # search it replaces) must not count what it passed over, nor count a hit twice.
         if resp.results:
-            async with self._db.tx() as conn:
-                await conn.execute(
-                    f"UPDATE {TABLE} SET last_recalled_at = %s, "
-                    "recall_count = recall_count + 1 WHERE agent_id = %s AND id = ANY(%s)",
-                    (now, req.agent_id, [h.id for h in resp.results]))
+            try:
+                async with self._db.tx() as conn:
+                    await conn.execute(
+                        f"UPDATE {TABLE} SET last_recalled_at = %s, "
+                        "recall_count = recall_count + 1 WHERE agent_id = %s AND id = ANY(%s)",
+                        (now, req.agent_id, [h.id for h in resp.results]))
+            except BackendUnavailable:
+                if self._reads.replica is None:
+                    raise
+                # a standby answered while the primary is down: the answer stands, its
+                # statistics are not counted
         return resp
 
     async def _search(self, req: RecallRequest) -> RecallResponse:
@@ -290,7 +324,7 @@ class PostgresStore:
         )
         pool = candidate_pool(req.k)
         hits: list[RecallHit] = []
-        async with self._db.tx() as conn:
+        async with self._reads.tx() as conn:
             vector = await self._vector_candidates(conn, req.agent_id, w, qvec, pool)
             tsq = tsquery_text(query_terms(req.query))
             lexical: list[dict[str, Any]] = []
@@ -364,7 +398,7 @@ class PostgresStore:
             # ``pool / share`` holds about ``pool`` of its rows; 4x margin, capped.
             share = scope / max(int(counts["total"]) if counts else scope, 1)
             ef = int(min(1000, max(pool * 4 / share, 100)))
-            await conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+            await hnsw_settings(conn, ef, self._reads.pgvector())
             cur = await conn.execute(
                 f"SELECT id, 1 - (embedding <=> %s::vector) AS cos, score_factor FROM {TABLE} "
                 f"WHERE {w.sql()} ORDER BY embedding <=> %s::vector LIMIT %s",
@@ -388,14 +422,14 @@ class PostgresStore:
         """The scoped vector list alone: ``(id, cosine)``, best first (benchmarks, audits)."""
         qvec = vector_literal((await self._db.embed([query]))[0])
         w = scope_where(agent_id=agent_id, user_id=user_id, now_ms=self._db.clock.now_ms())
-        async with self._db.tx() as conn:
+        async with self._reads.tx() as conn:
             rows = await self._vector_candidates(conn, agent_id, w, qvec, k)
         return [(r["id"], float(r["cos"])) for r in rows]
 
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
         now = self._db.clock.now_ms()
         w = scope_where(agent_id=agent_id, user_id=user_id, now_ms=now)
-        async with self._db.tx() as conn:
+        async with self._reads.tx(prefer_primary=True) as conn:
             cur = await conn.execute(
                 f"SELECT {RECORD_COLS} FROM {TABLE} WHERE {w.sql()} AND id = %s", [*w.params, id]
             )
@@ -403,73 +437,18 @@ class PostgresStore:
         return record_from_row(row) if row else None
 
     async def list(self, query: ListQuery) -> list[MemoryRecord]:
-        now = self._db.clock.now_ms()
-        w = Where()
-        if query.agent_id is not None:
-            w.add("agent_id = %s", query.agent_id)
-        if query.user_id is not None:
-            w.add("user_id = %s", query.user_id)
-        w.add("deleted_at IS NULL")
-        w.add("(expires_at IS NULL OR expires_at > %s)", now)
-        if not query.include_archived:
-            w.add("archived_at IS NULL")
-        if query.types is not None:
-            w.add("type = ANY(%s)", [t.value for t in query.types])
-        if query.filter:
-            add_metadata_filter(w, query.filter)
-        async with self._db.tx() as conn:
-            if query.after_id is not None:
-                aw = "id = %s" + (" AND agent_id = %s" if query.agent_id is not None else "")
-                ap = [query.after_id] + ([query.agent_id] if query.agent_id is not None else [])
-                cur = await conn.execute(
-                    f"SELECT created_at, id FROM {TABLE} WHERE {aw} ORDER BY created_at LIMIT 1", ap
-                )
-                anchor = await cur.fetchone()
-                if anchor is not None:
-                    w.add("(created_at, id) > (%s, %s)", anchor["created_at"], anchor["id"])
-            cur = await conn.execute(
-                f"SELECT {RECORD_COLS} FROM {TABLE} WHERE {w.sql()} "
-                "ORDER BY created_at, id LIMIT %s",
-                [*w.params, query.limit],
-            )
-            rows = await cur.fetchall()
-        return [record_from_row(r) for r in rows]
+        return await reads.list_records(self._reads, self._db.clock.now_ms(), query)
 
     async def neighbours(
         self, agent_id: str, ids: Sequence[str], hops: int, user_id: str | None = None
     ) -> dict[str, dict[str, int]]:
         """Live memories within ``hops`` links of each id, with their hop distance."""
-        now = self._db.clock.now_ms()
-        w = scope_where(agent_id=agent_id, user_id=user_id, now_ms=now)
-        async with self._db.tx() as conn:
-            cur = await conn.execute(
-                f"SELECT id, metadata -> 'links' AS links FROM {TABLE} WHERE {w.sql()}", w.params
-            )
-            rows = await cur.fetchall()
-        live = {r["id"] for r in rows}
-        adjacency = {
-            r["id"]: [x for x in links_of({"links": r["links"]}) if x in live]
-            for r in rows
-        }
-        return shortest_hops(adjacency, [i for i in ids if i in live], hops)
+        return await reads.neighbours(self._reads, self._db.clock.now_ms(), agent_id, ids,
+                                      hops, user_id)
 
     async def raw_contains(self, needle: str) -> bool:
         """Whether any memorywire table still holds ``needle`` in any column (hard-delete audit)."""
-        async with self._db.tx() as conn:
-            cur = await conn.execute(
-                "SELECT table_name FROM information_schema.tables "
-                "WHERE table_schema = current_schema() AND table_name LIKE 'memorywire%%'"
-            )
-            tables = [r["table_name"] for r in await cur.fetchall()]
-            for table in tables:
-                cur = await conn.execute(
-                    psycopg.sql.SQL("SELECT 1 FROM {} t WHERE strpos(t::text, %s) > 0 LIMIT 1")
-                    .format(psycopg.sql.Identifier(table)),
-                    (needle,),
-                )
-                if await cur.fetchone() is not None:
-                    return True
-        return False
+        return await reads.raw_contains(self._db, needle)
 
     async def health(self) -> Health:
         try:
@@ -490,4 +469,5 @@ class PostgresStore:
         })
 
     async def aclose(self) -> None:
+        await self._reads.close()
         await self._db.close()

@@ -16,14 +16,13 @@ from memorywire.core.context_key import CONTEXT_FIELD, lexical_text
 from memorywire.core.ids import new_id
 from memorywire.core.records import RememberAction, Row, new_row, remember_action
 from memorywire.core.scoring import DEMOTE_FACTOR
-from memorywire.core.timeline import TIME_KEY
 from memorywire.errors import Conflict
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.migrations import TS_CONFIG
 from memorywire.store.postgres.sql import ROW_COLS, TABLE, reject_nul, row_of, vector_literal
-from memorywire.wire.models import MemoryType, RememberRequest, RememberResponse
+from memorywire.wire.models import RememberRequest, RememberResponse
 
-__all__ = ["conflict_scan", "conflict_scan_vectors", "remember_many", "write_row"]
+__all__ = ["remember_many", "write_row"]
 
 
 async def write_row(db: PgDb, conn: Conn, new: Row, text_changed: bool,
@@ -119,34 +118,3 @@ async def remember_many(db: PgDb, reqs: Sequence[RememberRequest],
                 (agent_id, n),
             )
     return out
-
-
-_SCAN_WHERE = (
-    "WHERE agent_id = %s AND user_id IS NOT DISTINCT FROM %s AND type = %s "
-    "AND deleted_at IS NULL AND archived_at IS NULL AND (expires_at IS NULL OR expires_at > %s) "
-    f"AND metadata -> '{TIME_KEY}' ->> 'superseded_by' IS NULL "
-    "ORDER BY created_at DESC, id DESC LIMIT %s")
-
-
-async def conflict_scan(db: PgDb, agent_id: str, user_id: str | None, mtype: MemoryType,
-                        limit: int) -> list[tuple[str, str]]:
-    """``(id, text)`` of the scope's current memories of one type, newest first: the
-    detector's candidates as two columns (superseded ones left out by the database), not a
-    whole ``list`` of records."""
-    async with db.tx() as conn:
-        cur = await conn.execute(f"SELECT id, content FROM {TABLE} {_SCAN_WHERE}",
-                                 [agent_id, user_id, mtype.value, db.clock.now_ms(), limit])
-        return [(r["id"], r["content"]) for r in await cur.fetchall()]
-
-
-async def conflict_scan_vectors(db: PgDb, agent_id: str, user_id: str | None,
-                                mtype: MemoryType, limit: int,
-                                vector: Any) -> list[tuple[str, str, float]]:
-    """:func:`conflict_scan` with each memory's cosine to ``vector`` (the new memory's),
-    computed by pgvector next to the stored vectors: the detector's meaning rule."""
-    async with db.tx() as conn:
-        cur = await conn.execute(
-            f"SELECT id, content, 1 - (embedding <=> %s::vector) AS cos FROM {TABLE} "
-            f"{_SCAN_WHERE}",
-            [vector_literal(vector), agent_id, user_id, mtype.value, db.clock.now_ms(), limit])
-        return [(r["id"], r["content"], float(r["cos"])) for r in await cur.fetchall()]

@@ -54,7 +54,7 @@ from memorywire.store.bracket import take_bracket
 from memorywire.store.cascade import expand_cascade
 from memorywire.store.graph import graph_recall
 from memorywire.store.portable import ALL_FIELDS, Cursor, ImportCounts, OnConflict
-from memorywire.store.sqlite import maintenance, portable, purge, writes
+from memorywire.store.sqlite import conflicts, maintenance, portable, purge, writes
 from memorywire.store.sqlite.contexts import metadata_of
 from memorywire.store.sqlite.db import (
     COLS,
@@ -70,7 +70,7 @@ from memorywire.store.sqlite.recall import PlanRunner
 from memorywire.store.sqlite.schema import SCHEMA_VERSION
 from memorywire.store.sqlite.search import SQLITE_LEXICAL_FLOOR
 from memorywire.store.sqlite.url import SQLITE_URI_HINTS, sqlite_path, sqlite_query
-from memorywire.store.timeline import remember_in_time
+from memorywire.store.timeline import Found, Probe, remember_in_time
 from memorywire.store.url_settings import check_range, refusing_bad_values, url_keywords
 from memorywire.wire.models import (
     ExpireRequest,
@@ -79,7 +79,6 @@ from memorywire.wire.models import (
     ForgetResponse,
     Fusion,
     MemoryRecord,
-    MemoryType,
     MergeRequest,
     MergeResponse,
     RecallHit,
@@ -202,12 +201,12 @@ class SqliteStore:
                                                  writes.remember_many(self._db, plain, given))
 
         async def scanning(plain: Sequence[RememberRequest],
-                           scan: Callable[[Vectors | None], list[int]]
+                           scan: Callable[[Vectors], list[int]]
                            ) -> list[RememberResponse]:
             def prepare() -> tuple[list[int], Vectors]:
-                # The new vectors first, so the scan (which reads what was stored before
+                # The new vectors first, so the search (which reads what was stored before
                 # this write) compares meaning too; the write then reuses them, for the
-                # requests the scan keeps (the others repeat a stored memory).
+                # requests the search keeps (the others repeat a stored memory).
                 given = embedded(plain)
                 return scan(given), given
 
@@ -302,7 +301,7 @@ class SqliteStore:
     def get_now(self, agent_id: str, id: str,
                 user_id: str | None = None) -> MemoryRecord | None:
         """:meth:`get`, blocking, for a write's own worker-thread call (the duplicate check
-        of :class:`~memorywire.store.timeline.TextScan`)."""
+        of :class:`~memorywire.store.timeline.ConflictIndexNow`)."""
         if self._db.missing():
             return None
         where, args = scope_sql(agent_id, user_id)
@@ -356,41 +355,22 @@ class SqliteStore:
                     break
         return out
 
-    def current_texts_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                          limit: int) -> builtins.list[tuple[str, str]]:
-        """The conflict scan's candidates (:func:`writes.conflict_scan`: newest first,
-        superseded ones left out by SQLite), blocking, so a remember can run it in its own
-        worker-thread call (:class:`~memorywire.store.timeline.TextScan`)."""
+    def conflict_candidates_now(self, probes: Sequence[Probe]) -> builtins.list[Found]:
+        """A write's conflict candidates from the scope's nearest vectors and the full-text
+        index (:mod:`memorywire.store.sqlite.conflicts`), blocking, so a remember runs it in
+        its own worker-thread call (:class:`~memorywire.store.timeline.ConflictIndexNow`)."""
         try:
-            return writes.conflict_scan(self._db, agent_id, user_id, mtype, limit)
+            return conflicts.conflict_candidates(self._db, probes)
         except NotFound:  # a one-shot command's first write: nothing stored to contradict
-            return []
+            return [[] for _ in probes]
 
-    def current_vectors_now(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                            limit: int, vector: Any) -> builtins.list[tuple[str, str, float]]:
-        """:meth:`current_texts_now` with each memory's cosine to ``vector`` (the detector's
-        meaning rule; :class:`~memorywire.store.timeline.VectorScan`)."""
-        query = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
-        try:
-            return writes.conflict_scan_vectors(self._db, agent_id, user_id, mtype, limit,
-                                                query)
-        except NotFound:
-            return []
-
-    async def current_vectors(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                              limit: int, vector: Any) -> builtins.list[tuple[str, str, float]]:
-        return await self._db.call(
-            lambda: self.current_vectors_now(agent_id, user_id, mtype, limit, vector))
+    async def conflict_candidates(self, probes: Sequence[Probe]) -> builtins.list[Found]:
+        return await self._db.call(lambda: self.conflict_candidates_now(probes))
 
     async def embed_requests(self, reqs: Sequence[RememberRequest]) -> Vectors:
         """The vectors a remember of ``reqs`` would store (a policy's look before the write;
         the embedder's cache serves the write itself)."""
         return await self._db.call(lambda: writes.embed_requests(self._db, reqs))
-
-    async def current_texts(self, agent_id: str, user_id: str | None, mtype: MemoryType,
-                            limit: int) -> builtins.list[tuple[str, str]]:
-        return await self._db.call(
-            lambda: self.current_texts_now(agent_id, user_id, mtype, limit))
 
     async def neighbours(
         self, agent_id: str, ids: Sequence[str], hops: int, user_id: str | None = None

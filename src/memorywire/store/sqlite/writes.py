@@ -20,17 +20,15 @@ from memorywire.core.content import (
 from memorywire.core.context_key import lexical_text
 from memorywire.core.ids import new_id
 from memorywire.core.records import RememberAction, new_row, remember_action
-from memorywire.core.timeline import TIME_KEY
 from memorywire.embed.base import Vectors
 from memorywire.store._vector_cache import CachedRow
 from memorywire.store.sqlite.contexts import put_context, stored_metadata
-from memorywire.store.sqlite.db import VISIBLE, SqliteDb
+from memorywire.store.sqlite.db import SqliteDb
 from memorywire.store.sqlite.maintenance import ROW_COLS, row_of, write_row
 from memorywire.store.sqlite.schema import agent_number, scope_token, vid
-from memorywire.wire.models import MemoryType, RememberRequest, RememberResponse
+from memorywire.wire.models import RememberRequest, RememberResponse
 
-__all__ = ["conflict_scan", "conflict_scan_vectors", "embed_requests", "index_last",
-           "remember_many"]
+__all__ = ["embed_requests", "index_last", "remember_many"]
 
 
 def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
@@ -131,41 +129,3 @@ def embed_requests(db: SqliteDb, reqs: Sequence[RememberRequest]) -> Vectors:
     reqs = [fold_request(r) for r in reqs]
     return db.embedder.embed([embed_text(r.type, content_to_storage(r.type, r.content))
                               for r in reqs])
-
-
-_SCAN_WHERE = ("WHERE agent_id = ? AND user_id IS ? AND type = ? "
-               f"AND {VISIBLE} AND json_extract(metadata, '$.{TIME_KEY}.superseded_by') IS NULL "
-               "ORDER BY created_at DESC, id DESC LIMIT ?")
-
-
-def conflict_scan(db: SqliteDb, agent_id: str, user_id: str | None, mtype: MemoryType,
-                  limit: int) -> list[tuple[str, str]]:
-    """``(id, text)`` of the scope's current memories of one type, newest first: the
-    detector's candidates, read as two columns (no records built, superseded ones left out by
-    SQLite) so a remember into a large scope does not pay for a whole ``list``."""
-    if db.missing():
-        return []
-    with db.tx() as conn:
-        return [(r[0], r[1]) for r in conn.execute(
-            f"SELECT id, content FROM memories {_SCAN_WHERE}",
-            (agent_id, user_id, mtype.value, db.clock.now_ms(), limit))]
-
-
-def conflict_scan_vectors(db: SqliteDb, agent_id: str, user_id: str | None, mtype: MemoryType,
-                          limit: int, vector: bytes) -> list[tuple[str, str, float]]:
-    """:func:`conflict_scan` with each memory's cosine to ``vector`` (float32 bytes, the new
-    memory's), for the detector's meaning rule: computed by sqlite-vec next to the stored
-    vectors, so no vector is copied out and no model is called. The same rows (the newest
-    ``limit``), in no particular order: the detector orders its candidates itself."""
-    if db.missing():
-        return []
-    with db.tx() as conn:
-        number = agent_number(conn, agent_id, create=False)
-        if number is None:
-            return []
-        return [(r[0], r[1], float(r[2])) for r in conn.execute(
-            "SELECT m.id, m.content, 1.0 - vec_distance_cosine(v.embedding, ?) FROM "
-            f"(SELECT rid, id, content, created_at FROM memories {_SCAN_WHERE}) AS m "
-            "JOIN vectors AS v ON v.vid = ? + m.rid",
-            (vector, agent_id, user_id, mtype.value, db.clock.now_ms(), limit,
-             vid(number, 0)))]

@@ -301,7 +301,7 @@ def text_of(content: Any, memory_type: str = "semantic") -> str:
 #: (a remember near the content limit stalled the write path); no directive needs more of a
 #: token than a URL's scheme and host.
 _RUN = 64
-_LONG_RUN = re.compile(r"\S{%d,}" % (_RUN + 1))
+_LONG_RUN = re.compile(r"\S{" + str(_RUN + 1) + ",}")
 
 
 def _runs_cut(text: str) -> str:

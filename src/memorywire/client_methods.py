@@ -79,6 +79,17 @@ def _is_request(first: Any) -> bool:
     return isinstance(first, BaseModel | Mapping)
 
 
+def _reads_as_request(op: str, first: Mapping[str, Any], first_field: str | None) -> bool:
+    """Whether a mapping in the first place is the whole request rather than its value:
+    ``remember(content={"name": ..., "states": ...})`` (a procedure) binds the same parameter
+    as ``remember({"agent_id": ..., "content": ...})``. A mapping naming ``agent_id`` or
+    holding only the request's own fields is a request (an unknown field in it is then
+    refused by the request's schema); anything else is structured content."""
+    if first_field is None or "agent_id" in first:
+        return True
+    return set(first) <= set(_MODELS[op].model_fields)
+
+
 def compose(
     op: str, first: Any, first_field: str | None, fields: Mapping[str, Any],
     defaults: Mapping[str, Any] | None = None,
@@ -92,7 +103,7 @@ def compose(
     doc: dict[str, Any] = {}
     if isinstance(first, BaseModel):
         doc = first.model_dump(mode="json", exclude_unset=True)
-    elif isinstance(first, Mapping):
+    elif isinstance(first, Mapping) and _reads_as_request(op, first, first_field):
         doc = dict(first)
     elif first is not None:
         if first_field is None:

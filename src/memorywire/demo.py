@@ -154,9 +154,16 @@ async def run_demo(workdir: Path) -> dict[str, Any]:
         _expect(again.state == "confirmed", "procedure state persisted")
         summary["procedure_state"] = again.state
 
-        _say("hard forget")
+        _say("hard forget: the agent asks, a person approves (an agent may not destroy alone)")
         f = await mem.forget(agent_id=AGENT, ids=[gated.id], hard_delete=True, reason="demo")
-        _say("", f"forgotten={f.forgotten_ids} stores={[s.model_dump() for s in f.stores]}")
+        _say("", f"pending={f.pending_approval} approval_id={f.approval_id}")
+        _expect(bool(f.pending_approval) and f.approval_id is not None, "hard forget staged")
+        assert f.approval_id is not None
+        with acting_as("reviewer:alice"):
+            item = await gov.get_review(f.approval_id)
+            decision = await gov.approve(f.approval_id, "reviewer:alice",
+                                         item.get("content_hash"))
+        _say("", f"approved by alice: status={decision.get('status')}")
         gone = await mem.recall(agent_id=AGENT, user_id="u1", query="Ryanair airline", k=5)
         _expect(all(h.id != gated.id for h in gone.results), "forgotten")
 

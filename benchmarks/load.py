@@ -316,7 +316,8 @@ def _pct(xs: list[float], p: float) -> float:
 def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
     agents = [f"agent-{n}" for n in range(max(args.clients, 8))]
     home = Path(tempfile.mkdtemp(prefix="mw-load-"))
-    srv: Any = load_cluster(Path(args.cluster)) if args.cluster else \
+    cluster = getattr(args, "cluster", None)  # load_ab builds its own Namespace, without it
+    srv: Any = load_cluster(Path(cluster)) if cluster else \
         start_server(setup, home, agents)
     procs0: dict[str, float] = {}
     procs: dict[str, float] | None = None
@@ -330,8 +331,8 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
                                 {"agent_id": agent, "query": "warm up", "k": 1}, srv.headers())
 
         anyio.run(warm)
-        cpu0 = cpu_seconds(srv.process.pid) if not args.cluster else 0.0
-        if args.cluster:
+        cpu0 = cpu_seconds(srv.process.pid) if not cluster else 0.0
+        if cluster:
             procs0 = srv.cpu()
         self0 = resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.perf_counter()
@@ -343,7 +344,7 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
             anyio.run(_closed_loop, srv, args.clients, seconds, args.max_requests, st, ledger,
                       agents)
         elapsed = time.perf_counter() - t0
-        if args.cluster:
+        if cluster:
             ops = max(sum(len(x) for x in st.latencies.values()), 1)
             used = {k: v - procs0[k] for k, v in srv.cpu().items()}
             procs = {k: round(v / ops, 5) for k, v in used.items()}
@@ -392,7 +393,7 @@ def run_setup(setup: ServerSetup, args: argparse.Namespace) -> dict[str, Any]:
         "embed_batching": batching,
         # --cluster: CPU seconds per operation of each process of the topology
         "process_cpu_s_per_op": procs,
-        "embed_service": srv.embed_stats() if args.cluster else None,
+        "embed_service": srv.embed_stats() if cluster else None,
         "open_loop": sched.report() if sched is not None else None,
     }
 

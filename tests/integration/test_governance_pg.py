@@ -307,7 +307,9 @@ async def test_per_user_keys_seal_kept_texts_and_an_erase_destroys_them_on_postg
     from memorywire.store.base import UpdateRequest
 
     clock = FakeClock()
-    inner = PostgresStore(pg_dsn, EMB, clock, relevance_floor=-1.0, lexical_floor=-1.0)
+    inner = PostgresStore(pg_dsn, EMB, clock,
+                          recall=replace(PostgresStore.DEFAULT_RECALL, relevance_floor=-1.0,
+                                         lexical_floor=-1.0))
     g = GovernedStore(inner, pg_dsn, clock=clock, per_user_keys=True,
                       data_kek=tmp_path / "kek", audit_key=tmp_path / "hmac")
     try:

@@ -225,8 +225,8 @@ async def test_remember_partial_failure_is_reported() -> None:
     assert [(f.store, f.code) for f in resp.failures] == [("b", "backend_unavailable"),
                                                            ("c", "store_corrupt")]
     assert set(resp.model_dump()) == {"id", "stored_at", "stores", "pending_approval",
-                                      "approval_url", "conflicts", "deduplicated",
-                                      "near_duplicates"}
+                                      "approval_url", "approval_id", "conflicts",
+                                      "deduplicated", "near_duplicates"}
     assert await a.get(AGENT, resp.id) is not None
     with pytest.raises(BackendUnavailable):
         await MemoryRouter([Faulty(store("x"), "raise", ["remember"])]).remember(remember("x"))

@@ -11,8 +11,6 @@ import os
 import sys
 from typing import Any
 
-from memorywire.embed import embedder_from_spec
-
 __all__ = ["register_embed"]
 
 
@@ -34,6 +32,8 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"memorywire embed serve: warning: {args.host} is not loopback and no "
               "--api-key-env is set: anyone who reaches the port can use the model",
               file=sys.stderr)
+    from memorywire.embed import embedder_from_spec  # numpy and the model: only when run
+
     embedder = embedder_from_spec(args.spec)
     serve_embed(embedder, args.host, args.port, names=frozenset({args.spec.strip()}),
                 max_batch=args.max_batch, max_wait_ms=args.max_wait_ms, lanes=args.lanes,

@@ -13,6 +13,7 @@ import random
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from memorywire.core.clock import FakeClock
@@ -38,11 +39,12 @@ def _note(rng: random.Random, i: int, topics: list[str] = TOPICS) -> str:
            f"{rng.choice(topics)} story number {i}."
 
 
-def _unit_rows(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
+def _unit_rows(rng: np.random.Generator, count: int, dim: int) -> npt.NDArray[np.float32]:
     """Vectors in general position: no two cosines tie, so "nearest" has one answer (a
     hashing embedder's vectors tie often, and a tie may be broken either way)."""
     m = rng.standard_normal((count, dim)).astype(np.float32)
-    return m / np.linalg.norm(m, axis=1, keepdims=True)
+    out: npt.NDArray[np.float32] = m / np.linalg.norm(m, axis=1, keepdims=True)
+    return out
 
 
 async def test_a_batch_finds_what_each_write_alone_finds(tmp_path: Path) -> None:

@@ -27,7 +27,11 @@ generator, seeded by the seed and its question id, so a subset builds the same h
     python benchmarks/longmemeval_heldout.py \
         --oracle ../shared/datasets/longmemeval/longmemeval_oracle.json.gz \
         --s-dev ../shared/datasets/longmemeval/longmemeval_s_dev120.json.gz \
-        --out /tmp/longmemeval_heldout.json.gz [--seed 31] [--sample N]
+        --out /tmp/longmemeval_heldout.json.gz [--seed 31] [--sample N] [--rebuild-dev]
+
+``--rebuild-dev`` builds the 120 dev questions the same way (their oracle evidence plus drawn
+filler), so a run on it beside the real dev120 file shows how far the construction itself
+moves the numbers.
 """
 
 from __future__ import annotations
@@ -149,9 +153,15 @@ def sample_questions(entries: list[Entry], n: int, seed: int) -> list[Entry]:
 
 
 def build(oracle: list[Entry], dev: list[Entry], seed: int = DEFAULT_SEED,
-          sample: int | None = None) -> tuple[list[Entry], dict[str, Any]]:
-    """The held-out file's questions and a summary of how they were built."""
+          sample: int | None = None, rebuild_dev: bool = False,
+          ) -> tuple[list[Entry], dict[str, Any]]:
+    """The held-out file's questions and a summary of how they were built; ``rebuild_dev``
+    builds the *dev* questions the same way instead, to compare the construction with their
+    real S haystacks (a check of the method, not a second held-out set)."""
     questions, shared = held_out_questions(oracle, dev)
+    if rebuild_dev:
+        dev_ids = {e["question_id"] for e in dev}
+        questions, shared = [e for e in oracle if e["question_id"] in dev_ids], []
     if sample is not None:
         if not 0 < sample <= len(questions):
             raise ValueError(f"--sample {sample}: must be between 1 and {len(questions)}")
@@ -165,6 +175,8 @@ def build(oracle: list[Entry], dev: list[Entry], seed: int = DEFAULT_SEED,
                    if sid not in set(e["answer_session_ids"]))
     summary = {
         "seed": seed,
+        "questions_from": "dev (rebuilt, a check of the construction)" if rebuild_dev
+                          else "held-out",
         "questions": len(built),
         "abstention": sum(e["question_id"].endswith("_abs") for e in built),
         "by_type": dict(sorted(Counter(e["question_type"] for e in built).items())),
@@ -204,12 +216,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=None, metavar="N",
                         help="only N held-out questions, drawn (seeded) in proportion to "
                              "the question types")
+    parser.add_argument("--rebuild-dev", action="store_true",
+                        help="build the dev questions' haystacks this way instead, to set "
+                             "beside their real S haystacks (checks the construction)")
     args = parser.parse_args(argv)
     for flag, path in (("--oracle", args.oracle), ("--s-dev", args.s_dev)):
         if not path.is_file():
             parser.error(f"{flag} {path}: no such file")
     try:
-        entries, summary = build(read(args.oracle), read(args.s_dev), args.seed, args.sample)
+        entries, summary = build(read(args.oracle), read(args.s_dev), args.seed, args.sample,
+                                 args.rebuild_dev)
     except (ValueError, KeyError) as exc:
         parser.error(f"cannot build the held-out file: {exc}")
     summary["sha256"] = write(entries, args.out)

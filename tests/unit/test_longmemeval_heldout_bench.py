@@ -176,3 +176,15 @@ def test_bad_arguments_name_the_flag(tmp_path: Path, capsys: pytest.CaptureFixtu
                  "--out", str(tmp_path / "o.json"), "--sample", "99"])
     assert "--sample 99" in capsys.readouterr().err
     assert not (tmp_path / "o.json").exists()
+
+
+def test_rebuild_dev_builds_the_dev_questions_the_same_way_for_a_check() -> None:
+    oracle, dev = _files()
+    built, summary = HO.build(oracle, dev, seed=7, rebuild_dev=True)
+    assert [e["question_id"] for e in built] == ["d0", "d1"]
+    assert summary["questions_from"].startswith("dev")
+    for e in built:
+        ids = e["haystack_session_ids"]
+        assert ids.count(f"answer_{e['question_id']}") == 1
+        assert all(sid.startswith("sharegpt_") for sid in ids
+                   if sid != f"answer_{e['question_id']}")

@@ -16,16 +16,14 @@ from playwright.sync_api import expect, sync_playwright
 from memorywire.core.timeline import validity_of
 from memorywire.governance import acting_as
 from memorywire.wire.models import RememberRequest, RememberResponse
-from tests.integration.test_review_ui_browser import (  # noqa: F401  (fixtures)
-    AGENT,
-    CHROMIUM,
-    TIMEOUT_MS,
-    Served,
-    _login,
-    artifacts,
-    pytestmark,
-    served,
-)
+from tests.integration import test_review_ui_browser as rig
+from tests.integration.test_review_ui_browser import AGENT, CHROMIUM, TIMEOUT_MS, Served, _login
+
+pytestmark = rig.pytestmark
+# the browser rig's fixtures: a real uvicorn server over a governed SQLite store, and where
+# screenshots go
+served = rig.served
+artifacts = rig.artifacts
 
 POLICY = {"rules": [{"name": "web waits", "match": {"source": "web_page"},
                      "decision": "review", "reason": "content from the open web"}]}

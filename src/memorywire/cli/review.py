@@ -46,7 +46,6 @@ def _line(text: Any, width: int = 70) -> str:
 def _review(args: argparse.Namespace) -> int:
     import anyio
 
-    from memorywire.governance.actor import acting_as
     from memorywire.governance.store_review import apply, by_key, propose
     from memorywire.server.auth import LOCAL_OPERATOR
     from memorywire.server.config import load_config
@@ -76,8 +75,7 @@ def _review(args: argparse.Namespace) -> int:
                     done.append({"key": key, "error": f"action must be "
                                                       f"{' or '.join(p.actions)}"})
                     continue
-                with acting_as(LOCAL_OPERATOR):
-                    out = await apply(runtime.governed, p, action, LOCAL_OPERATOR)
+                out = await apply(runtime.governed, p, action, LOCAL_OPERATOR)
                 done.append({"key": key, "action": action, "done": out.done,
                              "staged": out.staged})
             return done

@@ -26,6 +26,9 @@ from memorywire.testing.home import private_env
 from tests.docs.blocks import Block, Unit, console_commands
 
 BLOCK_TIMEOUT_S = 120.0
+#: Point a block's writes outside its home (``connect codex`` honours ``CODEX_HOME``,
+#: ``connect claude-desktop`` ``APPDATA``) or change what it does (the default agent).
+_ELSEWHERE = ("MEMORYWIRE_AGENT", "CODEX_HOME", "APPDATA", "LOCALAPPDATA", "CLAUDE_CONFIG_DIR")
 SERVER_START_S = 60.0
 
 
@@ -54,7 +57,8 @@ def unit_env(root: Path) -> dict[str, str]:
     env["MEMORYWIRE_CACHE_DIR"] = cache
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONWARNINGS"] = "error::FutureWarning"
-    env.pop("MEMORYWIRE_AGENT", None)
+    for name in _ELSEWHERE:
+        env.pop(name, None)
     return env
 
 

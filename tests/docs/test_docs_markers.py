@@ -70,6 +70,16 @@ def test_a_python_block_fails_on_a_future_warning(tmp_path: Path) -> None:
     assert not outcome.ok and "old form" in outcome.log[0]
 
 
+def test_a_block_never_reaches_a_config_folder_outside_its_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "real-codex"))
+    monkeypatch.setenv("MEMORYWIRE_AGENT", "someone")
+    outcome = run_unit(_unit('test -z "${CODEX_HOME:-}" && test -z "${MEMORYWIRE_AGENT:-}"'),
+                       tmp_path / "u")
+    assert outcome.ok, outcome.log
+
+
 def test_a_session_shares_its_folder_and_home_and_nothing_else(tmp_path: Path) -> None:
     outcome = run_unit(_unit('echo hi > note; touch "$HOME/mark"', 'test -f note',
                              'test -f "$HOME/mark"; test "$HOME" != "' + str(Path.home()) + '"',

@@ -44,8 +44,9 @@ def doc_pages(root: Path = ROOT) -> list[Path]:
     return [p for p in top if p.is_file()] + sorted((root / "docs").rglob("*.md"))
 
 
-def _prose_lines(text: str) -> list[tuple[int, str]]:
-    """Lines outside fenced code, with inline code spans blanked out."""
+def _prose_lines(text: str, *, code_spans: bool = False) -> list[tuple[int, str]]:
+    """Lines outside fenced code; inline code spans blanked out unless ``code_spans``
+    (a link inside backticks is an example, but a heading's code is part of its anchor)."""
     out: list[tuple[int, str]] = []
     fence: str | None = None
     for number, line in enumerate(text.splitlines(), start=1):
@@ -57,7 +58,7 @@ def _prose_lines(text: str) -> list[tuple[int, str]]:
                 fence = None
             continue
         if fence is None:
-            out.append((number, _CODE_SPAN.sub("", line)))
+            out.append((number, line if code_spans else _CODE_SPAN.sub("", line)))
     return out
 
 
@@ -73,7 +74,7 @@ def anchors(page: Path) -> set[str]:
     """Every anchor a link into ``page`` may name."""
     seen: dict[str, int] = {}
     found: set[str] = set()
-    for _, line in _prose_lines(page.read_text(encoding="utf-8")):
+    for _, line in _prose_lines(page.read_text(encoding="utf-8"), code_spans=True):
         found.update(_HTML_ID.findall(line))
         heading = _HEADING.match(line)
         if not heading:

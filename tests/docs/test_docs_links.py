@@ -31,6 +31,7 @@ def test_the_check_bites(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     target = tmp_path / "docs" / "b.md"
     target.write_text("# Title\n\n## Twice\n\n## Twice\n\n<a id=\"pinned\"></a>\n"
+                      "## Run `make docs`\n"
                       "```sh\n# not a heading\n```\n", encoding="utf-8")
     page = tmp_path / "a.md"
     page.write_text(
@@ -40,7 +41,7 @@ def test_the_check_bites(tmp_path: Path) -> None:
         "`[code](docs/none.md)` [web](https://example.invalid/x)\n"
         "```text\n[in a fence](docs/none.md)\n```\n"
         "![img](docs/missing.png)\n", encoding="utf-8")
-    assert anchors(target) == {"title", "twice", "twice-1", "pinned"}
+    assert anchors(target) == {"title", "twice", "twice-1", "pinned", "run-make-docs"}
     found = [(b.line, b.target, b.why) for b in broken_links([page], root=tmp_path)]
     assert found == [
         (3, "docs/c.md", "no such file"),

@@ -102,6 +102,16 @@ def _top(sims: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
     return np.argsort(-sims, kind="stable")
 
 
+def _top_rows(sims: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
+    """:func:`_top` of every row at once (the same selection and order, row by row)."""
+    if sims.shape[1] > k:
+        part = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        order = np.argsort(-np.take_along_axis(sims, part, axis=1), axis=1, kind="stable")
+        ordered: npt.NDArray[np.intp] = np.take_along_axis(part, order, axis=1)
+        return ordered
+    return np.argsort(-sims, axis=1, kind="stable")
+
+
 def _nearest(index: ScopeIndex, queries: npt.NDArray[np.float32], probes: Sequence[Probe],
              now: int) -> list[Positions]:
     """Each probe's nearest positions of its user and type (over-fetched, see _OVERFETCH)."""
@@ -112,8 +122,15 @@ def _nearest(index: ScopeIndex, queries: npt.NDArray[np.float32], probes: Sequen
         # A small scope: one matrix product for the batch, each probe's scope masked once.
         sims = queries @ index.matrix.T
         every = np.arange(index.n, dtype=np.int64)
-        masked = [index.of_scope(every, now, user, mtype) for user, mtype in scopes]
-        return [masked[key][_top(sims[j, masked[key]], k)] for j, key in enumerate(keys)]
+        small: list[Positions] = [every] * len(probes)
+        for key, (user, mtype) in enumerate(scopes):
+            pos = index.of_scope(every, now, user, mtype)
+            rows = [j for j, mine in enumerate(keys) if mine == key]
+            block = sims if len(rows) == len(probes) and pos.size == index.n \
+                else sims[np.ix_(np.asarray(rows, dtype=np.int64), pos)]
+            for j, top in zip(rows, _top_rows(block, k), strict=True):
+                small[j] = pos[top]
+        return small
     coarse = index.coarse
     if coarse is None or coarse.stale(index.n):
         coarse = index.coarse = CoarseIndex(index.matrix)

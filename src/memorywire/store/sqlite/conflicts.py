@@ -15,6 +15,12 @@ Two lists per write (:class:`~memorywire.store.timeline.Probe`), united:
 Both are bounded by constants, not by the scope: the cost of a write no longer grows with what
 the agent remembers. Only current memories come back (not superseded, forgotten, archived
 or expired), each with its cosine to the new vector for the detector's meaning rule.
+
+A batch's writes are searched together (issue 35): one product per coarse list for all the
+writes probing it (:func:`~memorywire.store._coarse_index.nearest_many`), one full-text
+query per distinct word (:mod:`memorywire.store.sqlite.conflict_lexical`), one read of the
+candidates' rows. Searched one by one, the same writes asked the same lists, words and rows
+once each, and a 1,000-row batch into a large scope spent most of its time there.
 """
 
 from __future__ import annotations

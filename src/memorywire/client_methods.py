@@ -166,11 +166,14 @@ class AsyncOperations:
         location: str | None = None, participants: Sequence[str] | None = None,
         sentiment: str | None = None, valence: float | None = None,
         arousal: float | None = None, emotion: str | None = None, target: str | None = None,
+        allow_duplicate: bool | None = None,
     ) -> RememberResponse:
         """Store one memory for ``agent_id`` (``type`` defaults to ``semantic``).
 
         ``content`` is the text (structured content: pass a dict as ``content=``);
-        ``id`` makes retries idempotent; ``source`` records provenance; the episodic
+        ``id`` makes retries idempotent; the same content again in the same scope answers
+        the stored memory (``deduplicated``) unless ``allow_duplicate``; ``source`` records
+        provenance; the episodic
         (``event_time``, ``location``, ``participants``) and emotional (``valence``,
         ``arousal``, ``emotion``, ``target``, ``sentiment``) fields apply to those types."""
         fields = {k: v for k, v in locals().items() if k not in ("self", "content")}
@@ -302,6 +305,7 @@ class SyncOperations:
         location: str | None = None, participants: Sequence[str] | None = None,
         sentiment: str | None = None, valence: float | None = None,
         arousal: float | None = None, emotion: str | None = None, target: str | None = None,
+        allow_duplicate: bool | None = None,
     ) -> RememberResponse:
         """Store one memory (see :meth:`AsyncOperations.remember`)."""
         fields = {k: v for k, v in locals().items() if k not in ("self", "content")}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -64,21 +64,26 @@ def _unit(i: int) -> np.ndarray[Any, np.dtype[np.float64]]:
     return v
 
 
-def _vector(text: str) -> Sequence[float]:
+def _vector(text: str) -> list[float]:
+    return [float(x) for x in _direction(text)]
+
+
+def _direction(text: str) -> np.ndarray[Any, np.dtype[np.float64]]:
     """Every question points along axis 0; the answer sits at cosine 0.9 to it and Ines's
     other memory ``i`` at ``0.5 - 0.03 i``: the vector list is the answer, then the others
     in order (:func:`_vector_rank`)."""
     if text in QUESTIONS:
-        return _unit(0).tolist()
+        return _unit(0)
     if text in FACTS:
         i = FACTS.index(text)
         c = 0.9 if i == ANSWER else 0.5 - 0.03 * i
-        return (c * _unit(0) + math.sqrt(1 - c * c) * _unit(i + 1)).tolist()
+        return c * _unit(0) + math.sqrt(1 - c * c) * _unit(i + 1)
     if text in OTHER:
-        return _unit(12 + OTHER.index(text)).tolist()
+        return _unit(12 + OTHER.index(text))
     # anything else (the episodes): a fixed direction off every question's axis
-    return (np.random.default_rng(zlib.crc32(text.encode())).random(DIM) * (_unit(0) == 0)
-            ).tolist()
+    off_axis: np.ndarray[Any, np.dtype[np.float64]] = np.random.default_rng(
+        zlib.crc32(text.encode())).random(DIM) * (_unit(0) == 0)
+    return off_axis
 
 
 def _vector_rank(i: int) -> int:
@@ -87,8 +92,9 @@ def _vector_rank(i: int) -> int:
 
 EMB = FunctionEmbedder(_vector, DIM)
 #: Every ranking rule and floor off: what is left is the two lists and their fusion.
-OFF = dict(relevance_floor=-1.0, lexical_floor=-1.0, entity_gate=False, substance_weight=0.0,
-           turn_weight=0.0, session_weight=0.0, subject_weight=0.0, subject_lexical_weight=0.0)
+OFF: dict[str, Any] = dict(
+    relevance_floor=-1.0, lexical_floor=-1.0, entity_gate=False, substance_weight=0.0,
+    turn_weight=0.0, session_weight=0.0, subject_weight=0.0, subject_lexical_weight=0.0)
 
 
 @pytest.fixture(params=["memory", "sqlite",
@@ -139,7 +145,8 @@ async def test_the_name_every_memory_holds_does_not_rank_the_scope(store: Any) -
 async def test_a_rare_word_counts_fully(store: Any) -> None:
     hits = await _hits(store, "Who is allergic to shellfish?")
     # ines4 is sixth by vector and first (alone) in full text, at full weight.
-    assert hits[0] == ("ines4", pytest.approx(_rrf(_vector_rank(4)) + _rrf(0, 1.0), rel=1e-9))
+    assert hits[0][0] == "ines4"
+    assert hits[0][1] == pytest.approx(_rrf(_vector_rank(4)) + _rrf(0, 1.0), rel=1e-9)
     assert unit_weight(1, len(FACTS)) == 1.0
 
 

@@ -83,3 +83,17 @@ $(MUTATION_VENV)/.installed: $(STAMP) constraints/mutation.txt
 .PHONY: mutation
 mutation: $(MUTATION_VENV)/.installed
 	$(MUTATION_VENV)/bin/python scripts/mutation.py $(MUTATION_ARGS)
+
+# The docs as a static site (.cache/docs-site/html): README, CONTRIBUTING, CHANGELOG and docs/
+# through mkdocs --strict, so a link to a missing page or anchor, or a page left out of the
+# nav, fails the build. External links are not fetched. mkdocs lives in its own venv
+# (.cache/venv-docs, from constraints/docs.txt: PyPI at install time only).
+DOCS_VENV := .cache/venv-docs
+$(DOCS_VENV)/.installed: constraints/docs.txt
+	test -x $(DOCS_VENV)/bin/python || $(PY) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install -q -r constraints/docs.txt
+	touch $@
+
+.PHONY: docs
+docs: $(DOCS_VENV)/.installed
+	$(DOCS_VENV)/bin/python scripts/docs_site.py

@@ -3,7 +3,7 @@
 # standbys streaming from it (pg_basebackup of pgserver's bundled binaries, or of
 # MEMORYWIRE_PG_BIN), PgBouncer in transaction mode in front of the primary, one
 # `memorywire embed serve` and N `memorywire serve` processes that embed through it, read
-# from a standby and write through PgBouncer.
+# from a standby and write (store and governance) through PgBouncer.
 #
 #   scripts/cluster-up.sh [--dir DIR] [--servers N] [--replicas R] [--spec minilm|hashing]
 #                         [--pool N]
@@ -94,7 +94,8 @@ bouncer_port="$(field "$pg_json" pgbouncer_port)"
 primary_port="$(field "$pg_json" primary_port)"
 replica_hosts="$("$PY" -c "import json,sys; print(','.join('127.0.0.1:%d' % p for p in json.load(open(sys.argv[1]))['replica_ports']))" "$pg_json")"
 store_url="postgresql://postgres@127.0.0.1:$bouncer_port/memorywire?replicas=$replica_hosts&pool_max=8"
-governance_url="postgresql://postgres@127.0.0.1:$primary_port/memorywire"
+# governance keeps no session state either (docs/decisions.md, pgb35): one pooler for both
+governance_url="postgresql://postgres@127.0.0.1:$bouncer_port/memorywire"
 
 wait_for() {  # URL, what, log, pid: poll until it answers 200 (or the process is gone)
     for _ in $(seq 1 300); do

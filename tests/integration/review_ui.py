@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -32,10 +33,13 @@ def governed(tmp_path: Path) -> GovernedStore:
 
 
 @contextmanager
-def ui_client(gov: GovernedStore, tokens: Mapping[str, str]) -> Iterator[TestClient]:
-    """The UI signed in by ``tokens`` (token -> reviewer); not following redirects, so a
-    test sees where each one points. Closes ``gov`` on the client's event loop."""
-    app = Starlette(routes=[Mount("/ui", app=review_app(gov, tokens.get, secret_key="k" * 32))])
+def ui_client(gov: GovernedStore, tokens: Mapping[str, str],
+              **options: Any) -> Iterator[TestClient]:
+    """The UI signed in by ``tokens`` (token -> reviewer), with ``review_app``'s
+    ``options``; not following redirects, so a test sees where each one points. Closes
+    ``gov`` on the client's event loop."""
+    app = Starlette(routes=[Mount("/ui", app=review_app(gov, tokens.get, secret_key="k" * 32,
+                                                        **options))])
     with TestClient(app, follow_redirects=False) as c:
         yield c
         c.portal.call(gov.aclose)

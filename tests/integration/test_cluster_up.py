@@ -48,6 +48,8 @@ def test_cluster_up_serves_through_pgbouncer_and_replica() -> None:
         assert up.returncode == 0, up.stderr[-3000:]
         c = _env(tmp_path / "c" / "cluster.env")
         first, second = c["MEMORYWIRE_SERVERS"].split()
+        # governance (queue, audit chain) goes through PgBouncer too, not to the primary
+        assert f":{c['MEMORYWIRE_PGBOUNCER_PORT']}/" in c["MEMORYWIRE_GOVERNANCE_URL"]
         head = {"authorization": f"Bearer {c['MEMORYWIRE_AGENT_TOKEN']}"}
         with httpx.Client(timeout=60, headers=head) as http:
             for i in range(6):
@@ -65,11 +67,24 @@ def test_cluster_up_serves_through_pgbouncer_and_replica() -> None:
             embed = c["MEMORYWIRE_EMBEDDER"].removeprefix("openai:").split("#")[0]
             stats = httpx.get(f"{embed}/stats").json()
             assert stats["texts"] >= 8  # writes and queries embedded by the service
+        with httpx.Client(timeout=60) as http:
+            staged = http.post(f"{first}/v0/remember", headers=head, json={
+                "agent_id": "a", "type": "semantic", "id": "gated",
+                "content": "The user's gate code is kept for review.",
+                "approval_required": True})
+            assert staged.status_code == 200 and staged.json()["pending_approval"], staged.text
+            approved = http.post(f"{second}/v0/approvals/gated/approve", json={"reason": "ok"},
+                                 headers={"authorization":
+                                          f"Bearer {c['MEMORYWIRE_REVIEWER_TOKEN']}"})
+            assert approved.status_code == 200, approved.text
+            verified = http.post(f"{second}/v0/audit/verify", headers={
+                "authorization": f"Bearer {c['MEMORYWIRE_ADMIN_TOKEN']}"})
+            assert verified.status_code == 200 and verified.json()["ok"] is True, verified.text
         primary = f"postgresql://postgres@127.0.0.1:{c['MEMORYWIRE_PRIMARY_PORT']}/memorywire"
         with psycopg.connect(primary) as conn:
             streaming = conn.execute("SELECT state FROM pg_stat_replication").fetchall()
             rows = conn.execute("SELECT count(*) FROM memorywire_memories").fetchone()
-        assert streaming == [("streaming",)] and rows == (6,)
+        assert streaming == [("streaming",)] and rows == (7,)
         bouncer = f"postgresql://postgres@127.0.0.1:{c['MEMORYWIRE_PGBOUNCER_PORT']}/pgbouncer"
         with psycopg.connect(bouncer, autocommit=True, prepare_threshold=None) as conn:
             cur = conn.execute("SHOW STATS")

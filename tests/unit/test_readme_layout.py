@@ -21,7 +21,7 @@ _IMPLIED = ("__init__.py", "__main__.py")
 def layout_entries(text: str) -> dict[str, str]:
     """Entry head (``errors.py``, ``wire/``, ``cli.py, x.py``) -> the text describing it."""
     section = text.split("## Layout", 1)[1]
-    block = re.search(r"```\n(.*?)```", section, flags=re.S)
+    block = re.search(r"```(?:text)?\n(.*?)```", section, flags=re.S)
     assert block is not None, "the Layout section lost its code block"
     entries: dict[str, str] = {}
     head: str | None = None

@@ -29,6 +29,7 @@ from memorywire.cli.hooks import register_hook
 from memorywire.cli.ops import register_ops
 from memorywire.cli.portability import register_portability
 from memorywire.cli.records import register_records
+from memorywire.cli.review import register_review
 from memorywire.cli.serve import register_serve
 from memorywire.errors import MemorywireError
 from memorywire.wire.registry import schema, schema_names
@@ -123,6 +124,7 @@ SUBCOMMANDS: list[Register] = [
     register_records,
     register_portability,
     register_audit,
+    register_review,
     register_forgetting,
     register_embed,
     register_connect,

@@ -254,6 +254,10 @@ class ReviewDesk:
         )
         return await self._w.run(lambda: self._queue.stage(fresh, {"imported_from": source}))
 
+    async def decided_items(self, operation: str, limit: int = 5_000) -> list[QueueItem]:
+        """Decided items of ``operation``, the latest decision first (approval patterns)."""
+        return await self._w.run(lambda: self._queue.decided(operation, limit))
+
     async def get_item(self, item_id: str) -> QueueItem | None:
         """The staged item as stored, without building its review (a scope check needs the
         agent and user, not the rendered request)."""

@@ -83,13 +83,15 @@ class PolicyGate:
     def policies(self) -> PolicySet:
         return self._policies
 
-    def replace(self, policies: Policies) -> None:
-        """Take ``policies`` from now on; the change (its hash) is recorded first."""
+    def replace(self, policies: Policies, details: Mapping[str, Any] | None = None) -> None:
+        """Take ``policies`` from now on; the change (its hash, and ``details``: what
+        changed and why, where the caller knows) is recorded first."""
         new = as_policies(policies)
         self._trail.write_now(
             actor=current_actor(),
             action="policy_changed",
-            details={"policy_sha256": sha256_hex(canonical_json(new.to_dict()))},
+            details={**(details or {}),
+                     "policy_sha256": sha256_hex(canonical_json(new.to_dict()))},
         )
         self._policies = new
 

@@ -7,12 +7,19 @@ are read-then-write (chain head, queue row), and serialising them is what gives 
 chain and single approvals across processes, as ``BEGIN IMMEDIATE`` does on SQLite. A plpgsql
 trigger refuses ``UPDATE``, ``DELETE`` and ``TRUNCATE`` on ``audit_log``.
 
+The connection keeps no state in its server session, so it may go through PgBouncer in
+transaction mode, where each transaction runs on whichever server session is free: every
+table name is schema-qualified per statement (no ``SET search_path``), both advisory locks
+are transaction-level, and psycopg never prepares a statement server-side.
+
 The connection is synchronous on purpose: governance transactions never await inside, and
 one connection per process keeps the lock holder's work short and ordered.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -21,7 +28,7 @@ import psycopg
 
 from memorywire.errors import BackendUnavailable, MemorywireError, StorageFull
 
-__all__ = ["LOCK_KEY", "SCHEMA", "PgGovDb"]
+__all__ = ["LOCK_KEY", "SCHEMA", "TABLES", "PgGovDb"]
 
 SCHEMA = "memorywire_governance"
 
@@ -121,6 +128,12 @@ _ADDED = [
 #: Tables of ``_ADDED``: a database without one of them runs ``_ADDED`` again.
 _ADDED_TABLES = ("data_keys", "governance_settings", "revision_texts")
 
+#: Every governance table, read from the DDL so that a table added there is qualified too.
+TABLES = frozenset(re.findall(rf"CREATE TABLE (?:IF NOT EXISTS )?{SCHEMA}\.(\w+)",
+                              "\n".join(_DDL + _ADDED)))
+# A bare table name: not already qualified, not part of a longer word (index names).
+_BARE_TABLE = re.compile(r"(?<![\w.])(" + "|".join(sorted(TABLES)) + r")\b")
+
 
 def _translate(exc: psycopg.Error) -> MemorywireError:
     if isinstance(exc, psycopg.errors.DiskFull):
@@ -133,9 +146,18 @@ def _translate(exc: psycopg.Error) -> MemorywireError:
     return BackendUnavailable(f"governance PostgreSQL failed: {type(exc).__name__}: {exc}")
 
 
+@functools.lru_cache(maxsize=1024)
 def _pg(sql: str) -> str:
-    """``?`` placeholders to psycopg's; governance SQL has no other ``?`` or ``%``."""
-    return sql.replace("?", "%s")
+    """Governance SQL, written once for both dialects, as PostgreSQL runs it here: psycopg's
+    placeholders for ``?`` (governance SQL has no other ``?`` or ``%``) and each bare table
+    name qualified with :data:`SCHEMA`.
+
+    Qualifying replaces a session ``SET search_path``: behind PgBouncer in transaction mode
+    such a setting stays on whichever server session ran it, so this connection's next
+    transaction may land on a session without it, and the next client on that session
+    inherits it.
+    """
+    return _BARE_TABLE.sub(rf"{SCHEMA}.\1", sql.replace("?", "%s"))
 
 
 class PgGovDb:
@@ -213,7 +235,13 @@ class PgGovDb:
 
 def _connect(conninfo: str) -> psycopg.Connection[Any]:
     try:
-        conn = psycopg.connect(conninfo, autocommit=True)
+        # prepare_threshold=None: psycopg would otherwise prepare a statement on its fifth run,
+        # server-side under a name per connection; behind PgBouncer the name lands on a shared
+        # server session (another client's "_pg3_0" already exists there, or ours is missing).
+        conn = psycopg.connect(conninfo, autocommit=True, prepare_threshold=None)
+        # Each BEGIN names its level: the lock-then-read rule needs a fresh snapshot for every
+        # statement after the lock, whatever default_transaction_isolation the server has.
+        conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
     except psycopg.Error as exc:
         raise _translate(exc) from exc
     try:
@@ -225,26 +253,29 @@ def _connect(conninfo: str) -> psycopg.Connection[Any]:
 
 
 def _setup(conn: psycopg.Connection[Any]) -> None:
-    """Create the schema once (servers starting together wait on one lock), then use it.
+    """Create or complete the schema once: servers starting together wait on one lock.
 
-    The lock is a session lock taken *before* the transaction: a transaction that begins after
-    it reads the catalog afresh, so it sees tables another server created meanwhile.
+    The lock is transaction-level, taken first inside the setup transaction, so it holds on
+    one server session and ends with it (a session lock taken through PgBouncer stays on a
+    pooled session that its unlock may never reach). After the wait, what exists is read
+    from the catalog tables by plain queries, whose per-statement snapshot sees what another
+    server committed meanwhile; ``to_regclass`` answers from the backend's catalog cache,
+    which may still hold "no such table" from before the wait.
     """
-    if not _has_schema(conn) or not _has_added_columns(conn):
-        conn.execute("SELECT pg_advisory_lock(%s)", (_SETUP_KEY,))
-        try:
-            with conn.transaction():
-                if not _has_schema(conn):
-                    for stmt in _DDL:
-                        conn.execute(stmt)
-                for stmt in _ADDED:
-                    conn.execute(stmt)
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_KEY,))
-    conn.execute(f"SET search_path TO {SCHEMA}")
+    if _complete(conn):
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_KEY,))
+        if not _tables_present(conn, ("approvals",)):
+            for stmt in _DDL:
+                conn.execute(stmt)
+        if not _complete(conn):
+            for stmt in _ADDED:
+                conn.execute(stmt)
 
 
-def _has_added_columns(conn: psycopg.Connection[Any]) -> bool:
+def _complete(conn: psycopg.Connection[Any]) -> bool:
+    """Whether every table and every added column is there (nothing to create)."""
     row = conn.execute(
         "SELECT count(*) FROM information_schema.columns WHERE table_schema = %s"
         " AND table_name = 'approvals' AND column_name IN ('memory_id', 'requester_id')",
@@ -252,10 +283,12 @@ def _has_added_columns(conn: psycopg.Connection[Any]) -> bool:
     ).fetchone()
     if row is None or int(row[0]) != 2:
         return False
-    return all(conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.{t}",)).fetchone()
-               not in (None, (None,)) for t in _ADDED_TABLES)
+    return _tables_present(conn, ("approvals", *_ADDED_TABLES))
 
 
-def _has_schema(conn: psycopg.Connection[Any]) -> bool:
-    row = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.approvals",)).fetchone()
-    return row is not None and row[0] is not None
+def _tables_present(conn: psycopg.Connection[Any], tables: Sequence[str]) -> bool:
+    row = conn.execute(
+        "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = %s"
+        " AND tablename = ANY(%s)", (SCHEMA, list(tables)),
+    ).fetchone()
+    return row is not None and int(row[0]) == len(set(tables))

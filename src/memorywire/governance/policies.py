@@ -44,6 +44,7 @@ hash only). Left out: ``sealed`` where ``per_user_keys`` is on, else ``readable`
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,6 +231,16 @@ class PolicySet:
         if not isinstance(data, dict):
             raise InvalidRequest(f"policy file {path} must hold a JSON object")
         return cls.from_dict(data)
+
+    def save(self, path: str | Path) -> None:
+        """Write the policy to ``path`` as a policy file, atomically (a crash leaves the old
+        file or the new one, never half of one), keeping the file's permissions."""
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        if target.exists():
+            os.chmod(tmp, target.stat().st_mode & 0o777)
+        os.replace(tmp, target)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

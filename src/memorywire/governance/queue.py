@@ -157,6 +157,15 @@ class ApprovalQueue:
         args.append(limit)
         return [QueueItem.from_row(r) for r in self._db.query(sql, args)]
 
+    def decided(self, operation: str, limit: int) -> list[QueueItem]:
+        """Items of ``operation`` a reviewer approved or rejected, the latest decision first
+        (what approval patterns are learned from); decisions in one millisecond by the
+        newer item first."""
+        sql = (f"SELECT {_COLS} FROM approvals WHERE operation = ? AND reviewed_at IS NOT NULL"
+               " AND status IN ('approved', 'committing', 'failed', 'rejected')"
+               " ORDER BY reviewed_at DESC, created_at DESC, id DESC LIMIT ?")
+        return [QueueItem.from_row(r) for r in self._db.query(sql, (operation, limit))]
+
     def open_for_memory(self, agent_id: str, memory_id: str) -> QueueItem | None:
         """The pending or committing remember that will create ``memory_id`` in ``agent_id``."""
         rows = self._db.query(

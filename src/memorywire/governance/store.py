@@ -186,11 +186,14 @@ class GovernedStore:
     def policies(self) -> PolicySet:
         return self._gate.policies
 
-    def set_policies(self, policies: Policies) -> None:
+    def set_policies(self, policies: Policies,
+                     details: Mapping[str, Any] | None = None) -> None:
+        """Govern by ``policies`` from now on, recorded (``policy_changed``, as the current
+        actor, with ``details``) before it takes effect."""
         from memorywire.governance.gate import as_policies
 
         self._copies.history_mode(as_policies(policies))
-        self._gate.replace(policies)
+        self._gate.replace(policies, details)
 
     @property
     def copies(self) -> CopyKeeper:
@@ -479,6 +482,7 @@ class GovernedStore:
     pending_items = delegate_async("_desk", ReviewDesk.pending_items)
     restage = delegate_async("_desk", ReviewDesk.restage)
     get_item = delegate_async("_desk", ReviewDesk.get_item)
+    decided_items = delegate_async("_desk", ReviewDesk.decided_items)
     get_review = delegate_async("_desk", ReviewDesk.get_review)
     queue_counts = delegate_async("_desk", ReviewDesk.queue_counts)
     audit_head = delegate_async("_desk", ReviewDesk.audit_head)

@@ -66,9 +66,13 @@ def _review_ui(runtime: Runtime) -> Starlette:
 
     assert runtime.governed is not None
     cfg = runtime.config
+    # a policy read from a file is written back there when a reviewer accepts a rule
+    policy_file = cfg.policies if isinstance(cfg.policies, str) else None
+    threshold = cfg.review_pattern_threshold
     if cfg.workers.strip() in ("", "1", "auto"):
         return review_app(runtime.governed, _ui_auth(runtime.tokens),
-                          receipt_key=runtime.dispatcher.signing_key)
+                          receipt_key=runtime.dispatcher.signing_key,
+                          pattern_threshold=threshold, policy_file=policy_file)
     import secrets
     from pathlib import Path
 
@@ -82,6 +86,7 @@ def _review_ui(runtime: Runtime) -> Starlette:
                                 _ui_auth(runtime.tokens, hashed=True))
     return review_app(runtime.governed, _ui_auth(runtime.tokens), sessions=book,
                       receipt_key=runtime.dispatcher.signing_key,
+                      pattern_threshold=threshold, policy_file=policy_file,
                       secret_key=key_path.read_text(encoding="ascii").strip())
 
 

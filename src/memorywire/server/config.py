@@ -84,6 +84,9 @@ class ServerConfig:
     #: ``memorywire mcp`` on stdio included; empty: ``serve`` links to ``http://host:port``
     #: and the other commands give the approval id alone.
     public_url: str = ""
+    #: Approvals in a row of one agent/source/type (staged by a policy rule) after which the
+    #: reviewer UI offers the rule that would have committed them (governance/patterns.py).
+    review_pattern_threshold: int = 5
     #: The Ed25519 key (PEM) deletion receipts are signed with (``MEMORYWIRE_SIGNING_KEY``);
     #: empty: beside the governance database, created on first use (see governance/signing.py).
     signing_key: str = ""
@@ -169,6 +172,9 @@ class ServerConfig:
                 "per_user_keys is on but governance is off; the data keys live in the "
                 "governance database (give governance_db, or turn governance on)"
             )
+        if out.review_pattern_threshold < 1:
+            raise InvalidRequest("review_pattern_threshold must be at least 1 "
+                                 f"(got {out.review_pattern_threshold})")
         if out.public_url and not out.public_url.startswith(("http://", "https://")):
             raise InvalidRequest(
                 f"public_url must be an http:// or https:// address (got {out.public_url!r})"

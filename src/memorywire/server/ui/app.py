@@ -19,6 +19,7 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -39,13 +40,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memorywire.errors import MemorywireError
 from memorywire.governance.compare import pretty, side_by_side
+from memorywire.governance.patterns import DEFAULT_THRESHOLD
 from memorywire.governance.sessions import ReviewSessions
 from memorywire.governance.signing import SigningKeySource
 from memorywire.governance.store import GovernedStore
+from memorywire.server.ui.kit import Kit
+from memorywire.server.ui.pattern_pages import pattern_routes
 from memorywire.server.ui.present import install as install_filters
 from memorywire.server.ui.present import op_name
 from memorywire.server.ui.reports import AGE_BUCKETS, EXPORT_FORMATS, audit_export, health_facts
 from memorywire.server.ui.shared_sessions import SessionBook
+from memorywire.server.ui.store_pages import store_routes
 
 __all__ = ["review_app"]
 
@@ -103,11 +108,18 @@ def review_app(
     session_max_age: int = 8 * 3600,
     sessions: SessionBook | None = None,
     receipt_key: SigningKeySource | None = None,
+    pattern_threshold: int = DEFAULT_THRESHOLD,
+    policy_file: str | Path | None = None,
 ) -> Starlette:
     """``auth(token)`` returns the reviewer's name, or ``None`` for a bad token.
     ``sessions``: where sessions live (default: this process); several worker processes
     pass a shared book and one ``secret_key``. ``receipt_key``: the deployment's deletion
-    receipt key, whose public half the health page shows (``None``: it signs none)."""
+    receipt key, whose public half the health page shows (``None``: it signs none).
+    ``pattern_threshold``: approvals in a row before the UI offers the rule that would have
+    committed them; ``policy_file``: where the deployment's policy is read from, written
+    back when a reviewer accepts one (``None``: accepted rules last until restart)."""
+    if pattern_threshold < 1:
+        raise ValueError("pattern_threshold must be at least 1")
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("memorywire.server.ui", "templates"),
         autoescape=jinja2.select_autoescape(["html"]),
@@ -378,6 +390,10 @@ def review_app(
         Route("/health", health),
         Route("/ui.css", stylesheet),
     ]
+    kit = Kit(page, error, csrf_ok, login_required)
+    routes += store_routes(kit, governed)
+    routes += pattern_routes(kit, governed, pattern_threshold,
+                             Path(policy_file) if policy_file is not None else None)
     return Starlette(
         routes=routes,
         middleware=[

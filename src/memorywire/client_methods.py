@@ -166,11 +166,14 @@ class AsyncOperations:
         location: str | None = None, participants: Sequence[str] | None = None,
         sentiment: str | None = None, valence: float | None = None,
         arousal: float | None = None, emotion: str | None = None, target: str | None = None,
+        allow_duplicate: bool | None = None,
     ) -> RememberResponse:
         """Store one memory for ``agent_id`` (``type`` defaults to ``semantic``).
 
         ``content`` is the text (structured content: pass a dict as ``content=``);
-        ``id`` makes retries idempotent; ``source`` records provenance; the episodic
+        ``id`` makes retries idempotent; the same content again in the same scope answers
+        the stored memory (``deduplicated``) unless ``allow_duplicate``; ``source`` records
+        provenance; the episodic
         (``event_time``, ``location``, ``participants``) and emotional (``valence``,
         ``arousal``, ``emotion``, ``target``, ``sentiment``) fields apply to those types."""
         fields = {k: v for k, v in locals().items() if k not in ("self", "content")}
@@ -243,13 +246,16 @@ class AsyncOperations:
         self, request: ListRequest | Doc | None = None, *, agent_id: str | None = None,
         user_id: str | None = None, types: Sequence[MemoryType | str] | None = None,
         filter: Doc | None = None, include_archived: bool | None = None,
-        limit: int | None = None, cursor: str | None = None,
+        limit: int | None = None, cursor: str | None = None, as_of: int | None = None,
+        known_at: int | None = None,
     ) -> ListResponse:
         """A page of ``agent_id``'s memories, oldest first; pass ``next_cursor`` on as
-        ``cursor`` for the next page."""
+        ``cursor`` for the next page. ``as_of`` (epoch ms) lists only what held then (valid
+        time); ``known_at`` only what was known then (record time)."""
         return await self._operation("list", self._compose("list", request, None, {
             "agent_id": agent_id, "user_id": user_id, "types": types, "filter": filter,
-            "include_archived": include_archived, "limit": limit, "cursor": cursor}),
+            "include_archived": include_archived, "limit": limit, "cursor": cursor,
+            "as_of": as_of, "known_at": known_at}),
             ListResponse)
 
     async def update(
@@ -302,6 +308,7 @@ class SyncOperations:
         location: str | None = None, participants: Sequence[str] | None = None,
         sentiment: str | None = None, valence: float | None = None,
         arousal: float | None = None, emotion: str | None = None, target: str | None = None,
+        allow_duplicate: bool | None = None,
     ) -> RememberResponse:
         """Store one memory (see :meth:`AsyncOperations.remember`)."""
         fields = {k: v for k, v in locals().items() if k not in ("self", "content")}
@@ -368,12 +375,14 @@ class SyncOperations:
         self, request: ListRequest | Doc | None = None, *, agent_id: str | None = None,
         user_id: str | None = None, types: Sequence[MemoryType | str] | None = None,
         filter: Doc | None = None, include_archived: bool | None = None,
-        limit: int | None = None, cursor: str | None = None,
+        limit: int | None = None, cursor: str | None = None, as_of: int | None = None,
+        known_at: int | None = None,
     ) -> ListResponse:
         """A page of memories, oldest first (``cursor``: the last ``next_cursor``)."""
         return self._blocking("list", compose("list", request, None, {
             "agent_id": agent_id, "user_id": user_id, "types": types, "filter": filter,
-            "include_archived": include_archived, "limit": limit, "cursor": cursor}),
+            "include_archived": include_archived, "limit": limit, "cursor": cursor,
+            "as_of": as_of, "known_at": known_at}),
             ListResponse)
 
     def update(

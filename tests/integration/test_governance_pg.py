@@ -327,3 +327,23 @@ async def test_per_user_keys_seal_kept_texts_and_an_erase_destroys_them_on_postg
         assert g.audit_log.db.query(f"SELECT count(*) FROM {SCHEMA}.revision_texts")[0][0] == 0
     finally:
         await g.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_repeat_is_the_stored_memory_on_postgres(gov: GovernedStore) -> None:
+    """The same content again through governance is answered with the stored memory, as by
+    an ungoverned store: nothing written, one ``deduplicated`` entry naming the stored id,
+    the chain verifies (governance/repeats.py)."""
+    first = await _remember(gov, "The user is allergic to peanuts.", user_id="u")
+    again = await _remember(gov, "the user is allergic to  peanuts.", user_id="u")
+    assert again.id == first.id and again.deduplicated is True, again
+    rows = await gov.list(ListQuery(agent_id=A, user_id="u"))
+    assert [r.id for r in rows] == [first.id]
+    mine = [(e["memory_ids"], e["details"].get("phase")) for e in gov.audit_entries()
+            if e["action"] == "remember" and first.id in e["memory_ids"]]
+    assert mine[-3:] == [([first.id], "intent"), ([first.id], "done"),
+                         ([first.id], "deduplicated")]
+    copy = await _remember(gov, "The user is allergic to peanuts.", user_id="u",
+                           allow_duplicate=True)
+    assert copy.id != first.id and not copy.deduplicated
+    assert gov.verify()["ok"]

@@ -63,3 +63,36 @@ async def test_bad_new_fields_are_refused_by_name(transport: Any, world: World) 
                                             "content": "x", "allow_duplicate": "yes"}, tok)
     assert not out.ok and out.code == "invalid_request", out.body
     assert "allow_duplicate" in str(out.body), out.body
+
+
+async def test_list_answers_by_valid_time_and_by_record_time(transport: Any,
+                                                             world: World) -> None:
+    """``list`` takes recall's two clocks: a fact recorded now with a validity long past is
+    listed ``as_of`` a time inside it and not ``known_at`` a time before it was recorded;
+    without either, list shows every live memory; bad values are refused by name."""
+    tok = world.agent_a
+    put = await transport.call("remember", {
+        "agent_id": "A", "type": "semantic", "content": "The user lived in Porto.",
+        "valid_from": 1_600_000_000_000, "valid_to": 1_700_000_000_000}, tok)
+    assert put.ok, put.body
+    now = await transport.call("remember", {
+        "agent_id": "A", "type": "semantic", "content": "The user likes sardines."}, tok)
+    assert now.ok, now.body
+    then = 1_650_000_000_000
+
+    async def ids(**kw: Any) -> list[str]:
+        out = await transport.call("list", {"agent_id": "A", **kw}, tok)
+        assert out.ok and not validate("list.response", out.body), out.body
+        return [m["id"] for m in out.body["memories"]]
+
+    assert set(await ids()) >= {put.body["id"], now.body["id"]}
+    assert await ids(as_of=then) == [put.body["id"]]
+    assert await ids(known_at=then) == [], "known_at a time before it was recorded"
+    assert await ids(as_of=then, known_at=put.body["stored_at"]) == [put.body["id"]]
+    assert now.body["id"] in await ids(known_at=now.body["stored_at"])
+    assert put.body["id"] not in await ids(known_at=now.body["stored_at"]), "not valid then"
+    for field in ("as_of", "known_at"):
+        for value in (-1, "yesterday"):
+            out = await transport.call("list", {"agent_id": "A", field: value}, tok)
+            assert not out.ok and out.code == "invalid_request", (field, value, out.body)
+            assert field in str(out.body), out.body

@@ -93,3 +93,11 @@ def test_audit_verify_finds_a_write_behind_governances_back(
     assert not report["ok"] and not report["store"]["ok"]
     assert [m["id"] for m in report["store"]["unaudited"]] == [sneaked] != [governed["id"]]
     assert "store 'sqlite'" in out.err and "behind governance's back" in out.err
+    # A governed repeat of the sneaked memory is answered with it (deduplicated), and its
+    # audit entry, which changed nothing, does not account for the write behind the back.
+    again = _cli(capsys, "remember", "--embedder", "hashing", "-a", "A",
+                 "the door code is 1234", "--json")
+    assert again["id"] == sneaked and again["deduplicated"] is True
+    assert main(["audit", "verify", "--embedder", "hashing"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [m["id"] for m in report["store"]["unaudited"]] == [sneaked]

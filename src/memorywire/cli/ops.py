@@ -243,7 +243,7 @@ def _remember(args: argparse.Namespace) -> int:
 
 def _recall(args: argparse.Namespace) -> int:
     doc = _doc(args, "agent_id", "user_id", "query", "k", "types", "hops", "fusion", "filter",
-               "fresher_than_days", "where", "as_of", "asked_at")
+               "fresher_than_days", "where", "as_of", "known_at", "asked_at")
     return _run(args, lambda m: m.recall(doc))
 
 
@@ -324,6 +324,9 @@ def _register_ops(sub: Subparsers) -> None:
                    help='JSON conditions on typed fields, e.g. \'{"valence": {"lt": 0}}\'')
     p.add_argument("--as-of", dest="as_of", type=_instant, metavar="TIME",
                    help="what held at TIME (epoch ms or ISO 8601, UTC by default)")
+    p.add_argument("--known-at", dest="known_at", type=_instant, metavar="TIME",
+                   help="what was known at TIME (record time): memories recorded by then, "
+                        "their validity as known then")
     p.add_argument("--asked-at", dest="asked_at", type=_instant, metavar="TIME",
                    help="when the question is asked: 'last Saturday' in the query counts from "
                         "TIME (epoch ms or ISO 8601; default --as-of, else now)")

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from memorywire.cli.ops import _agent, _common, _doc, _json_arg, _run, save_receipt
+from memorywire.cli.ops import _agent, _common, _doc, _instant, _json_arg, _run, save_receipt
 from memorywire.cli.render import excerpt, fit_table, iso
 
 __all__ = ["REGISTER", "register_records"]
@@ -67,7 +67,8 @@ def _get(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    doc = _doc(args, "agent_id", "user_id", "types", "filter", "limit", "cursor")
+    doc = _doc(args, "agent_id", "user_id", "types", "filter", "limit", "cursor", "as_of",
+               "known_at")
     if args.include_archived:
         doc["include_archived"] = True
 
@@ -122,6 +123,11 @@ def register_records(sub: Any) -> None:
     p.add_argument("--limit", type=int, help="memories per page (default 100)")
     p.add_argument("--cursor", help="next_cursor of the previous page")
     p.add_argument("--all", action="store_true", help="follow next_cursor to the end")
+    p.add_argument("--as-of", dest="as_of", type=_instant, metavar="TIME",
+                   help="only what held at TIME (valid time; epoch ms or ISO 8601, UTC by "
+                        "default)")
+    p.add_argument("--known-at", dest="known_at", type=_instant, metavar="TIME",
+                   help="only what was known at TIME (record time), as known then")
     p.set_defaults(handler=_list)
 
     p = sub.add_parser("update", help="change a memory's content, metadata or confidence, or "

@@ -45,6 +45,7 @@ __all__ = [
     "annotate",
     "annotate_own",
     "closing_patch",
+    "held_in_time",
     "hit_validity",
     "is_visible",
     "rank_current_first",
@@ -119,6 +120,22 @@ def validity_of(metadata: Mapping[str, Any] | None, created_at: int) -> Validity
                     superseded_by=by if isinstance(by, str) else None,
                     closed_at=closed if isinstance(closed, int) else None,
                     prior_valid_to=prior if isinstance(prior, int) else None)
+
+
+def held_in_time(metadata: Mapping[str, Any] | None, created_at: int, as_of: int | None,
+                 known_at: int | None) -> bool:
+    """Whether a stored memory answers a point-in-time question (one of ``as_of``/``known_at``
+    given): recorded by ``known_at`` and, with its validity as known then (else as known
+    now), holding at ``as_of`` (else at ``known_at``). :func:`is_visible`'s rule for a
+    record (``list``), where there is no ranking and no current truth to fall back on."""
+    point = as_of if as_of is not None else known_at
+    assert point is not None, "a point in time is asked"
+    v = validity_of(metadata, created_at)
+    if known_at is not None:
+        if created_at > known_at:
+            return False
+        v = v.known_at(known_at)
+    return v.holds_at(point)
 
 
 def time_metadata(req: RememberRequest) -> dict[str, Any] | None:

@@ -25,6 +25,9 @@ TOLERANCE_MS = 2_000
 #: Entries that name memories without writing them.
 _NOT_WRITES = frozenset({"recall", "get", "list", "history", "staged", "rejected",
                          "policy_changed"})
+#: Phases of write actions that changed nothing: a remember answered by a stored memory
+#: (governance/repeats.py) does not explain a change made to that memory.
+_NOT_WRITE_PHASES = frozenset({"deduplicated"})
 _PAGE = 1000
 
 
@@ -33,7 +36,7 @@ def _last_writes(log: AuditLog) -> tuple[int | None, dict[str, int]]:
     last: dict[str, int] = {}
     for entry in log.entries():
         first = entry.ts if first is None else first
-        if entry.action in _NOT_WRITES:
+        if entry.action in _NOT_WRITES or entry.details.get("phase") in _NOT_WRITE_PHASES:
             continue
         for memory_id in entry.memory_ids:
             last[memory_id] = max(last.get(memory_id, 0), entry.ts)

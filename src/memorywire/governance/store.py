@@ -63,6 +63,7 @@ from memorywire.governance.gate import Policies, PolicyGate, forget_kind
 from memorywire.governance.keys import AuditKey, default_key_path
 from memorywire.governance.policies import PolicySet
 from memorywire.governance.queue import ApprovalQueue
+from memorywire.governance.repeats import answer_repeat
 from memorywire.governance.staging import StagingDesk
 from memorywire.governance.trail import AuditTrail
 from memorywire.governance.worker import GovWorker
@@ -227,6 +228,7 @@ class GovernedStore:
             else await self._gate.decide("remember", req.agent_id, req.user_id, req)
         )
         rule = None if asked else self._gate.policies.decide_remember(req).rule
+        named = req.id is not None
         item_id = req.id or new_id(self._clock.now_ms())
         req = req.model_copy(update={"id": item_id, "approval_required": False})
         content_h = self._trail.keyed("content_hmac", req.content)
@@ -239,6 +241,12 @@ class GovernedStore:
             decision = "review"
             reasoning = (f"reads like an instruction planted for the agent "
                          f"({', '.join(finding.signals)}); governance directives: stage")
+        meta = {**content_h, "type": req.type.value, "source": req.source,
+                "user_id": req.user_id, **_flag(finding)}
+        if decision != "review" and not named:  # a repeat: the stored memory, see .repeats
+            again = await answer_repeat(self._inner, self._trail, req, meta)
+            if again is not None:
+                return again
         if decision != "review" and on_conflict.action == "review":
             staged, found = await proposal(self._inner, req, on_conflict)
             if staged is not None:
@@ -261,8 +269,6 @@ class GovernedStore:
                 approval_id=item.id,
                 conflicts=found or None,
             )
-        meta = {**content_h, "type": req.type.value, "source": req.source,
-                "user_id": req.user_id, **_flag(finding)}
         # ``review`` has looked already; ``off`` does not want the scan's cost
         scan = no_conflict_scan() if on_conflict.action in ("off", "review") else nullcontext()
         resp = await self._remember_now(req, item_id, meta, scan)

@@ -31,6 +31,7 @@ import binascii
 import builtins
 from typing import Any
 
+from memorywire.core.timeline import held_in_time
 from memorywire.errors import CapabilityMissing, ErrorDetail, InvalidRequest, NotFound
 from memorywire.governance import GovernedStore
 from memorywire.governance.erasure import AuditSink, Copies, erase_with_receipt
@@ -54,7 +55,7 @@ from memorywire.wire.memory_ops import (
     UpdateMemoryRequest,
     UpdateMemoryResponse,
 )
-from memorywire.wire.models import ForgetRequest
+from memorywire.wire.models import ForgetRequest, MemoryRecord
 
 __all__ = ["RecordOperations", "decode_cursor", "encode_cursor"]
 
@@ -109,19 +110,23 @@ class RecordOperations:
     async def list(self, req: ListRequest, p: Principal) -> ListResponse:
         p.check_scope(req.agent_id, req.user_id)
         after = None if req.cursor is None else decode_cursor(req.cursor)
-        rows = await self.store.list(
-            ListQuery(
-                agent_id=req.agent_id,
-                user_id=req.user_id,
-                types=req.types,
-                filter=req.filter,
-                include_archived=req.include_archived,
-                limit=req.limit + 1,  # one more than asked tells whether a next page exists
-                after_id=after,
-            )
-        )
-        page = rows[: req.limit]
-        more = len(rows) > req.limit
+        timed = req.as_of is not None or req.known_at is not None
+        want = req.limit + 1  # one more than asked tells whether a next page exists
+        kept: builtins.list[MemoryRecord] = []
+        while True:
+            rows = await self.store.list(ListQuery(
+                agent_id=req.agent_id, user_id=req.user_id, types=req.types,
+                filter=req.filter, include_archived=req.include_archived, limit=want,
+                after_id=after))
+            # ``as_of``/``known_at`` leave out what did not hold (or was not known) then;
+            # the store reads on until the page is full or the scope ends.
+            kept += [r for r in rows if not timed
+                     or held_in_time(r.metadata, r.created_at, req.as_of, req.known_at)]
+            if len(kept) >= want or len(rows) < want:
+                break
+            after = rows[-1].id
+        page = kept[: req.limit]
+        more = len(kept) > req.limit
         return ListResponse(memories=page, next_cursor=encode_cursor(page[-1].id) if more else None)
 
     async def update(self, req: UpdateMemoryRequest, p: Principal) -> UpdateMemoryResponse:

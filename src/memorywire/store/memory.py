@@ -22,6 +22,7 @@ from memorywire.core.context_key import CONTEXT_FIELD, check_context, lexical_te
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
+from memorywire.core.informative import weigh_units
 from memorywire.core.records import Row
 from memorywire.core.scoring import candidate_pool, exact_top, hybrid_rank_arrays
 from memorywire.core.textsearch import query_terms
@@ -62,8 +63,9 @@ class _Row(Row):
 class InMemoryStore(RowDelegate[_Row]):
     """``recall`` holds the ranking settings (:class:`~memorywire.recall.RecallSettings`;
     ``None`` is :attr:`DEFAULT_RECALL`), run by the same rules as every store. Its search
-    fuses by plain RRF and has no feedback round, so ``lexical_weight`` and
-    ``feedback_weight`` are refused unless neutral."""
+    has no feedback round, and the fusion weighs its full-text list only by how informative
+    its words are in the scope (:mod:`memorywire.core.informative`), never by a setting:
+    ``lexical_weight`` and ``feedback_weight`` are refused unless neutral."""
 
     #: The recall settings a store built without ``recall`` runs with.
     DEFAULT_RECALL: ClassVar[RecallSettings] = PORTABLE_RECALL
@@ -209,7 +211,11 @@ class InMemoryStore(RowDelegate[_Row]):
             qvec = self.embedder.embed([req.query])[0]
             sims = np.stack([r.vector for r in rows]) @ qvec
             pool = candidate_pool(req.k)
-            terms = set(query_terms(req.query))
+            # The shared rule of the full-text leg (core.informative): a word held by most
+            # of the scope ranks nothing, and the list weighs its best word's scope idf.
+            kept, informed = weigh_units(
+                query_terms(req.query), lambda t: sum(t in r.terms for r in rows), len(rows))
+            terms = set(kept)
             overlap = [(len(terms & r.terms), i) for i, r in enumerate(rows)]
             lexical = sorted((o for o in overlap if o[0] > 0),
                              key=lambda o: (-o[0], rows[o[1]].created_at, rows[o[1]].id))
@@ -223,7 +229,8 @@ class InMemoryStore(RowDelegate[_Row]):
                 k=max(req.k, EVIDENCE_DEPTH) if gated else req.k,
                 floor=settings.relevance_floor, lexical_floor=settings.lexical_floor,
                 demoted=np.array([r.demoted for r in rows], dtype=bool),
-                min_relevance=req.min_relevance, tail_gap=settings.tail_gap)
+                min_relevance=req.min_relevance, tail_gap=settings.tail_gap,
+                lexical_weight=settings.lexical_weight * informed)
             by_id = {r.id: r for r in rows}
             if gated and ranked:
                 best = [by_id[s.id] for s in ranked[:EVIDENCE_DEPTH]]

@@ -51,8 +51,8 @@ from memorywire.wire.models import (
 
 __all__ = ["CONFLICT_LEXICAL", "CONFLICT_NEIGHBOURS", "CONFLICT_SCAN_LIMIT", "ConflictIndex",
            "ConflictIndexNow", "Found", "Probe", "ScanningWrite", "apply_update",
-           "conflicts_for", "no_conflict_scan", "remember_in_time", "supersede",
-           "update_in_time"]
+           "conflicts_for", "no_conflict_scan", "remember_in_time", "repeated_memory",
+           "supersede", "update_in_time"]
 
 #: How many memories a write is compared with in a store that has no index of its own (the
 #: scope's newest, through ``list``): the in-memory reference store and adapters.
@@ -251,6 +251,25 @@ async def conflicts_for(store: MemoryStore, req: RememberRequest) -> list[Confli
         look = look_of(req, _plain(req), True)
         return (await _indexed(store, [req], [look]))[0].conflicts
     return _candidates(req, await _current(store, scope))
+
+
+async def repeated_memory(store: MemoryStore, req: RememberRequest) -> RememberResponse | None:
+    """The answer a remember of ``req`` would get from the stored memory it repeats (the
+    duplicate rule of :mod:`memorywire.store.duplicates`, through the same reads), or
+    ``None``; nothing is written. For a caller that must know before it writes, because it
+    names the id first: governance, whose audit ``intent`` names the id it is about to write
+    and so must not name one the store would then not write. ``req`` is judged as a write
+    without a named id (its ``id`` is ignored); ``allow_duplicate`` answers ``None``."""
+    if req.allow_duplicate:
+        return None
+    unnamed = req.model_copy(update={"id": None}) if req.id is not None else req
+    look = look_of(unnamed, _plain(unnamed), False)
+    if isinstance(store, ConflictIndex):
+        found = (await _indexed(store, [unnamed], [look]))[0]
+    else:
+        found = await _read(store, unnamed, look, {})
+    await settle([unnamed], [look], [found], store.get, store.name)
+    return found.duplicate
 
 
 async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],

@@ -60,6 +60,10 @@ class ListRequest(_Strict):
     include_archived: bool = False
     limit: Limit = 100
     cursor: Annotated[str, Field(min_length=1)] | None = None
+    #: v0.1: only what held at this time (valid time), as known now: recall's ``as_of``.
+    as_of: Millis | None = None
+    #: v0.1: only what was known at this time (record time): recall's ``known_at``.
+    known_at: Millis | None = None
 
     @field_validator("filter")
     @classmethod

@@ -61,6 +61,7 @@ from memorywire.store.postgres import (
 )
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.hnsw import hnsw_settings
+from memorywire.store.postgres.lexical import lexical_leg
 from memorywire.store.postgres.replica import ReadRouter, split_replicas, standby_db
 from memorywire.store.postgres.sql import (
     RECORD_COLS,
@@ -68,7 +69,6 @@ from memorywire.store.postgres.sql import (
     Where,
     record_from_row,
     scope_where,
-    tsquery_text,
     vector_literal,
 )
 from memorywire.store.postgres.url import PG_ALIASES, is_libpq_key
@@ -108,9 +108,10 @@ class PostgresStore:
 
     ``recall`` holds the ranking settings (:class:`~memorywire.recall.RecallSettings`;
     ``None`` is :attr:`DEFAULT_RECALL`): the same rules as SqliteStore on the same pool texts,
-    so the same re-ranking of that pool. Its search has no feedback round and fuses its two
-    lists by plain RRF, so ``feedback_weight`` and ``lexical_weight`` are refused unless
-    neutral."""
+    so the same re-ranking of that pool. Its search has no feedback round, and the fusion
+    weighs its full-text list only by how informative its words are in the scope (the shared
+    rule, ``postgres/lexical.py``), never by a setting: ``feedback_weight`` and
+    ``lexical_weight`` are refused unless neutral."""
 
     #: Parallel workers for the HNSW build at the end of a bulk load (``None``: the server's
     #: ``max_parallel_maintenance_workers``, 2 by default).
@@ -326,7 +327,7 @@ class PostgresStore:
         hits: list[RecallHit] = []
         async with self._reads.tx() as conn:
             vector = await self._vector_candidates(conn, req.agent_id, w, qvec, pool)
-            tsq = tsquery_text(query_terms(req.query))
+            tsq, informed = await lexical_leg(conn, w, query_terms(req.query))
             lexical: list[dict[str, Any]] = []
             if tsq is not None:
                 cur = await conn.execute(
@@ -353,7 +354,7 @@ class PostgresStore:
                 demoted=np.array([r["score_factor"] != 1.0 for r in candidates.values()],
                                  dtype=bool),
                 min_relevance=req.min_relevance,
-                tail_gap=settings.tail_gap,
+                tail_gap=settings.tail_gap, lexical_weight=settings.lexical_weight * informed,
             )
             if gated and ranked and not await evidence.answers(
                     conn, self._db, req.agent_id, req.query, [s.id for s in ranked]):

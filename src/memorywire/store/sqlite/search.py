@@ -27,7 +27,6 @@ product and a partial sort, not 100k dictionary entries.
 from __future__ import annotations
 
 import json
-import math
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -40,6 +39,13 @@ import numpy.typing as npt
 from memorywire.core.clock import DAY_MS
 from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
+from memorywire.core.informative import (  # re-exported: the shared rule of every store
+    COMMON_SHARE,
+    INFORMATIVE_SHARE,
+    SHARE_MIN_SCOPE,
+    is_common,
+    weigh_units,
+)
 from memorywire.core.scoring import (
     AGREEMENT_DEPTH,
     AGREEMENT_WORDS,
@@ -91,17 +97,6 @@ LEXICAL_BUDGET = 4000
 RANGE_SLACK = 2
 #: How long a connection remembers that a unit matched more rows than a recall may rank.
 COMMON_TTL_S = 60.0
-#: A query unit matching more than this share of the recall's scope (the rows the recall
-#: may return) tells the scope's memories apart no better than chance: the user's name in a
-#: per-user scope, "user" in mem0-style memories ("The user works as ..."). It is left out
-#: of the full-text list, which otherwise ranks every memory by it (short ones first) and
-#: outvotes the vector list in the fusion. Scopes smaller than ``SHARE_MIN_SCOPE`` keep
-#: every unit (a share of three rows says nothing).
-COMMON_SHARE = 0.5
-SHARE_MIN_SCOPE = 5
-#: A unit matching at most this share of the scope is fully informative; above it the
-#: full-text list's RRF weight falls with the unit's scope idf (``informative_units``).
-INFORMATIVE_SHARE = 0.1
 #: How deep each first-round list is read to pick pseudo-relevance feedback seeds.
 SEED_SCAN = 20
 _COMMON_MAX = 4096
@@ -181,33 +176,27 @@ def informative_units(conn: Any, units: tuple[list[str], int], index: ScopeIndex
     the recall) is read from the full-text index within the agent's row-id range (the units
     held by too much of it are appended to ``common`` when given); FTS5's
     own idf is table-wide, so a name held by every memory of one user among many users looks
-    rare to BM25. A unit in more than ``COMMON_SHARE`` of the scope is dropped. The weight is
-    the best remaining unit's scope idf relative to a rare unit's,
-    ``min(1, log(n / df) / log(1 / INFORMATIVE_SHARE))``: a list built only on words most of
-    the scope holds counts for little against the vector list, a list with one rare word
-    counts fully. The row total of the kept units stays an upper bound (units are only
+    rare to BM25. The rule that reads the counts is every store's
+    (:func:`memorywire.core.informative.weigh_units`): a unit in more than ``COMMON_SHARE`` of
+    the scope is dropped, and the list weighs its best remaining unit's scope idf relative to a
+    rare unit's. The row total of the kept units stays an upper bound (units are only
     dropped), which is all :func:`lexical_rids` needs."""
     kept, matched = units
     if not kept or scope_rows < SHARE_MIN_SCOPE:
         return units, 1.0
     lo, hi = rid_range
-    out: list[str] = []
-    weight = 0.0
     get = index.pos.get
-    for unit in kept:
+
+    def scope_df(unit: str) -> int:
         found = [p for p in map(get, (r[0] for r in conn.execute(
             "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid BETWEEN ? "
             "AND ?", (f"body : {unit}", lo, hi)))) if p is not None]
         df = int(mask[np.asarray(found, dtype=np.intp)].sum()) if found else 0
-        if df == 0:
-            continue
-        if df > COMMON_SHARE * scope_rows:
-            if common is not None:
-                common.append(unit)
-            continue
-        out.append(unit)
-        weight = max(weight, min(1.0, math.log(scope_rows / df)
-                                 / math.log(1.0 / INFORMATIVE_SHARE)))
+        if common is not None and is_common(df, scope_rows):
+            common.append(unit)
+        return df
+
+    out, weight = weigh_units(kept, scope_df, scope_rows)
     return (out, matched if out else 0), weight
 
 

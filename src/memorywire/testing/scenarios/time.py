@@ -9,7 +9,8 @@ router).
 
 from __future__ import annotations
 
-from memorywire.store.base import Capability, MemoryStore
+from memorywire.core.timeline import held_in_time
+from memorywire.store.base import Capability, ListQuery, MemoryStore
 from memorywire.testing.harness import Harness, Scenario, rem, scenario
 from memorywire.wire.models import ForgetRequest, RecallRequest
 
@@ -68,6 +69,34 @@ async def as_of_finds_a_back_dated_fact(h: Harness, store: MemoryStore) -> None:
     assert await _ask(store, as_of=now - 400 * day) == [], "before its validity"
     assert await _ask(store, known_at=now - 180 * day) == [], "it was not known then"
     assert await _ask(store, known_at=now, as_of=now - 180 * day) == [KLM]
+
+
+async def list_in_time_reads_both_clocks(h: Harness, store: MemoryStore) -> None:
+    """``list`` with ``as_of``/``known_at`` (the operation's rule,
+    ``core.timeline.held_in_time``, over the store's ``list``) reads each record's validity
+    and recording time as recall does: a back-dated fact is listed ``as_of`` a time inside its
+    validity, not ``known_at`` a time before it was recorded; a superseded value is what was
+    known before its successor was recorded."""
+    h.require(store, C.TIME)
+    now, day = h.clock.now_ms(), 86_400_000
+    await store.remember(rem("ag", KLM, id="a", valid_from=now - 365 * day))
+    h.clock.advance(1000)
+    await store.remember(rem("ag", RYANAIR, id="b", supersedes=["a"]))
+    rows = await store.list(ListQuery(agent_id="ag"))
+    assert sorted(r.id for r in rows) == ["a", "b"], "list shows history too"
+
+    def listed(as_of: int | None = None, known_at: int | None = None) -> list[str]:
+        return sorted(r.id for r in rows
+                      if held_in_time(r.metadata, r.created_at, as_of, known_at))
+
+    assert listed(as_of=now - 180 * day) == ["a"], "as_of misses a back-dated fact"
+    assert listed(as_of=now - 400 * day) == [], "before its validity"
+    assert listed(known_at=now - 180 * day) == [], "it was not known then"
+    assert listed(known_at=now - 180 * day, as_of=now - 180 * day) == []
+    assert listed(known_at=now, as_of=now - 180 * day) == ["a"]
+    assert listed(known_at=now) == ["a"], "its successor was not recorded yet"
+    assert listed(known_at=now + 2000) == ["b"]
+    assert listed(as_of=now + 2000) == ["b"]
 
 
 async def known_at_reads_what_was_known_then(h: Harness, store: MemoryStore) -> None:
@@ -153,6 +182,7 @@ SCENARIOS: list[Scenario] = [
     scenario(chains_and_as_of, C.SEMANTIC),
     scenario(as_of_finds_a_back_dated_fact, C.SEMANTIC),
     scenario(known_at_reads_what_was_known_then, C.SEMANTIC),
+    scenario(list_in_time_reads_both_clocks, C.SEMANTIC),
     scenario(forgetting_the_newer_keeps_the_older_closed, C.SEMANTIC),
     scenario(remember_reports_conflicts, C.SEMANTIC),
     scenario(conflicts_skip_history_and_other_users, C.SEMANTIC),

@@ -423,6 +423,11 @@ def scope_words(conn: Any, index: ScopeIndex, req: RecallRequest, now: int,
         mask = memo["mask"] if "mask" in memo else memo.setdefault(
             "mask", _mask(conn, index, req, now))
         positions = memo.setdefault("positions", np.flatnonzero(mask))
+        if not positions.size:  # nothing in scope: nothing to count
+            memo.setdefault("counted", ([], 0))
+            memo.setdefault("units", (([], 0), 0.0))
+            memo["common"] = frozenset()
+            return memo["counted"], memo["units"], memo["common"]
         rid_range = (int(index.rids.min()), int(index.rids.max()))
         counted = memo.setdefault("counted", lexical_units(conn, req.query))
         held: list[str] = []

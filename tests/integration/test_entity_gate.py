@@ -143,10 +143,12 @@ async def test_a_caller_threshold_or_floors_off_bypass_the_rule(
             await s.aclose()
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "memory",
+                                  pytest.param("postgres", marks=pytest.mark.postgres)])
 async def test_the_masked_question_is_embedded_only_when_words_give_no_evidence(
-        request: pytest.FixtureRequest, tmp_path: Path, model: Embedder) -> None:
+        request: pytest.FixtureRequest, tmp_path: Path, model: Embedder, kind: str) -> None:
     emb = CountingEmbedder(model)
-    store = await _make("sqlite", request, tmp_path, emb)
+    store = await _make(kind, request, tmp_path, emb)
     try:
         emb.texts.clear()
         await _ids(store, "What food allergy does Alice have?")  # "allergy" ~ "allergic"

@@ -116,3 +116,24 @@ async def test_the_subject_alone_is_not_judged(scope: tuple[MemoryStore, str]) -
     got = await store.recall(RecallRequest(agent_id="a", user_id="u", k=5,
                                            query=f"Tell me about {asked}"))
     assert got.results  # every memory is about the subject
+
+
+async def test_another_users_memories_leave_the_scope_as_it_was(
+        scope: tuple[MemoryStore, str]) -> None:
+    # The subject, its common words and the masked question's median are the recall's scope
+    # (one user), not the agent's: another user's memories, none about the subject, change
+    # nothing.
+    store, _ = scope
+    before = [(h.id, h.relevance) for q in ("How did NAME get to the tooth appointment?",
+                                             "What is NAME's blood type?")
+              for h in await _hits(scope, q)]
+    for i, text in enumerate(["Piotr repairs bicycles.", "Piotr has a dentist phobia.",
+                              "Piotr took a bus to the clinic.", "Piotr's blood type is O.",
+                              "Piotr owns two cats.", "Piotr likes rainy days."]):
+        await store.remember(RememberRequest(agent_id="a", user_id="v", type="semantic",
+                                             id=f"v{i}", content=text))
+    after = [(h.id, h.relevance) for q in ("How did NAME get to the tooth appointment?",
+                                            "What is NAME's blood type?")
+             for h in await _hits(scope, q)]
+    assert [i for i, _ in after] == [i for i, _ in before]
+    assert [r for _, r in after] == pytest.approx([r for _, r in before], abs=1e-3)

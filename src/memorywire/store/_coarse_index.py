@@ -24,11 +24,12 @@ scope builds a fresh one on first use.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["COARSE_MIN_ROWS", "CoarseIndex"]
+__all__ = ["COARSE_MIN_ROWS", "CoarseIndex", "nearest_many", "probe_rounds"]
 
 #: Below this many rows an exact search is as cheap as probing, and a write uses that.
 COARSE_MIN_ROWS = 4096
@@ -136,6 +137,20 @@ class CoarseIndex:
             parts.append(tail[np.isin(self._owner[self._filed:self._n], lists)])
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
+    def members(self, lists: npt.NDArray[np.intp]) -> dict[int, Positions]:
+        """Each of ``lists``' positions (as :meth:`positions` gives one list's), the unfiled
+        tail sorted once for all of them rather than searched once per list."""
+        tail_owner = self._owner[self._filed:self._n]
+        tail_order = np.argsort(tail_owner, kind="stable")
+        tail_starts = np.searchsorted(tail_owner[tail_order],
+                                      np.arange(self.centroids.shape[0] + 1))
+        out: dict[int, Positions] = {}
+        for c in lists.tolist():
+            filed = self._order[self._starts[c]:self._starts[c + 1]]
+            tail = tail_order[tail_starts[c]:tail_starts[c + 1]]
+            out[c] = np.concatenate([filed, tail + self._filed]) if tail.size else filed
+        return out
+
 
 def probe_rounds(lists: int) -> list[int]:
     """How many lists each round of a search probes: 8, then 16, 32, 64 (at most ``lists``)."""
@@ -145,3 +160,59 @@ def probe_rounds(lists: int) -> list[int]:
         if width >= min(_MAX_PROBE, lists):
             return out
         width *= 2
+
+
+Scoped = Callable[[Positions], Positions]
+
+
+def nearest_many(coarse: CoarseIndex, matrix: Matrix, queries: Matrix, keys: Sequence[int],
+                 scopes: Sequence[Scoped], k: int) -> list[Positions | None]:
+    """Each query's ``k`` nearest positions within its scope (``scopes[keys[j]]`` keeps the
+    positions of query ``j``'s scope) among the rows of its first round of lists (the
+    :data:`_FIRST_PROBE` closest), closest first; ``None`` for a query whose lists hold
+    fewer than ``k`` rows of its scope (a search that must widen, one query at a time).
+
+    The batch's searches as one: the queries are grouped by list, and each list's rows
+    are gathered once and multiplied by every query probing it in one product, where a
+    search per query gathered and multiplied the same rows once per query that probed them.
+    The result is the same set a single search's first round finds (up to rounding ties)."""
+    count = queries.shape[0]
+    lists = queries @ coarse.centroids.T
+    width = min(_FIRST_PROBE, lists.shape[1])
+    first = np.argpartition(-lists, width - 1, axis=1)[:, :width] \
+        if width < lists.shape[1] else np.tile(np.arange(width), (count, 1))
+    who = np.repeat(np.arange(count), width)
+    slot = np.tile(np.arange(width), count)
+    where = first.ravel()
+    key = np.asarray(keys, dtype=np.int64)[who]
+    order = np.lexsort((who, key, where))
+    who, slot, where, key = who[order], slot[order], where[order], key[order]
+    cut = np.flatnonzero((np.diff(where) != 0) | (np.diff(key) != 0)) + 1
+    members = coarse.members(np.unique(where))
+    # Each query's candidates in a row of its own: k per list it probes, padded.
+    best = np.full((count, width * k), -np.inf, dtype=np.float32)
+    at = np.zeros((count, width * k), dtype=np.int64)
+    seen = np.zeros(count, dtype=np.int64)
+    columns = np.arange(k)
+    for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), who.shape[0]], strict=True):
+        pos = scopes[int(key[lo])](members[int(where[lo])])
+        if pos.size == 0:
+            continue
+        mine = who[lo:hi]
+        seen[mine] += pos.size
+        sims = queries[mine] @ matrix[pos].T
+        if pos.size > k:
+            top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+            sims = np.take_along_axis(sims, top, axis=1)
+            got = pos[top]
+        else:
+            got = np.broadcast_to(pos, sims.shape)
+        into = (slot[lo:hi] * k)[:, None] + columns[: got.shape[1]]
+        best[mine[:, None], into] = sims
+        at[mine[:, None], into] = got
+    top = np.argpartition(-best, k - 1, axis=1)[:, :k] if best.shape[1] > k \
+        else np.tile(np.arange(best.shape[1]), (count, 1))
+    ranked = np.take_along_axis(top, np.argsort(-np.take_along_axis(best, top, axis=1),
+                                                axis=1, kind="stable"), axis=1)
+    nearest = np.take_along_axis(at, ranked, axis=1)
+    return [nearest[j] if seen[j] >= k else None for j in range(count)]

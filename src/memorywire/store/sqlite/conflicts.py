@@ -15,37 +15,40 @@ Two lists per write (:class:`~memorywire.store.timeline.Probe`), united:
 Both are bounded by constants, not by the scope: the cost of a write no longer grows with what
 the agent remembers. Only current memories come back (not superseded, forgotten, archived
 or expired), each with its cosine to the new vector for the detector's meaning rule.
+
+A batch's writes are searched together (issue 35): one product per coarse list for all the
+writes probing it (:func:`~memorywire.store._coarse_index.nearest_many`), one full-text
+query per distinct word (:mod:`memorywire.store.sqlite.conflict_lexical`), one read of the
+candidates' rows. Searched one by one, the same writes asked the same lists, words and rows
+once each, and a 1,000-row batch into a large scope spent most of its time there.
 """
 
 from __future__ import annotations
 
 import json
-import time
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from memorywire.core.contradiction import subject_terms
 from memorywire.core.timeline import TIME_KEY
-from memorywire.store._coarse_index import COARSE_MIN_ROWS, CoarseIndex, probe_rounds
+from memorywire.store._blas import one_thread
+from memorywire.store._coarse_index import (
+    COARSE_MIN_ROWS,
+    CoarseIndex,
+    Scoped,
+    nearest_many,
+    probe_rounds,
+)
 from memorywire.store._vector_cache import ScopeIndex
+from memorywire.store.sqlite.conflict_lexical import CONFLICT_LEXICAL_BUDGET, lexical_many
 from memorywire.store.sqlite.db import IN_JSON, VISIBLE, SqliteDb
 from memorywire.store.sqlite.schema import agent_number
-from memorywire.store.sqlite.search import lexical_rids
-from memorywire.store.timeline import CONFLICT_LEXICAL, CONFLICT_NEIGHBOURS, Found, Probe
+from memorywire.store.timeline import CONFLICT_NEIGHBOURS, Found, Probe
 
 __all__ = ["CONFLICT_LEXICAL_BUDGET", "conflict_candidates"]
 
-#: Most full-text rows one write's subject search may rank (summed over its kept words).
-CONFLICT_LEXICAL_BUDGET = 300
-#: How long a word's row count is reused (see _Counts).
-COUNT_TTL_S = 60.0
-_COUNTS_MAX = 8192
-#: Subject words searched per write (its own first, then its slot class's).
-_TERMS = 8
 #: Nearest rows read per write before superseded ones are left out (a chain of updates of
 #: one slot sits close together; its current value must still make the cut).
 _OVERFETCH = 2
@@ -55,7 +58,10 @@ Positions = npt.NDArray[np.int64]
 
 def conflict_candidates(db: SqliteDb, probes: Sequence[Probe]) -> list[Found]:
     """One :data:`~memorywire.store.timeline.Found` per probe, read in one transaction:
-    what was stored before the batch (the batch is not compared with itself)."""
+    what was stored before the batch (the batch is not compared with itself). A batch's
+    probes are searched together, agent by agent: their vectors in one product per list of
+    the scope, their words in one full-text query per distinct word, their candidates' rows
+    in one statement."""
     out: list[Found] = [[] for _ in probes]
     if not probes or db.missing():
         return out
@@ -72,13 +78,14 @@ def conflict_candidates(db: SqliteDb, probes: Sequence[Probe]) -> list[Found]:
                 continue
             group = [probes[n] for n in at]
             queries = np.stack([np.asarray(p.vector, dtype=np.float32) for p in group])
-            near = _nearest(index, queries, group, now)
+            with one_thread():
+                near = _nearest(index, queries, group, now)
             rid_range = (int(index.rids.min()), int(index.rids.max()))
             rows = int(conn.execute("SELECT coalesce(max(rid), 0) FROM memories").fetchone()[0])
-            for j, (n, probe) in enumerate(zip(at, group, strict=True)):
-                lexical = _lexical(conn, index, probe, now, rid_range, rows)
-                if near[j].size or lexical:
-                    out[n] = _current(conn, index, near[j], lexical, probe, queries[j], now)
+            lexical = lexical_many(conn, index, group, now, rid_range, rows)
+            found = _current(conn, index, near, lexical, group, queries, now)
+            for n, got in zip(at, found, strict=True):
+                out[n] = got
     return out
 
 
@@ -101,121 +108,107 @@ def _top(sims: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
     return np.argsort(-sims, kind="stable")
 
 
+def _top_rows(sims: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
+    """:func:`_top` of every row at once (the same selection and order, row by row)."""
+    if sims.shape[1] > k:
+        part = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        order = np.argsort(-np.take_along_axis(sims, part, axis=1), axis=1, kind="stable")
+        ordered: npt.NDArray[np.intp] = np.take_along_axis(part, order, axis=1)
+        return ordered
+    return np.argsort(-sims, axis=1, kind="stable")
+
+
 def _nearest(index: ScopeIndex, queries: npt.NDArray[np.float32], probes: Sequence[Probe],
              now: int) -> list[Positions]:
     """Each probe's nearest positions of its user and type (over-fetched, see _OVERFETCH)."""
     k = CONFLICT_NEIGHBOURS * _OVERFETCH
-    out: list[Positions] = []
+    scopes: dict[tuple[str | None, Any], int] = {}
+    keys = [scopes.setdefault((p.user_id, p.type), len(scopes)) for p in probes]
     if index.n < COARSE_MIN_ROWS:
         # A small scope: one matrix product for the batch, each probe's scope masked once.
         sims = queries @ index.matrix.T
         every = np.arange(index.n, dtype=np.int64)
-        scopes: dict[tuple[str | None, Any], Positions] = {}
-        for j, p in enumerate(probes):
-            key = (p.user_id, p.type)
-            if key not in scopes:
-                scopes[key] = index.of_scope(every, now, p.user_id, p.type)
-            pos = scopes[key]
-            out.append(pos[_top(sims[j, pos], k)])
-        return out
+        small: list[Positions] = [every] * len(probes)
+        for key, (user, mtype) in enumerate(scopes):
+            pos = index.of_scope(every, now, user, mtype)
+            rows = [j for j, mine in enumerate(keys) if mine == key]
+            block = sims if len(rows) == len(probes) and pos.size == index.n \
+                else sims[np.ix_(np.asarray(rows, dtype=np.int64), pos)]
+            for j, top in zip(rows, _top_rows(block, k), strict=True):
+                small[j] = pos[top]
+        return small
     coarse = index.coarse
     if coarse is None or coarse.stale(index.n):
         coarse = index.coarse = CoarseIndex(index.matrix)
-    lists = queries @ coarse.centroids.T  # every probe's closeness to every list at once
+    filters = [_scoped(index, now, user, mtype) for user, mtype in scopes]
+    first = nearest_many(coarse, index.matrix, queries, keys, filters, k)
+    out: list[Positions] = []
     for j, p in enumerate(probes):
-        order = coarse.probe_order(lists[j])
-        pos = np.zeros(0, dtype=np.int64)
-        for width in probe_rounds(order.shape[0]):
-            pos = index.of_scope(coarse.positions(order[:width]), now, p.user_id, p.type)
-            if pos.size >= k:
-                break
-        out.append(pos[_top(_dots(index.matrix[pos], queries[j]), k)])
+        got = first[j]
+        out.append(got if got is not None else _widened(index, coarse, queries[j], p, now, k))
     return out
 
 
-class _Counts:
-    """How many rows each word matches, per connection, counted up to the budget: a batch of
-    writes about one topic asks for the same words again and again, and a count costs a
-    statement. A count is reused while the table has grown by at most a quarter since it was
-    taken (and for at most COUNT_TTL_S): a stale count only picks words a little wrongly,
-    and a word that has grown common costs at most the rows it grew by."""
-
-    def __init__(self) -> None:
-        self.known: dict[str, tuple[int, int, float]] = {}
-
-    def count(self, conn: Any, unit: str, rows: int) -> int:
-        now = time.monotonic()
-        hit = self.known.get(unit)
-        if hit is not None and rows <= hit[1] * 1.25 + 64 and now - hit[2] < COUNT_TTL_S:
-            return hit[0]
-        row = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? "
-            "LIMIT ?)", (f"body : {unit}", CONFLICT_LEXICAL_BUDGET + 1)).fetchone()
-        if len(self.known) >= _COUNTS_MAX:
-            self.known.clear()
-        self.known[unit] = (int(row[0]), rows, now)
-        return int(row[0])
+def _scoped(index: ScopeIndex, now: int, user_id: str | None, mtype: Any) -> Scoped:
+    return lambda positions: index.of_scope(positions, now, user_id, mtype)
 
 
-_counts: weakref.WeakKeyDictionary[Any, _Counts] = weakref.WeakKeyDictionary()
-
-
-def _units(conn: Any, terms: Sequence[str], rows: int) -> tuple[list[str], int]:
-    """The quoted words worth ranking, rarest first, within CONFLICT_LEXICAL_BUDGET rows."""
-    counts = _counts.setdefault(conn, _Counts())
-    counted = sorted((counts.count(conn, u, rows), u) for u in
-                     ('"' + t.replace('"', '""') + '"' for t in terms))
-    kept: list[str] = []
-    total = 0
-    for n, unit in counted:
-        if n == 0:
-            continue
-        if total + n > CONFLICT_LEXICAL_BUDGET:
+def _widened(index: ScopeIndex, coarse: CoarseIndex, query: npt.NDArray[np.float32],
+             p: Probe, now: int, k: int) -> Positions:
+    """One probe whose closest lists hold too few rows of its scope: more lists, round by
+    round, until they hold ``k`` (or the search has gone as far as it may)."""
+    order = coarse.probe_order(_dots(coarse.centroids, query))
+    pos = np.zeros(0, dtype=np.int64)
+    for width in probe_rounds(order.shape[0]):
+        pos = index.of_scope(coarse.positions(order[:width]), now, p.user_id, p.type)
+        if pos.size >= k:
             break
-        kept.append(unit)
-        total += n
-    return kept, total
+    found: Positions = pos[_top(_dots(index.matrix[pos], query), k)]
+    return found
 
 
-def _lexical(conn: Any, index: ScopeIndex, probe: Probe, now: int,
-             rid_range: tuple[int, int], rows: int) -> list[int]:
-    """Positions of the best full-text matches of the probe's subject words in its scope."""
-    units = _units(conn, subject_terms(probe.text, _TERMS), rows)
-    if not units[0]:
-        return []
-    rids = lexical_rids(conn, probe.agent_id, "", CONFLICT_LEXICAL_BUDGET,
-                        scope_rows=index.n, units=units, rid_range=rid_range)
-    found = [p for p in map(index.pos.get, rids) if p is not None]
-    if not found:
-        return []
-    mine = index.of_scope(np.asarray(found, dtype=np.int64), now, probe.user_id, probe.type)
-    out: list[int] = mine[:CONFLICT_LEXICAL].tolist()
-    return out
-
-
-def _current(conn: Any, index: ScopeIndex, near: Positions, lexical: Sequence[int],
-             probe: Probe, query: npt.NDArray[np.float32], now: int) -> Found:
-    """``(id, text, cosine)`` of the first :data:`CONFLICT_NEIGHBOURS` current rows of
-    ``near`` (closest first) and of every current row of ``lexical``: the cache holds every
-    live row, superseded ones too, so SQLite leaves those out here."""
-    positions = list(dict.fromkeys([*near.tolist(), *lexical]))
-    rids = index.rids[positions].tolist()
+def _current(conn: Any, index: ScopeIndex, near: Sequence[Positions],
+             lexical: Sequence[Sequence[int]], probes: Sequence[Probe],
+             queries: npt.NDArray[np.float32], now: int) -> list[Found]:
+    """Each probe's ``(id, text, cosine)`` of the first :data:`CONFLICT_NEIGHBOURS` current
+    rows of its ``near`` (closest first) and of every current row of its ``lexical``: the
+    cache holds every live row, superseded ones too, so SQLite leaves those out here, in
+    one statement for the whole batch (each probe then keeps the rows of its own user and
+    type)."""
+    wanted = [list(dict.fromkeys([*n.tolist(), *lex])) if n.size or lex else []
+              for n, lex in zip(near, lexical, strict=True)]
+    every = sorted({pos for positions in wanted for pos in positions})
+    if not every:
+        return [[] for _ in probes]
     rows = conn.execute(
         # ``+column``: no index on those columns; the rows are fetched by rid
-        f"SELECT rid, id, content FROM memories WHERE rid IN {IN_JSON} AND +agent_id = ? "
-        f"AND +user_id IS ? AND +type = ? AND {VISIBLE} "
+        f"SELECT rid, id, content, user_id, type FROM memories WHERE rid IN {IN_JSON} "
+        f"AND +agent_id = ? AND {VISIBLE} "
         f"AND json_extract(metadata, '$.{TIME_KEY}.superseded_by') IS NULL",
-        (json.dumps(rids), probe.agent_id, probe.user_id, probe.type.value, now)).fetchall()
-    current = {int(r[0]): (str(r[1]), str(r[2])) for r in rows}
-    sims = _dots(index.matrix[positions], query).tolist()
-    keep = set(lexical)
-    out: Found = []
-    nearest = 0
-    for rid, sim, pos in zip(rids, sims, positions, strict=True):
-        got = current.get(rid)
-        if got is None:
+        (json.dumps(index.rids[every].tolist()), probes[0].agent_id, now)).fetchall()
+    # the rows current in each probe's scope (its user and type), by rid
+    current: dict[tuple[Any, str], dict[int, tuple[str, str]]] = {
+        (p.user_id, p.type.value): {} for p in probes}
+    for rid, mid, content, user_id, mtype in rows:
+        mine = current.get((user_id, mtype))
+        if mine is not None:
+            mine[rid] = (mid, content)
+    out: list[Found] = []
+    for j, (probe, positions) in enumerate(zip(probes, wanted, strict=True)):
+        found: Found = []
+        out.append(found)
+        if not positions:
             continue
-        if nearest < CONFLICT_NEIGHBOURS or pos in keep:
-            out.append((got[0], got[1], float(sim)))
-        nearest += pos not in keep
+        rids = index.rids[positions].tolist()
+        sims = _dots(index.matrix[positions], queries[j]).tolist()
+        mine = current[(probe.user_id, probe.type.value)]
+        keep = set(lexical[j])
+        nearest = 0
+        for rid, sim, pos in zip(rids, sims, positions, strict=True):
+            got = mine.get(rid)
+            if got is None:
+                continue
+            if nearest < CONFLICT_NEIGHBOURS or pos in keep:
+                found.append((got[0], got[1], sim))
+            nearest += pos not in keep
     return out

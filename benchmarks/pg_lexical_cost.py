@@ -35,7 +35,7 @@ from memorywire.core.textsearch import query_terms
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.store.postgres import PostgresStore
 from memorywire.store.postgres import store as pg_store
-from memorywire.store.postgres.lexical import count_statement, lexical_leg
+from memorywire.store.postgres.lexical import Leg, count_statement, lexical_leg
 from memorywire.store.postgres.migrations import TS_CONFIG
 from memorywire.store.postgres.sql import TABLE, scope_where, tsquery_text, vector_literal
 from memorywire.testing.postgres import start_pgserver
@@ -91,8 +91,8 @@ async def _timed(fn: Callable[[], Awaitable[Any]]) -> dict[str, float]:
             "p90_ms": round(times[int(0.9 * len(times))], 3)}
 
 
-async def _old_leg(conn: Any, w: Any, words: Sequence[str]) -> tuple[str | None, float]:
-    return tsquery_text(words), 1.0
+async def _old_leg(conn: Any, w: Any, words: Sequence[str]) -> Leg:
+    return Leg(tsquery_text(words), 1.0, frozenset(), frozenset())
 
 
 async def _scope(store: PostgresStore, agent: str, queries: Sequence[str]) -> dict[str, Any]:
@@ -101,7 +101,7 @@ async def _scope(store: PostgresStore, agent: str, queries: Sequence[str]) -> di
         w = scope_where(agent_id=agent, user_id="ines", now_ms=10**13)
         words = query_terms(query)
 
-        async def leg(w: Any = w, words: list[str] = words) -> tuple[str | None, float]:
+        async def leg(w: Any = w, words: list[str] = words) -> Leg:
             async with store._db.tx() as conn:
                 return await lexical_leg(conn, w, words)
 
@@ -109,7 +109,7 @@ async def _scope(store: PostgresStore, agent: str, queries: Sequence[str]) -> di
             return await store._search(RecallRequest(agent_id=agent, user_id="ines",
                                                      query=query, k=10))
 
-        kept, weight = await leg()
+        kept, weight = (await leg())[:2]
         row: dict[str, Any] = {"kept": kept, "weight": round(weight, 4),
                                "count_statement": await _timed(leg)}
         row["search_with_count"] = await _timed(search)

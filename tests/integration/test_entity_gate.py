@@ -102,10 +102,13 @@ async def _ids(store: MemoryStore, query: str, **kw: object) -> list[str]:
     return [h.id for h in got.results]
 
 
+# The three stores judge these by the subject gate (``core.subject_gate``), whose thresholds
+# keep every answerable dev question of the fact corpus: it lets "Which political party does
+# Bob vote for?" and "How many hours does Bob sleep a night?" through (the trade curve in
+# docs/benchmarks.md, "rank31b"), so only these three of the entity gate's five stay empty.
 @pytest.mark.parametrize("query", [
     "What is Alice's shoe size?", "What is Bob's favourite movie?",
-    "Which political party does Bob vote for?", "What is Alice's blood type?",
-    "How many hours does Bob sleep a night?",
+    "What is Alice's blood type?",
 ])
 async def test_a_named_question_nothing_answers_comes_back_empty(
         store: MemoryStore, query: str) -> None:
@@ -140,10 +143,12 @@ async def test_a_caller_threshold_or_floors_off_bypass_the_rule(
             await s.aclose()
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "memory",
+                                  pytest.param("postgres", marks=pytest.mark.postgres)])
 async def test_the_masked_question_is_embedded_only_when_words_give_no_evidence(
-        request: pytest.FixtureRequest, tmp_path: Path, model: Embedder) -> None:
+        request: pytest.FixtureRequest, tmp_path: Path, model: Embedder, kind: str) -> None:
     emb = CountingEmbedder(model)
-    store = await _make("sqlite", request, tmp_path, emb)
+    store = await _make(kind, request, tmp_path, emb)
     try:
         emb.texts.clear()
         await _ids(store, "What food allergy does Alice have?")  # "allergy" ~ "allergic"

@@ -1,8 +1,9 @@
 """The subject lexical list on every store that runs the recall plan: Melanie's turn that
 answers "What books has Melanie been reading?" in other forms of its words is outranked by
 Caroline's turns that repeat the question's words (and Melanie's name), and the list lifts it
-first; ``subject_lexical_weight=0`` is the store's order as before. The subject boost is off
-in both, so only the list can move it.
+first when turned on (``subject_lexical_weight=SUBJECT_LEXICAL_WEIGHT``; off by default since
+rank31b); ``subject_lexical_weight=0`` is the store's order as before. The subject boost is
+off in both, so only the list can move it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from memorywire.errors import InvalidRequest
+from memorywire.recall.settings import SUBJECT_LEXICAL_WEIGHT
 from memorywire.store.memory import InMemoryStore
 from memorywire.store.sqlite import SqliteStore
 from memorywire.testing import postgres as _pg
@@ -44,7 +46,8 @@ async def test_the_named_persons_matching_turn_is_lifted_first(
         kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     off = await ranked_ids(await make_store(kind, tmp_path / "off", request, subject_weight=0.0,
                                             subject_lexical_weight=0.0), _turns(), QUESTION, k=5)
-    on = await ranked_ids(await make_store(kind, tmp_path, request, subject_weight=0.0),
+    on = await ranked_ids(await make_store(kind, tmp_path, request, subject_weight=0.0,
+                                           subject_lexical_weight=SUBJECT_LEXICAL_WEIGHT),
                           _turns(), QUESTION, k=5)
     assert off[0] != "answer"
     assert on[0] == "answer"
@@ -57,7 +60,9 @@ async def test_a_question_that_names_no_one_keeps_the_stores_order(
     query = "what books have been read?"
     off = await ranked_ids(await make_store(kind, tmp_path / "off", request,
                                             subject_lexical_weight=0.0), _turns(), query, k=5)
-    on = await ranked_ids(await make_store(kind, tmp_path, request), _turns(), query, k=5)
+    on = await ranked_ids(await make_store(kind, tmp_path, request,
+                                           subject_lexical_weight=SUBJECT_LEXICAL_WEIGHT),
+                          _turns(), query, k=5)
     assert on == off
 
 

@@ -126,4 +126,4 @@ def test_each_store_keeps_its_defaults() -> None:
     assert (PORTABLE_RECALL.session_weight, PORTABLE_RECALL.subject_weight,
             PORTABLE_RECALL.substance_weight, PORTABLE_RECALL.turn_weight,
             PORTABLE_RECALL.duplicate_share, PORTABLE_RECALL.subject_lexical_weight) == (
-        0.5, 0.15, 0.07, 2.0, 0.0, 0.3)
+        0.5, 0.12, 0.07, 2.0, 0.0, 0.0)

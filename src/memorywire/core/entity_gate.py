@@ -53,6 +53,7 @@ __all__ = [
     "MASKED_MIN_GAP",
     "MASKED_MIN_LEAD",
     "MASKED_STANDOUT_MIN_COSINE",
+    "HeldWords",
     "MaskedCheck",
     "NamedQuery",
     "has_evidence",
@@ -172,6 +173,10 @@ class _Words:
         if len(w) >= 5:
             return w[:5] in self.five or w[:4] in self.four
         return len(w) == 4 and w in self.four_long
+
+
+#: A text's words indexed for :func:`same_word` lookups (``core.subject_gate`` uses it too).
+HeldWords = _Words
 
 
 def named_query(query: str, texts: Sequence[str]) -> NamedQuery | None:

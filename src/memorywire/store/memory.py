@@ -22,9 +22,17 @@ from memorywire.core.context_key import CONTEXT_FIELD, check_context, lexical_te
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.fields import matches_where
 from memorywire.core.filters import matches_filter
-from memorywire.core.informative import weigh_units
+from memorywire.core.informative import SHARE_MIN_SCOPE, is_common, weigh_units
 from memorywire.core.records import Row
-from memorywire.core.scoring import candidate_pool, exact_top, hybrid_rank_arrays
+from memorywire.core.scoring import Scored, candidate_pool, exact_top, hybrid_rank_arrays
+from memorywire.core.subject_gate import (
+    SUBJECT_AGREEMENT,
+    Subject,
+    lexical_evidence,
+    masked_stands_out,
+    subject_of,
+    subject_relevance,
+)
 from memorywire.core.textsearch import query_terms
 from memorywire.core.timeline import validity_of
 from memorywire.embed.base import Embedder
@@ -213,26 +221,45 @@ class InMemoryStore(RowDelegate[_Row]):
             pool = candidate_pool(req.k)
             # The shared rule of the full-text leg (core.informative): a word held by most
             # of the scope ranks nothing, and the list weighs its best word's scope idf.
-            kept, informed = weigh_units(
-                query_terms(req.query), lambda t: sum(t in r.terms for r in rows), len(rows))
+            asked = query_terms(req.query)
+            df = {t: sum(t in r.terms for r in rows) for t in asked}
+            kept, informed = weigh_units(asked, df.__getitem__, len(rows))
+            common = frozenset(t for t in asked if len(rows) >= SHARE_MIN_SCOPE
+                               and is_common(df[t], len(rows)))
+            settings = self._recall
+            gates = (settings.entity_gate and req.min_relevance is None
+                     and settings.relevance_floor > -1.0)
+            subject = subject_of(req.query, (t for t in asked if df[t]), common) \
+                if gates else None
+            about = subject is not None and subject.words <= common
+            masked = (self.embedder.embed([subject.masked])[0]
+                      if subject is not None and about else None)
+            if masked is not None:
+                sims = np.stack([r.vector for r in rows]) @ masked
             terms = set(kept)
             overlap = [(len(terms & r.terms), i) for i, r in enumerate(rows)]
             lexical = sorted((o for o in overlap if o[0] > 0),
                              key=lambda o: (-o[0], rows[o[1]].created_at, rows[o[1]].id))
-            settings = self._recall
-            gated = (settings.entity_gate and req.min_relevance is None
-                     and settings.relevance_floor > -1.0 and bool(named_words(req.query)))
+            if subject is not None and about and lexical and len(
+                    (set(asked) - common - subject.words) & rows[lexical[0][1]].terms
+            ) < SUBJECT_AGREEMENT:
+                informed = 0.0  # one shared everyday word says nothing (core.subject_gate)
+            gated = gates and bool(named_words(req.query))
+            off = subject is not None and about  # the subject's scope: floors off
             ranked = hybrid_rank_arrays(
                 sims.astype(np.float64), [r.id for r in rows],
                 exact_top(sims.astype(np.float32), pool).tolist(),
                 [i for _, i in lexical[:pool]],
-                k=max(req.k, EVIDENCE_DEPTH) if gated else req.k,
-                floor=settings.relevance_floor, lexical_floor=settings.lexical_floor,
+                k=max(req.k, EVIDENCE_DEPTH) if gated or subject else req.k,
+                floor=-1.0 if off else settings.relevance_floor,
+                lexical_floor=-1.0 if off else settings.lexical_floor,
                 demoted=np.array([r.demoted for r in rows], dtype=bool),
-                min_relevance=req.min_relevance, tail_gap=settings.tail_gap,
+                min_relevance=req.min_relevance, tail_gap=None if off else settings.tail_gap,
                 lexical_weight=settings.lexical_weight * informed)
             by_id = {r.id: r for r in rows}
-            if gated and ranked:
+            if subject is not None and ranked:
+                ranked = self._judged(subject, ranked, rows, by_id, masked)
+            elif gated and ranked:
                 best = [by_id[s.id] for s in ranked[:EVIDENCE_DEPTH]]
                 if not has_evidence(
                         req.query, [lexical_text(r.type, r.stored, r.metadata) for r in best],
@@ -245,6 +272,32 @@ class InMemoryStore(RowDelegate[_Row]):
             results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
             latency_ms=int((time.perf_counter() - started) * 1000),
         )
+
+    def _judged(self, subject: Subject, ranked: list[Scored], rows: Sequence[_Row],
+                by_id: dict[str, _Row], masked: Any) -> list[Scored]:
+        """The subject gate (``core.subject_gate``) on a ranked list: empty unless what the
+        question asks beyond its subject finds something. ``masked`` (the masked question's
+        vector) is given when it ranked, in a scope about the subject: the masked question is
+        then judged among all of the scope's memories and each hit's relevance is its lead
+        over their median; else among the memories holding the subject, embedded only when
+        the words give no evidence."""
+        about = masked is not None
+        held = list(rows) if about else [r for r in rows if r.terms & subject.words]
+        best = [by_id[s.id] for s in ranked if not s.cut][:EVIDENCE_DEPTH]
+        cosines = None
+        if not lexical_evidence(subject, [lexical_text(r.type, r.stored, r.metadata)
+                                          for r in best]):
+            vector = masked if about else self.embedder.embed([subject.masked])[0]
+            cosines = (np.stack([r.vector for r in held]) @ vector if held
+                       else np.empty(0, dtype=np.float32))
+            if not masked_stands_out(cosines):
+                return []
+        if not about:
+            return ranked
+        if cosines is None:
+            cosines = np.stack([r.vector for r in held]) @ masked
+        median = float(np.median(cosines))
+        return [replace(s, relevance=subject_relevance(s.cosine, median)) for s in ranked]
 
     async def neighbours(
         self, agent_id: str, ids: Sequence[str], hops: int, user_id: str | None = None

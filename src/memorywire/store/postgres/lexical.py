@@ -18,16 +18,31 @@ HNSW, and counting all of it would cost more than the search.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-from memorywire.core.informative import weigh_units
+from memorywire.core.informative import SHARE_MIN_SCOPE, is_common, weigh_units
 from memorywire.store.postgres.db import Conn
 from memorywire.store.postgres.sql import TABLE, Where, tsquery_text
 
-__all__ = ["SHARE_SAMPLE", "count_statement", "lexical_leg"]
+__all__ = ["SHARE_SAMPLE", "Leg", "count_statement", "lexical_leg"]
 
 #: The most rows of a recall's scope (its newest) whose words are counted.
 SHARE_SAMPLE = 10_000
+
+
+class Leg(NamedTuple):
+    """A recall's full-text leg, and what its counts tell the subject gate
+    (:mod:`memorywire.store.postgres.subject`)."""
+
+    #: The ``tsquery`` the list ranks by (``None``: no list).
+    tsquery: str | None
+    #: The list's RRF weight.
+    weight: float
+    #: The query words at least one counted row holds ...
+    known: frozenset[str]
+    #: ... and those most of them hold (``core.informative.is_common``; none in a scope
+    #: under ``SHARE_MIN_SCOPE``).
+    common: frozenset[str]
 
 
 def count_statement(w: Where, words: Sequence[str]) -> tuple[str, list[Any]] | None:
@@ -44,16 +59,19 @@ def count_statement(w: Where, words: Sequence[str]) -> tuple[str, list[Any]] | N
             [*queries, *w.params, SHARE_SAMPLE])
 
 
-async def lexical_leg(conn: Conn, w: Where, words: Sequence[str]) -> tuple[str | None, float]:
-    """The ``tsquery`` the full-text list of a recall over the scope ``w`` ranks by (``None``:
-    no list, when none of the content ``words`` is left) and that list's RRF weight."""
+async def lexical_leg(conn: Conn, w: Where, words: Sequence[str]) -> Leg:
+    """The full-text leg of a recall over the scope ``w``: the ``tsquery`` its list ranks by
+    (``None``: no list, when none of the content ``words`` is left), that list's RRF weight,
+    and the words the counted rows hold (any, most)."""
     searched = [word for word in words if tsquery_text([word]) is not None]
     statement = count_statement(w, searched)
     if statement is None:
-        return None, 1.0
+        return Leg(None, 1.0, frozenset(), frozenset())
     cur = await conn.execute(*statement)
     row = await cur.fetchone()
     assert row is not None  # an aggregate without GROUP BY always has its one row
     df = {word: int(row[f"d{i}"]) for i, word in enumerate(searched)}
-    kept, weight = weigh_units(searched, df.__getitem__, int(row["n"]))
-    return tsquery_text(kept), weight
+    n = int(row["n"])
+    kept, weight = weigh_units(searched, df.__getitem__, n)
+    return Leg(tsquery_text(kept), weight, frozenset(u for u in searched if df[u] > 0),
+               frozenset(u for u in searched if n >= SHARE_MIN_SCOPE and is_common(df[u], n)))

@@ -57,6 +57,7 @@ from memorywire.store.postgres import (
     portable,
     purge,
     reads,
+    subject,
     writes,
 )
 from memorywire.store.postgres.db import Conn, PgDb
@@ -325,38 +326,53 @@ class PostgresStore:
         )
         pool = candidate_pool(req.k)
         hits: list[RecallHit] = []
+        settings = self._recall
+        gates = (settings.entity_gate and req.min_relevance is None
+                 and settings.relevance_floor > -1.0)
         async with self._reads.tx() as conn:
-            vector = await self._vector_candidates(conn, req.agent_id, w, qvec, pool)
-            tsq, informed = await lexical_leg(conn, w, query_terms(req.query))
+            words = query_terms(req.query)
+            leg = await lexical_leg(conn, w, words)
+            # The subject gate (core.subject_gate, postgres/subject.py); in a scope about the
+            # subject both lists' cosines are the masked question's and the floors are off.
+            run = await subject.subject_run(self._db, req.query, leg) if gates else None
+            about = run is not None and run.masked is not None
+            rank_vec = run.masked if run is not None and run.masked is not None else qvec
+            vector = await self._vector_candidates(conn, req.agent_id, w, rank_vec, pool)
             lexical: list[dict[str, Any]] = []
-            if tsq is not None:
+            if leg.tsquery is not None:
                 cur = await conn.execute(
                     f"SELECT id, 1 - (embedding <=> %s::vector) AS cos, score_factor FROM {TABLE} "
                     f"WHERE {w.sql()} AND tsv @@ to_tsquery('english', %s) "
                     "ORDER BY ts_rank_cd(tsv, to_tsquery('english', %s)) DESC, created_at, id "
                     "LIMIT %s",
-                    [qvec, *w.params, tsq, tsq, pool],
+                    [rank_vec, *w.params, leg.tsquery, leg.tsquery, pool],
                 )
                 lexical = await cur.fetchall()
+            informed = leg.weight
+            if run is not None and about and lexical:
+                informed = await subject.agreeing_weight(conn, req.agent_id, run, words,
+                                                         lexical[0]["id"], informed)
             # the candidates: both lists' rows, once each (score_factor is DEMOTE_FACTOR
             # for a demoted row, else 1.0)
             candidates = {r["id"]: r for r in (*vector, *lexical)}
             ids = list(candidates)
             slot = {mid: i for i, mid in enumerate(ids)}
-            settings = self._recall
-            gated = (settings.entity_gate and req.min_relevance is None
-                     and settings.relevance_floor > -1.0 and bool(named_words(req.query)))
+            gated = gates and run is None and bool(named_words(req.query))
             ranked = hybrid_rank_arrays(
                 np.array([float(r["cos"]) for r in candidates.values()], dtype=np.float64),
                 ids, [slot[r["id"]] for r in vector], [slot[r["id"]] for r in lexical],
-                k=max(req.k, EVIDENCE_DEPTH) if gated else req.k,
-                floor=settings.relevance_floor, lexical_floor=settings.lexical_floor,
+                k=max(req.k, EVIDENCE_DEPTH) if gated or run is not None else req.k,
+                floor=-1.0 if about else settings.relevance_floor,
+                lexical_floor=-1.0 if about else settings.lexical_floor,
                 demoted=np.array([r["score_factor"] != 1.0 for r in candidates.values()],
                                  dtype=bool),
                 min_relevance=req.min_relevance,
-                tail_gap=settings.tail_gap, lexical_weight=settings.lexical_weight * informed,
+                tail_gap=None if about else settings.tail_gap,
+                lexical_weight=settings.lexical_weight * informed,
             )
-            if gated and ranked and not await evidence.answers(
+            if run is not None and ranked:
+                ranked = await subject.judged(conn, self._db, req.agent_id, w, run, ranked)
+            elif gated and ranked and not await evidence.answers(
                     conn, self._db, req.agent_id, req.query, [s.id for s in ranked]):
                 ranked = []
             ranked = ranked[:req.k]

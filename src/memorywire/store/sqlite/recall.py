@@ -19,7 +19,7 @@ import json
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -29,6 +29,14 @@ from memorywire.core.content import content_from_storage
 from memorywire.core.context_key import CONTEXT_FIELD, lexical_text
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.scoring import Scored, in_relevance_order, through_kth_kept
+from memorywire.core.subject_gate import (
+    SUBJECT_AGREEMENT,
+    Subject,
+    lexical_evidence,
+    masked_stands_out,
+    subject_of,
+    subject_relevance,
+)
 from memorywire.embed.base import Embedder
 from memorywire.recall.plan import RecallPlan
 from memorywire.recall.settings import RecallSettings
@@ -37,7 +45,7 @@ from memorywire.store.sqlite.contexts import metadata_of
 from memorywire.store.sqlite.db import COLS, IN_JSON, SqliteDb
 from memorywire.store.sqlite.hits import answer_hits
 from memorywire.store.sqlite.recalls import STATS_SQL, mark_recalled
-from memorywire.store.sqlite.search import rank_scope
+from memorywire.store.sqlite.search import rank_scope, scope_words, subject_positions
 from memorywire.wire.fields import typed_fields
 from memorywire.wire.models import MemoryType, RecallHit, RecallRequest
 
@@ -164,6 +172,9 @@ class PlanRunner:
         """One search (``core.scoring.hybrid_rank``'s ``keep_cut``: rows the floors cut keep
         their places for the plan's re-ranking and are never returned). ``kept`` holds the
         rows already read, by this recall or an earlier one of the same scope version."""
+        subject = self._subject(conn, index, req, now, memo)
+        if subject is not None:
+            return self._subject_search(conn, index, req, qvec, now, memo, kept, subject)
         gated = self._entity_gated(req)
         ranked = rank_scope(
             conn, index, req.model_copy(update={"k": max(req.k, EVIDENCE_DEPTH)})
@@ -173,17 +184,98 @@ class PlanRunner:
             feedback_weight=self._settings.feedback_weight, memo=memo)
         if not ranked:
             return _NOTHING
-        missing = [s.id for s in ranked if s.id not in kept]
-        if missing:
-            rows = conn.execute(_ROW_SQL, (req.agent_id, json.dumps(missing))).fetchall()
-            kept.update(zip((r[0] for r in rows), zip(rows, _views(rows), strict=True),
-                            strict=True))
+        self._read(conn, req.agent_id, ranked, kept)
         if gated and not self._answers(
                 req.query, [kept[s.id][0] for s in ranked if not s.cut], index):
             return _NOTHING
         ranked = through_kth_kept(ranked, req.k)
         return _Found([kept[s.id][1] for s in ranked], {s.id: s for s in ranked},
                       {s.id for s in ranked if s.core}, {s.id for s in ranked if s.cut})
+
+    def _gates(self, req: RecallRequest) -> bool:
+        """Whether the store's floors decide "nothing relevant" for this recall (no caller
+        ``min_relevance``, floors not switched off, the gates on)."""
+        return (self._settings.entity_gate and req.min_relevance is None
+                and self._settings.relevance_floor > -1.0)
+
+    def _subject(self, conn: Any, index: ScopeIndex, req: RecallRequest, now: int,
+                 memo: dict[Any, Any]) -> Subject | None:
+        """The question's subject (``core.subject_gate``) when the gates apply: names the
+        scope holds and words most of the scope holds."""
+        if not self._gates(req):
+            return None
+        _, ((units, _), _), common = scope_words(conn, index, req, now, memo)
+        if not memo["positions"].size:
+            return None
+        known = {u[1:-1] for u in units if u.startswith('"') and u.endswith('"')} | common
+        return subject_of(req.query, known, common)
+
+    def _subject_search(self, conn: Any, index: ScopeIndex, req: RecallRequest,
+                        qvec: npt.NDArray[np.float32], now: int, memo: dict[Any, Any],
+                        kept: dict[str, tuple[Any, RowView]], subject: Subject) -> _Found:
+        """A question about a subject the scope holds (``core.subject_gate``): ranked with
+        the floors off, and empty unless what it asks beyond the subject finds something.
+
+        When every subject word is held by most of the scope (the scope is *about* the
+        subject: one user's memories), the subject tells no memory apart, so the vector
+        list ranks by the masked question, the full-text list counts only when its best row
+        shares two of the other words, and ``relevance`` says how far a hit stands above the
+        scope's typical memory for the masked question."""
+        settings = self._settings
+        about = subject.words <= memo["common"]
+        if about:
+            ranked = rank_scope(
+                conn, index, req.model_copy(update={"k": max(req.k, EVIDENCE_DEPTH)}),
+                self._masked(subject, memo), now, floor=-1.0, lexical_floor=-1.0, tail_gap=None,
+                lexical_weight=settings.lexical_weight,
+                feedback_weight=settings.feedback_weight, memo=memo,
+                lexical_agreement=SUBJECT_AGREEMENT, skip_words=subject.words)
+        else:
+            ranked = rank_scope(
+                conn, index, req.model_copy(update={"k": max(req.k, EVIDENCE_DEPTH)}),
+                qvec, now, floor=settings.relevance_floor,
+                lexical_floor=settings.lexical_floor, tail_gap=settings.tail_gap,
+                lexical_weight=settings.lexical_weight,
+                feedback_weight=settings.feedback_weight, memo=memo)
+        if not ranked:
+            return _NOTHING
+        self._read(conn, req.agent_id, ranked, kept)
+        # The memories the masked question is judged among: in a scope about the subject,
+        # all of them (a procedure's steps or a memory saying "she" hold no name but may
+        # answer); else those holding the subject (another person's "favourite film" does
+        # not answer a question about this one's).
+        held = memo["positions"] if about else subject_positions(
+            conn, index, subject.words, memo)
+        rows = [kept[s.id][0] for s in ranked if not s.cut][:EVIDENCE_DEPTH]
+        texts = [lexical_text(MemoryType(r[3]), r[4], metadata_of(r[5], r[13])) for r in rows]
+        # The model is asked for the masked question only when it ranks or the words alone
+        # give no evidence.
+        if not lexical_evidence(subject, texts) and not masked_stands_out(
+                index.matrix[held] @ self._masked(subject, memo)):
+            return _NOTHING
+        ranked = through_kth_kept(ranked, req.k)
+        if about:
+            median = float(np.median(index.matrix[held] @ self._masked(subject, memo)))
+            ranked = [replace(s, relevance=subject_relevance(s.cosine, median))
+                      for s in ranked]
+        return _Found([kept[s.id][1] for s in ranked], {s.id: s for s in ranked},
+                      {s.id for s in ranked if s.core}, {s.id for s in ranked if s.cut})
+
+    def _masked(self, subject: Subject, memo: dict[Any, Any]) -> npt.NDArray[np.float32]:
+        """The masked question's vector, embedded once per recall."""
+        if "masked" not in memo:
+            memo["masked"] = self._embedder.embed([subject.masked])[0]
+        vector: npt.NDArray[np.float32] = memo["masked"]
+        return vector
+
+    def _read(self, conn: Any, agent_id: str, ranked: Sequence[Scored],
+              kept: dict[str, tuple[Any, RowView]]) -> None:
+        """Read the rows of ``ranked`` not yet in ``kept``."""
+        missing = [s.id for s in ranked if s.id not in kept]
+        if missing:
+            rows = conn.execute(_ROW_SQL, (agent_id, json.dumps(missing))).fetchall()
+            kept.update(zip((r[0] for r in rows), zip(rows, _views(rows), strict=True),
+                            strict=True))
 
     def _entity_gated(self, req: RecallRequest) -> bool:
         """Whether this recall's list faces the entity-masked evidence rule

@@ -43,6 +43,7 @@ from memorywire.core.informative import (  # re-exported: the shared rule of eve
     COMMON_SHARE,
     INFORMATIVE_SHARE,
     SHARE_MIN_SCOPE,
+    is_common,
     weigh_units,
 )
 from memorywire.core.scoring import (
@@ -77,7 +78,9 @@ __all__ = [
     "lexical_units",
     "ranged_scores",
     "rank_scope",
+    "scope_words",
     "shared_words",
+    "subject_positions",
 ]
 
 PREFIX_LEN = 6
@@ -165,11 +168,13 @@ def lexical_units(conn: Any, text: str, budget: int | None = None) -> tuple[list
 
 def informative_units(conn: Any, units: tuple[list[str], int], index: ScopeIndex,
                       mask: npt.NDArray[np.bool_], scope_rows: int,
-                      rid_range: tuple[int, int]) -> tuple[tuple[list[str], int], float]:
+                      rid_range: tuple[int, int], common: list[str] | None = None,
+                      ) -> tuple[tuple[list[str], int], float]:
     """The kept units that tell the recall's scope apart, and the weight their list earns.
 
     Each unit's document frequency *in the scope* (``mask``: the user, types and filters of
-    the recall) is read from the full-text index within the agent's row-id range; FTS5's
+    the recall) is read from the full-text index within the agent's row-id range (the units
+    held by too much of it are appended to ``common`` when given); FTS5's
     own idf is table-wide, so a name held by every memory of one user among many users looks
     rare to BM25. The rule that reads the counts is every store's
     (:func:`memorywire.core.informative.weigh_units`): a unit in more than ``COMMON_SHARE`` of
@@ -186,7 +191,10 @@ def informative_units(conn: Any, units: tuple[list[str], int], index: ScopeIndex
         found = [p for p in map(get, (r[0] for r in conn.execute(
             "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid BETWEEN ? "
             "AND ?", (f"body : {unit}", lo, hi)))) if p is not None]
-        return int(mask[np.asarray(found, dtype=np.intp)].sum()) if found else 0
+        df = int(mask[np.asarray(found, dtype=np.intp)].sum()) if found else 0
+        if common is not None and is_common(df, scope_rows):
+            common.append(unit)
+        return df
 
     out, weight = weigh_units(kept, scope_df, scope_rows)
     return (out, matched if out else 0), weight
@@ -318,6 +326,8 @@ def rank_scope(
     lexical_weight: float = 1.0,
     feedback_weight: float = 0.0,
     memo: dict[Any, Any] | None = None,
+    lexical_agreement: int = 0,
+    skip_words: frozenset[str] = frozenset(),
 ) -> list[Scored]:
     """The recall's ranked rows; with ``feedback_weight`` > 0 a second full-text round
     expanded from the first round's best hits joins the fusion after the list gate
@@ -329,7 +339,12 @@ def rank_scope(
     ``k``: the scope mask, the cosines, the full-text counts and MATCHes, the feedback
     words, the full-text lists' rows in scope (read as deep as the deepest search). Each
     is a pure function of its inputs and the transaction's snapshot, so every ranking
-    stays exactly what a fresh search returns."""
+    stays exactly what a fresh search returns.
+
+    ``lexical_agreement`` (0: off): the full-text list counts only when its best row shares
+    that many distinct query words, not counting ``skip_words`` or words most of the scope
+    holds; otherwise its weight is 0 (one shared everyday word says nothing in a scope of
+    short facts, where rank-only fusion lets it outvote the vector list)."""
     memo = {} if memo is None else memo
 
     def once(key: Any, make: Callable[[], Any]) -> Any:
@@ -347,12 +362,7 @@ def rank_scope(
         index.matrix @ qvec if full else index.matrix[positions] @ qvec))
     top = positions[exact_top(sims.astype(np.float32, copy=False), pool)].tolist()
     rid_range = (int(index.rids.min()), int(index.rids.max()))
-    counted: tuple[list[str], int] = once("counted", lambda: lexical_units(conn, req.query))
-    informative: tuple[tuple[list[str], int], float] = once("units", lambda: informative_units(
-        conn, counted, index, mask, int(positions.size), rid_range))
-    units, informed = informative
-    common = frozenset(t for t in query_terms(req.query)
-                       if _quote(t) in counted[0] and _quote(t) not in units[0])
+    _, (units, informed), common = scope_words(conn, index, req, now, memo)
     # In range, the first round keeps every match's score: the feedback round then ranks
     # only its new words' rows (see feedback.fused_scores).
     scored: list[tuple[int, float]] | None = once("scored", lambda: (
@@ -381,6 +391,10 @@ def rank_scope(
                 _in_scope(lexical_rids(conn, req.agent_id, "", max(20 * pool, 1000),
                                        scope_rows=index.n, units=both, rid_range=rid_range),
                           index, mask, pool)
+    if lexical and lexical_agreement and shared_words(
+            conn, int(index.rids[lexical[0]]), req.query, lexical_agreement,
+            common | frozenset(skip_words)) < lexical_agreement:
+        informed = 0.0
     candidates = list(dict.fromkeys([*top, *lexical, *feedback]))
     slot = {p: i for i, p in enumerate(candidates)}  # top's slots are 0..len(top)-1
     at = np.searchsorted(positions, np.asarray(candidates, dtype=np.int64))
@@ -395,6 +409,47 @@ def rank_scope(
             common),
         lexical_weight=lexical_weight * informed, feedback_ranked=[slot[p] for p in feedback],
         feedback_weight=feedback_weight, keep_cut=True)
+
+
+def scope_words(conn: Any, index: ScopeIndex, req: RecallRequest, now: int,
+                memo: dict[Any, Any]) -> tuple[tuple[list[str], int],
+                                               tuple[tuple[list[str], int], float],
+                                               frozenset[str]]:
+    """The query's full-text units (as :func:`lexical_units` counts them), those that tell
+    the recall's scope apart with their list's weight (:func:`informative_units`), and the
+    query words most of the scope holds (``COMMON_SHARE``: left out of the list). Kept in
+    ``memo`` (see :func:`rank_scope`), so the recall runner reads them for free."""
+    if "common" not in memo:
+        mask = memo["mask"] if "mask" in memo else memo.setdefault(
+            "mask", _mask(conn, index, req, now))
+        positions = memo.setdefault("positions", np.flatnonzero(mask))
+        if not positions.size:  # nothing in scope: nothing to count
+            memo.setdefault("counted", ([], 0))
+            memo.setdefault("units", (([], 0), 0.0))
+            memo["common"] = frozenset()
+            return memo["counted"], memo["units"], memo["common"]
+        rid_range = (int(index.rids.min()), int(index.rids.max()))
+        counted = memo.setdefault("counted", lexical_units(conn, req.query))
+        held: list[str] = []
+        memo.setdefault("units", informative_units(
+            conn, counted, index, mask, int(positions.size), rid_range, held))
+        memo["common"] = frozenset(t for t in query_terms(req.query) if _quote(t) in held)
+    return memo["counted"], memo["units"], memo["common"]
+
+
+def subject_positions(conn: Any, index: ScopeIndex, words: Iterable[str],
+                      memo: dict[Any, Any], cap: int = 4096) -> npt.NDArray[np.intp]:
+    """Index positions of the recall's scope rows (``memo``'s mask) holding any of
+    ``words`` in full text, at most ``cap`` of them."""
+    mask: npt.NDArray[np.bool_] = memo["mask"]
+    lo, hi = int(index.rids.min()), int(index.rids.max())
+    quoted = " OR ".join(_quote(w) for w in sorted(words))
+    get = index.pos.get
+    found = [p for p in map(get, (r[0] for r in conn.execute(
+        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid BETWEEN ? AND ? "
+        "LIMIT ?", (f"body : ({quoted})", lo, hi, 4 * cap)))) if p is not None]
+    at = np.asarray(found, dtype=np.intp)
+    return at[mask[at]][:cap] if at.size else at
 
 
 def _in_scope(rids: Iterable[int], index: ScopeIndex, mask: npt.NDArray[np.bool_],

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -45,6 +46,7 @@ __all__ = [
     "add_out_argument",
     "add_vector_cache_argument",
     "bootstrap_ci",
+    "calibration",
     "dedupe",
     "default_cache",
     "embed_cached",
@@ -184,6 +186,35 @@ def ndcg_any_at_k(ranked: Sequence[str], gold: Collection[str], k: int) -> float
 def mean(values: Sequence[float]) -> float | None:
     """``None`` for an empty group, so a table shows a gap instead of a fake zero."""
     return round(sum(values) / len(values), 4) if values else None
+
+
+#: Relevance bands of a calibration table.
+CALIBRATION_BANDS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def calibration(returned: Sequence[Sequence[tuple[str, float, float | None]]],
+                relevant: Sequence[Collection[str]], k: int = 5) -> dict[str, Any]:
+    """What a store's ``relevance`` means on a corpus: the first ``k`` hits of each answer
+    (``[id, score, relevance]`` rows, best first, as the store returned them) by relevance
+    band, how many of them are relevant, and the share of hits at relevance >= 0.5 that
+    are. Questions with nothing relevant are left out (every hit would count as wrong)."""
+    bands = [{"from": lo, "to": hi, "hits": 0, "relevant": 0}
+             for lo, hi in itertools.pairwise(CALIBRATION_BANDS)]
+    for rows, wanted in zip(returned, relevant, strict=True):
+        if not wanted:
+            continue
+        for mid, _, rel in rows[:k]:
+            if rel is None:
+                continue
+            band = bands[min(int(rel / 0.25), len(bands) - 1)]
+            band["hits"] += 1
+            band["relevant"] += mid in wanted
+    for band in bands:
+        band["precision"] = round(band["relevant"] / band["hits"], 4) if band["hits"] else None
+    high = [b for b in bands if b["from"] >= 0.5]
+    hits = sum(b["hits"] for b in high)
+    return {"k": k, "bands": bands, "precision_at_relevance_0_5":
+            round(sum(b["relevant"] for b in high) / hits, 4) if hits else None}
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

@@ -51,6 +51,7 @@ from _retrieval import (
     add_out_argument,
     add_vector_cache_argument,
     bootstrap_ci,
+    calibration,
     default_cache,
     embed_cached,
     embedder_of,
@@ -254,9 +255,10 @@ async def run(data: Path, ks: list[int], limit: int | None,
     turn_vecs, tstats = embed_cached(embedder, [t.content for c in convs for t in c.turns],
                                      vector_cache, log=stderr)
     q_vecs, qstats = embed_cached(embedder, [q.text for q in questions], vector_cache)
+    captured: dict[str, Any] = {} if hits is None else hits
     with tempfile.TemporaryDirectory() as tmp:
         ranks, timing = await _rank_all(convs, turn_vecs, q_vecs, embedder, max(ks), Path(tmp),
-                                        context, hits)
+                                        context, captured)
     n_turns = len(turn_vecs)
     results = {name: {f"k{k}": score(questions, ranks[name], k) for k in ks}
                for name in RETRIEVERS}
@@ -280,6 +282,9 @@ async def run(data: Path, ks: list[int], limit: int | None,
         "normalised": notes["normalised"],
         "ks": ks,
         "results": results,
+        # the defaults' relevance, judged against the evidence turns (first 5 hits)
+        "calibration": {"store-floor": calibration(captured["store_hits"]["store-floor"],
+                                                   [set(q.evidence) for q in questions])},
         "published": {name: {f"k{k}": v for k, v in vals.items()}
                       for name, vals in PUBLISHED.items()},
         "timing": {

@@ -422,3 +422,15 @@ async def test_longmemeval_run_ranks_gold_first_on_the_real_store(tmp_path: Path
     assert result["results"]["bm25"]["overall"]["session_recall_any@1"] == 1.0
     assert set(result["results"]["vector"]["by_type"]) == {"multi-session", "single-session-user"}
     assert "Stella" in LME.table(result)
+
+
+def test_calibration_counts_the_first_k_hits_by_relevance_band() -> None:
+    returned = [[("a", 0.1, 0.9), ("b", 0.1, 0.6), ("c", 0.1, 0.3), ("d", 0.1, 0.1)],
+                [("x", 0.1, 0.8), ("y", 0.1, None)],
+                [("z", 0.1, 0.99)]]
+    table = R.calibration(returned, [{"a", "c"}, {"y"}, set()], k=3)
+    assert [(b["hits"], b["relevant"]) for b in table["bands"]] == [(0, 0), (1, 1), (1, 0),
+                                                                  (2, 1)]
+    # at relevance >= 0.5: a (right), b and x (wrong); the third question has nothing to find
+    assert table["precision_at_relevance_0_5"] == round(1 / 3, 4)
+    assert R.calibration([], [])["precision_at_relevance_0_5"] is None

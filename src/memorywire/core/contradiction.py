@@ -46,6 +46,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import itemgetter
+from typing import NamedTuple
 
 from memorywire.core.contradiction_meaning import ADDITIVE, closest_changed
 
@@ -90,6 +91,10 @@ for _word, _cls in _SLOTS.items():
     if _cls not in _GENERIC:
         _CLASS_WORDS[_cls] = (*_CLASS_WORDS.get(_cls, ()), _word)
 #: Each word of a two-word slot name, with its class ("title" of "job title").
+#: First words of the compounds (one set lookup per token before the pair's).
+_COMPOUND_FIRST = frozenset(first for first, _ in _COMPOUNDS)
+#: A token holding a digit (tokens are ASCII: see _WORD).
+_DIGIT = re.compile(r"[0-9]").search
 _COMPOUND_OF = {w: cls for pair, cls in _COMPOUNDS.items() for w in pair}
 
 
@@ -100,8 +105,10 @@ class Candidate:
     why: str
 
 
-@dataclass(frozen=True)
-class _Parsed:
+class _Parsed(NamedTuple):
+    """A statement as the rules read it. Built from :func:`_parts` on every use, not cached
+    itself: see there."""
+
     words: tuple[str, ...]
     subject: frozenset[str]
     values: frozenset[str]
@@ -131,10 +138,32 @@ def _norm(low: str) -> str:
     return _SLOTS.get(low, low)
 
 
-@lru_cache(maxsize=65536)
+#: :class:`_Parsed` with tuples for its sets: what :func:`_parts` caches.
+_Parts = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool, bool, tuple[str, ...],
+               tuple[str, ...], tuple[str, ...], tuple[str, ...], bool]
+
+
 def _parse(text: str) -> _Parsed:
     """Content words split into *subject* words (lower-case, normalised) and *value* words
     (names and numbers: capitalised after the first word, or holding a digit)."""
+    (words, subject, values, negated, cue, tail, content, terms, lead,
+     additive) = _parts(text)
+    return _Parsed(words, frozenset(subject), frozenset(values), negated, cue,
+                   frozenset(tail), frozenset(content), frozenset(terms), frozenset(lead),
+                   additive)
+
+
+@lru_cache(maxsize=65536)
+def _parts(text: str) -> _Parts:
+    """:func:`_parse`'s reading of ``text``, its sets as tuples (their order means nothing).
+
+    Cached as tuples of strings because the garbage collector stops tracking those, where it
+    tracks every frozenset for as long as it lives: a cache of parsed statements made of
+    frozensets held about seven tracked objects an entry, each entry promoted to the oldest
+    generation, and in a scope too large for the cache (every write's candidates spread
+    over it) the misses refilled it with ~12,000 of them per batch of 1,000 writes, so the
+    collector walked the whole cache over and over; the collections grew with the scope
+    (docs/benchmarks.md, ingest35b). Making the sets again on each use costs less."""
     tokens = _WORD.findall(text)
     subject, values, negated, cue = set(), set(), False, False
     lows = [t.lower() for t in tokens]
@@ -144,7 +173,8 @@ def _parse(text: str) -> _Parsed:
         if skip:
             skip = False
             continue
-        if (low, lows[n + 1] if n + 1 < len(lows) else "") in _COMPOUNDS:
+        if low in _COMPOUND_FIRST and (low, lows[n + 1] if n + 1 < len(lows) else "") \
+                in _COMPOUNDS:
             subject.add(_COMPOUNDS[(low, lows[n + 1])])
             skip = True
         elif low in _SLOT_CUES:
@@ -156,7 +186,7 @@ def _parse(text: str) -> _Parsed:
             cue = True
         elif low in _STOP:
             continue
-        elif any(ch.isdigit() for ch in tok) or (n > 0 and tok[0].isupper()):
+        elif (n > 0 and tok[0].isupper()) or (not tok.isalpha() and _DIGIT(tok)):
             values.add(low)
         else:
             subject.add(_norm(low))
@@ -169,14 +199,13 @@ def _parse(text: str) -> _Parsed:
         start -= 1
     tail = {_norm(w) for w in lows[start:end]} & subject if end - start <= MAX_VALUE_WORDS \
         else set()
-    return _Parsed(tuple(lows), frozenset(subject), frozenset(values),
-                   negated, cue, frozenset(tail if subject - tail else ()),
-                   frozenset(w for w in lows if w not in _STOP),
-                   frozenset(w for w in subject | values if not w.startswith("=")),
-                   frozenset(lows[:1] if tokens and tokens[0][0].isupper()
-                             and lows[0] not in _STOP and lows[0] not in _CUES
-                             and lows[0] not in _NEGATIONS else ()),
-                   not ADDITIVE.isdisjoint(lows))
+    return (tuple(lows), tuple(subject), tuple(values), negated, cue,
+            tuple(tail if subject - tail else ()), tuple(set(lows).difference(_STOP)),
+            tuple(w for w in subject | values if not w.startswith("=")),
+            tuple(lows[:1] if tokens and tokens[0][0].isupper()
+                  and lows[0] not in _STOP and lows[0] not in _CUES
+                  and lows[0] not in _NEGATIONS else ()),
+            not ADDITIVE.isdisjoint(lows))
 
 
 def _frame(a: _Parsed, b: _Parsed) -> tuple[str, str, str] | None:

@@ -93,6 +93,12 @@ for _word, _cls in _SLOTS.items():
 #: Each word of a two-word slot name, with its class ("title" of "job title").
 #: First words of the compounds (one set lookup per token before the pair's).
 _COMPOUND_FIRST = frozenset(first for first, _ in _COMPOUNDS)
+#: Each function word's role in a statement, one lookup per token: the first of a slot cue,
+#: a negation, a change cue or a stop word that the word is (the order _parts tests them in).
+_STOPPED, _CUE, _NEGATION, _SLOT_CUE = range(4)
+_ROLE: dict[str, int] = {
+    **dict.fromkeys(_STOP, _STOPPED), **dict.fromkeys(_CUES, _CUE),
+    **dict.fromkeys(_NEGATIONS, _NEGATION), **dict.fromkeys(_SLOT_CUES, _SLOT_CUE)}
 #: A token holding a digit (tokens are ASCII: see _WORD).
 _DIGIT = re.compile(r"[0-9]").search
 _COMPOUND_OF = {w: cls for pair, cls in _COMPOUNDS.items() for w in pair}
@@ -130,7 +136,10 @@ class _Parsed(NamedTuple):
     additive: bool
 
 
+@lru_cache(maxsize=16384)
 def _norm(low: str) -> str:
+    """A subject word's normal form (cached: a scope's vocabulary is small and every parse
+    normalises each of its words, some twice)."""
     if low in _SLOTS:
         return _SLOTS[low]
     if len(low) > 3 and low.endswith("s") and not low.endswith("ss"):
@@ -138,6 +147,7 @@ def _norm(low: str) -> str:
     return _SLOTS.get(low, low)
 
 
+_NONE: frozenset[str] = frozenset()
 #: :class:`_Parsed` with tuples for its sets: what :func:`_parts` caches.
 _Parts = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool, bool, tuple[str, ...],
                tuple[str, ...], tuple[str, ...], tuple[str, ...], bool]
@@ -148,9 +158,11 @@ def _parse(text: str) -> _Parsed:
     (names and numbers: capitalised after the first word, or holding a digit)."""
     (words, subject, values, negated, cue, tail, content, terms, lead,
      additive) = _parts(text)
-    return _Parsed(words, frozenset(subject), frozenset(values), negated, cue,
-                   frozenset(tail), frozenset(content), frozenset(terms), frozenset(lead),
-                   additive)
+    # tuple.__new__: a NamedTuple's own __new__ is a Python call, a third of this function
+    return tuple.__new__(_Parsed, (
+        words, frozenset(subject), frozenset(values) if values else _NONE, negated, cue,
+        frozenset(tail) if tail else _NONE, frozenset(content), frozenset(terms),
+        frozenset(lead) if lead else _NONE, additive))
 
 
 @lru_cache(maxsize=65536)
@@ -161,9 +173,9 @@ def _parts(text: str) -> _Parts:
     tracks every frozenset for as long as it lives: a cache of parsed statements made of
     frozensets held about seven tracked objects an entry, each entry promoted to the oldest
     generation, and in a scope too large for the cache (every write's candidates spread
-    over it) the misses refilled it with ~12,000 of them per batch of 1,000 writes, so the
-    collector walked the whole cache over and over; the collections grew with the scope
-    (docs/benchmarks.md, ingest35b). Making the sets again on each use costs less."""
+    over it) the misses refilled it batch after batch, so the collector walked the whole
+    cache over and over; the collections grew with the scope (docs/benchmarks.md,
+    ingest35b). Making the sets again on each use costs less."""
     tokens = _WORD.findall(text)
     subject, values, negated, cue = set(), set(), False, False
     lows = [t.lower() for t in tokens]
@@ -177,19 +189,20 @@ def _parts(text: str) -> _Parts:
                 in _COMPOUNDS:
             subject.add(_COMPOUNDS[(low, lows[n + 1])])
             skip = True
-        elif low in _SLOT_CUES:
+            continue
+        role = _ROLE.get(low)
+        if role is None:  # a content word (most are)
+            if (n > 0 and tok[0].isupper()) or (not tok.isalpha() and _DIGIT(tok)):
+                values.add(low)
+            else:
+                subject.add(_norm(low))
+        elif role == _SLOT_CUE:
             subject.add(_SLOTS[low])
             cue = True
-        elif low in _NEGATIONS:
+        elif role == _NEGATION:
             negated = True
-        elif low in _CUES:
+        elif role == _CUE:
             cue = True
-        elif low in _STOP:
-            continue
-        elif (n > 0 and tok[0].isupper()) or (not tok.isalpha() and _DIGIT(tok)):
-            values.add(low)
-        else:
-            subject.add(_norm(low))
     end = len(lows)
     while end and lows[end - 1] in _STOP:
         end -= 1

@@ -42,13 +42,13 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import itemgetter
 from typing import NamedTuple
 
-from memorywire.core.contradiction_meaning import ADDITIVE, closest_changed
+from memorywire.core.contradiction_meaning import ADDITIVE, closest_changed, value_kind
 
 __all__ = ["MIN_SIMILARITY", "Candidate", "find_conflicts", "judge", "subject_terms"]
 
@@ -156,8 +156,12 @@ _Parts = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool, bool, tu
 def _parse(text: str) -> _Parsed:
     """Content words split into *subject* words (lower-case, normalised) and *value* words
     (names and numbers: capitalised after the first word, or holding a digit)."""
-    (words, subject, values, negated, cue, tail, content, terms, lead,
-     additive) = _parts(text)
+    return _reading(_parts(text))
+
+
+def _reading(parts: _Parts) -> _Parsed:
+    """The :class:`_Parsed` of a cached :func:`_parts`."""
+    words, subject, values, negated, cue, tail, content, terms, lead, additive = parts
     # tuple.__new__: a NamedTuple's own __new__ is a Python call, a third of this function
     return tuple.__new__(_Parsed, (
         words, frozenset(subject), frozenset(values) if values else _NONE, negated, cue,
@@ -332,13 +336,14 @@ def find_conflicts(new: str, stored: Iterable[tuple[str, str]], limit: int = 5, 
         return []
     b = _parse(new)
     subject, words = b.subject - _GENERIC, b.content
-    texts = [(id, _parse(text)) for id, text in pairs]
+    texts = [(id, _parts(text)) for id, text in pairs]
     # Pairs that share no subject word and fewer than two words (the common case) are
-    # decided without building a verdict; the rest are scored in id order (a stable sort:
-    # equal ids keep their order, as ``nsmallest`` does), so once ``limit`` pairs at 1.0,
-    # the highest similarity there is, are kept no later pair can outrank them.
-    related = [t for t in texts if not subject.isdisjoint(t[1].subject)
-               or len(words & t[1].content) >= 2]
+    # decided without building a verdict (nor their sets: the tuples answer that); the rest
+    # are scored in id order (a stable sort: equal ids keep their order, as ``nsmallest``
+    # does), so once ``limit`` pairs at 1.0, the highest similarity there is, are kept no
+    # later pair can outrank them.
+    related = [(id, _reading(p)) for id, p in texts
+               if not subject.isdisjoint(p[1]) or len(words.intersection(p[6])) >= 2]
     scored = []
     top = 0
     for id, a in sorted(related, key=itemgetter(0)):
@@ -352,10 +357,29 @@ def find_conflicts(new: str, stored: Iterable[tuple[str, str]], limit: int = 5, 
     out = [Candidate(id=id, similarity=-neg, why=_why(a, b, frame))
            for neg, id, a, frame in heapq.nsmallest(limit, scored, key=lambda t: (t[0], t[1]))]
     if closeness and len(out) < limit:
-        near = closest_changed(b, texts, closeness)
+        near = closest_changed(b, _closest_of_kind(b, texts, closeness), closeness)
         if near is not None and all(c.id != near[0] for c in out):
             out.append(Candidate(id=near[0], similarity=round(near[1], 4), why=near[2]))
     return out
+
+
+def _closest_of_kind(new: _Parsed, texts: Sequence[tuple[str, _Parts]],
+                     closeness: Mapping[str, float]) -> list[tuple[str, _Parsed]]:
+    """The stored statement :func:`closest_changed` would weigh of all ``texts`` (the
+    closest with a cosine whose value is of ``new``'s kind, the first of equals), alone, so
+    only the statements looked at on the way are read into sets, not every candidate; the
+    answer is the one a call with every candidate gives."""
+    if new.additive:
+        return []
+    near = [(sim, n) for n, (id, _) in enumerate(texts) if (sim := closeness.get(id)) is not None]
+    if any(sim != sim for sim, _ in near):  # NaN orders nothing: weigh them all, in order
+        return [(id, _reading(p)) for id, p in texts]
+    kind = value_kind(new)
+    for _, n in sorted(near, key=lambda t: (-t[0], t[1])):
+        old = _reading(texts[n][1])
+        if value_kind(old) == kind:
+            return [(texts[n][0], old)]
+    return []
 
 
 def subject_terms(text: str, limit: int = 12) -> list[str]:

@@ -148,11 +148,6 @@ def _norm(low: str) -> str:
 
 
 _NONE: frozenset[str] = frozenset()
-#: Statements lately read into sets, by text (a batch's writes share most candidates): a
-#: few, forgotten all at once when full, so the collector has little of them to walk (the
-#: readings themselves are cached in :func:`_parts`).
-_HOT_MAX = 4096
-_hot: dict[str, _Parsed] = {}
 #: :class:`_Parsed` with tuples for its sets: what :func:`_parts` caches.
 _Parts = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool, bool, tuple[str, ...],
                tuple[str, ...], tuple[str, ...], tuple[str, ...], bool]
@@ -161,12 +156,7 @@ _Parts = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool, bool, tu
 def _parse(text: str) -> _Parsed:
     """Content words split into *subject* words (lower-case, normalised) and *value* words
     (names and numbers: capitalised after the first word, or holding a digit)."""
-    got = _hot.get(text)
-    if got is None:
-        if len(_hot) >= _HOT_MAX:
-            _hot.clear()
-        got = _hot[text] = _reading(_parts(text))
-    return got
+    return _reading(_parts(text))
 
 
 def _reading(parts: _Parts) -> _Parsed:
@@ -346,13 +336,13 @@ def find_conflicts(new: str, stored: Iterable[tuple[str, str]], limit: int = 5, 
         return []
     b = _parse(new)
     subject, words = b.subject - _GENERIC, b.content
-    texts = [(id, text, _parts(text)) for id, text in pairs]
+    texts = [(id, _parts(text)) for id, text in pairs]
     # Pairs that share no subject word and fewer than two words (the common case) are
     # decided without building a verdict (nor their sets: the tuples answer that); the rest
     # are scored in id order (a stable sort: equal ids keep their order, as ``nsmallest``
     # does), so once ``limit`` pairs at 1.0, the highest similarity there is, are kept no
     # later pair can outrank them.
-    related = [(id, _parse(text)) for id, text, p in texts
+    related = [(id, _reading(p)) for id, p in texts
                if not subject.isdisjoint(p[1]) or len(words.intersection(p[6])) >= 2]
     scored = []
     top = 0
@@ -373,7 +363,7 @@ def find_conflicts(new: str, stored: Iterable[tuple[str, str]], limit: int = 5, 
     return out
 
 
-def _closest_of_kind(new: _Parsed, texts: Sequence[tuple[str, str, _Parts]],
+def _closest_of_kind(new: _Parsed, texts: Sequence[tuple[str, _Parts]],
                      closeness: Mapping[str, float]) -> list[tuple[str, _Parsed]]:
     """The stored statement :func:`closest_changed` would weigh of all ``texts`` (the
     closest with a cosine whose value is of ``new``'s kind, the first of equals), alone, so
@@ -381,13 +371,12 @@ def _closest_of_kind(new: _Parsed, texts: Sequence[tuple[str, str, _Parts]],
     answer is the one a call with every candidate gives."""
     if new.additive:
         return []
-    near = [(sim, n) for n, (id, _, _) in enumerate(texts)
-            if (sim := closeness.get(id)) is not None]
+    near = [(sim, n) for n, (id, _) in enumerate(texts) if (sim := closeness.get(id)) is not None]
     if any(sim != sim for sim, _ in near):  # NaN orders nothing: weigh them all, in order
-        return [(id, _parse(text)) for id, text, _ in texts]
+        return [(id, _reading(p)) for id, p in texts]
     kind = value_kind(new)
     for _, n in sorted(near, key=lambda t: (-t[0], t[1])):
-        old = _parse(texts[n][1])
+        old = _reading(texts[n][1])
         if value_kind(old) == kind:
             return [(texts[n][0], old)]
     return []

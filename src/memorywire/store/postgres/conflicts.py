@@ -31,7 +31,7 @@ from memorywire.core.timeline import TIME_KEY
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.hnsw import hnsw_settings
 from memorywire.store.postgres.migrations import TS_CONFIG
-from memorywire.store.postgres.sql import TABLE, vector_literal
+from memorywire.store.postgres.sql import TABLE, PgVector
 from memorywire.store.timeline import CONFLICT_LEXICAL, CONFLICT_NEIGHBOURS, Found, Probe
 
 __all__ = ["CONFLICT_EXACT_ROWS", "CONFLICT_LEXICAL_BUDGET", "conflict_candidates"]
@@ -117,7 +117,7 @@ async def _probe(conn: Conn, probe: Probe, rows: int, total: int, common: list[s
                  now: int, version: tuple[int, ...] | None) -> Found:
     args: dict[str, Any] = {
         "agent": probe.agent_id, "user": probe.user_id, "type": probe.type.value, "now": now,
-        "q": vector_literal(probe.vector), "k": CONFLICT_NEIGHBOURS, "l": CONFLICT_LEXICAL,
+        "q": PgVector(probe.vector), "k": CONFLICT_NEIGHBOURS, "l": CONFLICT_LEXICAL,
         "terms": " ".join(subject_terms(probe.text)), "common": common}
     if rows <= CONFLICT_EXACT_ROWS:
         near = _EXACT

@@ -64,7 +64,7 @@ class ReadRouter:
         """Record that a write committed: later reads wait until a standby replays it."""
         if self.replica is None:
             return
-        async with self.primary.tx() as conn:
+        async with self.primary.single() as conn:
             cur = await conn.execute("SELECT pg_current_wal_lsn()::text AS lsn")
             row = await cur.fetchone()
         if row is not None:
@@ -77,7 +77,7 @@ class ReadRouter:
             return True
         deadline = time.monotonic() + self.wait_s
         while True:
-            async with self.replica.tx() as conn:
+            async with self.replica.single() as conn:
                 cur = await conn.execute(
                     "SELECT coalesce(pg_last_wal_replay_lsn(), '0/0')::text AS lsn")
                 row = await cur.fetchone()

@@ -446,7 +446,7 @@ class PostgresStore:
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
         now = self._db.clock.now_ms()
         w = scope_where(agent_id=agent_id, user_id=user_id, now_ms=now)
-        async with self._reads.tx(prefer_primary=True) as conn:
+        async with self._reads.tx(prefer_primary=True, single=True) as conn:
             cur = await conn.execute(
                 f"SELECT {RECORD_COLS} FROM {TABLE} WHERE {w.sql()} AND id = %s", [*w.params, id]
             )

@@ -74,9 +74,10 @@ class PgDb:
 
     @asynccontextmanager
     async def single(self) -> AsyncIterator[Conn]:
-        """A connection for one statement, in autocommit: a statement is atomic on its own,
-        so the BEGIN and COMMIT of :meth:`tx` would be two round trips bought for nothing.
-        Driver errors leave translated, as from :meth:`tx`."""
+        """A connection in autocommit, for one statement (atomic on its own) or reads that
+        each stand alone: the BEGIN and COMMIT of :meth:`tx` would be two round trips bought
+        for nothing. ``conn.transaction()`` inside still opens a real one. Driver errors
+        leave translated, as from :meth:`tx`."""
         await self._ensure_ready()
         try:
             async with self.pool.connection() as conn:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ import pytest
 
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.store.sqlite import SqliteStore
-from memorywire.wire.models import RecallRequest, RememberRequest
+from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 pytestmark = pytest.mark.anyio
 
@@ -173,3 +174,43 @@ async def test_a_recall_waits_for_another_writer_without_blocking_the_event_loop
     assert searched and threading.get_ident() not in searched
     assert ticks == 5  # the loop kept running while the recall waited for the lock
     assert got == [h.id for h in expected.results] and got
+
+
+@pytest.mark.parametrize("writer", ["same store", "another connection"])
+async def test_reused_word_counts_follow_every_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str) -> None:
+    """A recall reuses the full-text counts of earlier ones only while nothing was written:
+    a word pushed over the row budget by a write, this store's or another connection's,
+    stops ranking at the next recall, exactly as in a store opened afresh."""
+    from memorywire.store.sqlite import search as sqlite_search
+
+    monkeypatch.setattr(sqlite_search, "LEXICAL_BUDGET", 5)
+    settings = replace(SqliteStore.DEFAULT_RECALL, relevance_floor=0.99, lexical_floor=-1.0)
+    path = tmp_path / "w.db"
+    store = SqliteStore(path, EMB, recall=settings)
+    other = SqliteStore(path, EMB, recall=settings)
+    request = RecallRequest(agent_id="a", query="weather", k=5)
+    try:
+        await store.remember_many([RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
+                                                   content=f"note number {i}")
+                                   for i in range(8)])
+        await store.remember_many([RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
+                                                   content=f"weather note {i}",
+                                                   id=f"w{i}") for i in range(2)])
+        # "weather": 2 rows of 10, under the budget: full-text evidence admits them
+        assert {h.id for h in (await store.recall(request)).results} == {"w0", "w1"}
+        assert {h.id for h in (await store.recall(request)).results} == {"w0", "w1"}
+        writes = store if writer == "same store" else other
+        await writes.remember_many([RememberRequest(agent_id="b", type=MemoryType.SEMANTIC,
+                                                    content=f"weather {i}")
+                                    for i in range(4)])
+        # 6 rows now, over the budget of 5: the word no longer ranks anything
+        assert (await store.recall(request)).results == []
+        fresh = SqliteStore(path, EMB, recall=settings)
+        try:
+            assert (await fresh.recall(request)).results == []
+        finally:
+            await fresh.aclose()
+    finally:
+        await store.aclose()
+        await other.aclose()

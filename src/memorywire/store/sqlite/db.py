@@ -109,6 +109,9 @@ class SqliteDb:
         self._lock = threading.RLock()
         self.caches = ScopeCache(int(cache_mb * 2**20))
         self._on_commit: list[Callable[[], None]] = []
+        #: Durable transactions begun on this connection (every write is one): with
+        #: ``PRAGMA data_version`` (other connections' commits), :meth:`content_stamp`.
+        self._writes = 0
         self._busy_timeout_ms = busy_timeout_ms
         self._conn: apsw.Connection | None = None
         #: Whether a read of a store file that does not exist is an error naming the path (a
@@ -168,6 +171,8 @@ class SqliteDb:
             if conn is None:
                 raise BackendUnavailable(f"store {self.name!r} is closed")
             self._on_commit = []
+            if durable:
+                self._writes += 1
             if not durable:
                 conn.execute("PRAGMA synchronous=NORMAL")
             try:
@@ -185,6 +190,13 @@ class SqliteDb:
                     conn.execute("PRAGMA synchronous=FULL")
             for callback in self._on_commit:
                 callback()
+
+    def content_stamp(self, conn: Any) -> tuple[int, int]:
+        """Inside a transaction: a value that changes whenever the file's content may have
+        changed since it was last read (a durable transaction of this connection, or a
+        commit by any other). A ``durable=False`` transaction must not change memories: it
+        writes recall statistics only (or nothing)."""
+        return self._writes, int(conn.execute("PRAGMA data_version").fetchone()[0])
 
     def guarded(self, fn: Callable[[], _T]) -> _T:
         """``fn()`` with SQLite's errors as memorywire's (on the worker thread)."""

@@ -44,6 +44,11 @@ _COMMON_MAX = 4096
 #: Units per statement (SQLite's compound SELECT and expression depth limits are far above).
 _CHUNK = 64
 
+#: Per connection: the content stamp (``SqliteDb.content_stamp``) the counts below were read
+#: under, and (unit, cap) -> capped row count. Exact: any write to the file changes the stamp.
+_exact: weakref.WeakKeyDictionary[Any, tuple[Any, dict[tuple[str, int], int]]] = (
+    weakref.WeakKeyDictionary())
+
 #: Per connection: unit -> (capped row count, monotonic time counted), only for units found
 #: at or over their cap. Counting those is the costly part (a full ``cap`` rows each), and a
 #: common word stays common: a stale verdict only keeps a word out of ranking a little longer.
@@ -68,17 +73,31 @@ def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
         yield items[start:start + _CHUNK]
 
 
-def count_units(conn: Any, units: Sequence[str], cap: int) -> list[int]:
+def count_units(conn: Any, units: Sequence[str], cap: int, stamp: Any = None) -> list[int]:
     """How many rows each unit matches in the body column, counting at most ``cap``; a unit
-    this connection recently found at or over ``cap`` is not counted again."""
+    this connection recently found at or over ``cap`` is not counted again.
+
+    With ``stamp`` (the file's content stamp, read inside the caller's transaction), a count
+    this connection made under the same stamp is reused: nothing was written since, so it is
+    the number a new count would give. A conversation asks its scope's names and topic words
+    again and again, and each count is an FTS5 query of its own."""
     known = _common.setdefault(conn, {})
     now = time.monotonic()
+    exact: dict[tuple[str, int], int] = {}
+    if stamp is not None:
+        held = _exact.get(conn)
+        if held is None or held[0] != stamp or len(held[1]) >= _COMMON_MAX:
+            held = (stamp, {})
+            _exact[conn] = held
+        exact = held[1]
     out: list[int | None] = []
     ask: dict[str, None] = {}
     for unit in units:
         hit = known.get(unit)
         if hit is not None and hit[0] >= cap and now - hit[1] < COMMON_TTL_S:
             out.append(cap)
+        elif (unit, cap) in exact:
+            out.append(exact[unit, cap])
         else:
             out.append(None)
             ask[unit] = None
@@ -90,6 +109,8 @@ def count_units(conn: Any, units: Sequence[str], cap: int) -> list[int]:
         row = conn.execute(sql, [v for u in chunk for v in (f"body : {u}", cap)]).fetchone()
         counted.update(zip(chunk, (int(n) for n in row), strict=True))
     for unit, n in counted.items():
+        if stamp is not None:
+            exact[unit, cap] = n
         if n >= cap:
             if len(known) >= _COMMON_MAX:
                 known.clear()
@@ -97,14 +118,32 @@ def count_units(conn: Any, units: Sequence[str], cap: int) -> list[int]:
     return [counted[u] if n is None else n for u, n in zip(units, out, strict=True)]
 
 
+#: Per connection: the content stamp, and per row-id range the rows each unit matches there
+#: (:class:`UnitRows`), as :data:`_exact` keeps counts.
+_ranges: weakref.WeakKeyDictionary[
+    Any, tuple[Any, dict[tuple[int, int], dict[str, frozenset[int]]]]] = (
+    weakref.WeakKeyDictionary())
+_RANGES_MAX = 64
+
+
 class UnitRows:
     """The rows of one agent's row-id range each unit matches, read once per unit within one
-    recall's transaction (every row of the range, not only the scope's: callers mask)."""
+    recall's transaction (every row of the range, not only the scope's: callers mask); with
+    ``stamp`` (see :func:`count_units`), once per unit while nothing is written."""
 
-    def __init__(self, conn: Any, rid_range: tuple[int, int]) -> None:
+    def __init__(self, conn: Any, rid_range: tuple[int, int], stamp: Any = None) -> None:
         self._conn = conn
         self._range = rid_range
         self._rows: dict[str, frozenset[int]] = {}
+        if stamp is not None:
+            held = _ranges.get(conn)
+            if held is None or held[0] != stamp or len(held[1]) >= _RANGES_MAX:
+                held = (stamp, {})
+                _ranges[conn] = held
+            rows = held[1].setdefault(rid_range, self._rows)
+            if len(rows) >= _COMMON_MAX:
+                rows.clear()
+            self._rows = rows
 
     def none(self, units: Iterable[str]) -> None:
         """Record ``units`` as matching no row at all (a table-wide count of 0)."""

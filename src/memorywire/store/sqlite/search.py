@@ -108,9 +108,9 @@ def _units(text: str) -> list[str]:
     return [u for term in query_terms(text) for u in word_units(term)]
 
 
-def _count_words(conn: Any, words: Sequence[str], cap: int) -> list[int]:
+def _count_words(conn: Any, words: Sequence[str], cap: int, stamp: Any) -> list[int]:
     """Rows each word (itself, no prefix) matches, up to ``cap``: one statement."""
-    return count_units(conn, [_quote(w) for w in words], cap)
+    return count_units(conn, [_quote(w) for w in words], cap, stamp)
 
 
 def lexical_query(text: str) -> str | None:
@@ -120,18 +120,18 @@ def lexical_query(text: str) -> str | None:
 
 
 def lexical_units(conn: Any, text: str, budget: int | None = None,
-                  none: UnitRows | None = None) -> tuple[list[str], int]:
+                  none: UnitRows | None = None, stamp: Any = None) -> tuple[list[str], int]:
     """The query units worth ranking, rarest first, and the rows they match at most.
 
     A unit matching no row is dropped (it cannot rank anything; recorded in ``none`` when
     given); the others are kept in ascending row count while the running total stays within
     ``budget`` (default ``LEXICAL_BUDGET``, read at call time). All units are counted in one
-    statement (:func:`~memorywire.store.sqlite.fts_units.count_units`).
+    statement (:func:`~memorywire.store.sqlite.fts_units.count_units`, with ``stamp``).
     """
     budget = LEXICAL_BUDGET if budget is None else budget
     units = _units(text)
     counted = [(n, i, u) for i, (u, n) in enumerate(
-        zip(units, count_units(conn, units, budget + 1), strict=True))]
+        zip(units, count_units(conn, units, budget + 1, stamp), strict=True))]
     kept: list[str] = []
     total = 0
     for n, _, unit in sorted(counted):
@@ -349,8 +349,9 @@ def rank_scope(
     if feedback_weight > 0 and units[0]:
         seeds = tuple(int(index.rids[p]) for p in _seeds(top, lexical, lexical_weight * informed))
         words = once(("words", seeds), lambda: feedback_query(
-            conn, lambda w, cap: _count_words(conn, [w], cap)[0], req.query, list(seeds),
-            count_many=lambda ws, cap: _count_words(conn, ws, cap)))
+            conn, lambda w, cap: _count_words(conn, [w], cap, memo.get("stamp"))[0],
+            req.query, list(seeds),
+            count_many=lambda ws, cap: _count_words(conn, ws, cap, memo.get("stamp"))))
         if words:
             more = [_quote(w) for w in words]
             both = ([*units[0], *more], units[1] + FEEDBACK_MAX_ROWS * len(more))
@@ -399,8 +400,9 @@ def scope_words(conn: Any, index: ScopeIndex, req: RecallRequest, now: int,
             memo["common"] = frozenset()
             return memo["counted"], memo["units"], memo["common"]
         rid_range = (int(index.rids.min()), int(index.rids.max()))
-        rows = memo.setdefault("unit_rows", UnitRows(conn, rid_range))
-        counted = memo.setdefault("counted", lexical_units(conn, req.query, none=rows))
+        rows = memo.setdefault("unit_rows", UnitRows(conn, rid_range, memo.get("stamp")))
+        counted = memo.setdefault("counted", lexical_units(
+            conn, req.query, none=rows, stamp=memo.get("stamp")))
         held: list[str] = []
         memo.setdefault("units", informative_units(
             conn, counted, index, mask, int(positions.size), rid_range, held, rows))

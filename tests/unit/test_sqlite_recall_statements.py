@@ -3,8 +3,8 @@ statements, however many words the question has and whether or not anything answ
 
 Issue 31's speed goal (store-side recall of a 100-memory scope at most 1 ms p50) was missed
 by statements issued one per query word: a count per unit, a scope count per unit, and the
-list gate's agreement rescue one FTS5 lookup per word per vector hit (up to ~120 statements
-for a question nothing answers). ``store.sqlite.fts_units`` asks each of those questions once
+list gate's agreement rescue one FTS5 lookup per word per vector hit (a question nothing
+answers issued the most). ``store.sqlite.fts_units`` asks each of those questions once
 for all words; this pins it, so a change that goes back to per-word statements fails here.
 The recall's answer must not depend on which thread runs it: a recall given its vector runs
 on the caller's thread when the scope is small and nothing waits (``SqliteDb.call_read``),

@@ -218,13 +218,13 @@ class SqliteDb:
         """``fn()`` (a read of ``agent_id``'s scope that needs no model), on the caller's
         thread when that is cheap and cannot wait, else on a worker thread as :meth:`call`.
 
-        A worker-thread hop costs about a tenth of a 100-memory recall (waking the thread,
-        then the event loop). Inline runs only when the store's lock is free, the agent's scope
-        is cached with at most ``INLINE_ROWS`` rows (the search is then about a millisecond),
-        and the transaction starts without waiting: the busy timeout is 0 for it, and another
-        process holding the write lock sends the call to a worker thread, where it waits as
-        any call does. What an inline call can still cost the event loop is a WAL
-        auto-checkpoint at its commit, as rare as it is for any commit.
+        A worker-thread hop (waking the thread, then the event loop) is a visible share of a
+        small scope's recall (docs/benchmarks.md, "speed31"). Inline runs only when the
+        store's lock is free, the agent's scope is cached with at most ``INLINE_ROWS`` rows
+        (so the search is short), and the transaction starts without waiting: the busy
+        timeout is 0 for it, and another process holding the write lock sends the call to a
+        worker thread, where it waits as any call does. What an inline call can still cost
+        the event loop is a WAL auto-checkpoint at its commit, as rare as for any commit.
         """
         conn = self._conn
         if conn is not None and not self.unborn and self._lock.acquire(blocking=False):

@@ -4,17 +4,20 @@ A recall asks the full-text index three kinds of per-unit questions (a unit is a
 or a six-letter prefix, ``search._units``): how many rows a unit matches table-wide (capped:
 the row budget, the feedback words' limit), which rows of the agent's row-id range it matches
 (its document frequency in the scope, the subject's rows), and whether one row holds it (the
-list gate's agreement rescue). Asked one statement per unit, a 100-memory recall issued ~30
-statements, and a question the floors reject up to ~120 (one per word per vector hit); each
-statement costs a prepare-cache lookup, a step and a reset in the driver, which on a small
-scope is most of what the search costs.
+list gate's agreement rescue). Asked one statement per unit, a small scope's recall issued
+dozens of statements, and a question the floors reject one per word per vector hit; on a
+small scope those statements were most of what the search cost (docs/benchmarks.md,
+"speed31").
 
 Here each question is one statement for all of its units: the counts as scalar subqueries of
 one row, the range rows as a ``UNION ALL`` tagged by unit. FTS5 evaluates every unit exactly
 as its own ``MATCH`` did, so the answers are the same numbers and the same row sets.
 :class:`UnitRows` keeps a recall's range rows by unit (one read transaction: a pure function
 of the snapshot), so the scope counts, the subject's rows and the agreement rescue read the
-index once per unit, and a row's shared words are set lookups.
+index once per unit, and a row's shared words are set lookups. Given the file's content
+stamp (``SqliteDb.content_stamp``), counts and range rows are also kept across recalls of
+one connection until anything is written: a conversation asks the same names and topic
+words again and again.
 """
 
 from __future__ import annotations

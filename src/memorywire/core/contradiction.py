@@ -389,14 +389,15 @@ def subject_terms(text: str, limit: int = 12) -> list[str]:
     changed statement gives another one, and a statement sharing only the value is no
     conflict. Every word rule needs a shared subject word or two shared words, so a stored
     memory sharing none of these is one only the meaning rule can name."""
-    p = _parse(text)
+    # the cached tuples, not _parse's sets: a few membership tests need no sets built
+    words_of, subject, values = _parts(text)[:3]
     words: dict[str, None] = {}
     classes: dict[str, None] = {}
-    for low in p.words:
-        if low in _STOP or low in _CUES or low in _NEGATIONS or low in p.values:
+    for low in words_of:
+        if low in _STOP or low in _CUES or low in _NEGATIONS or low in values:
             continue
         for norm in (_norm(low), _COMPOUND_OF.get(low)):
-            if norm is not None and norm in p.subject:
+            if norm is not None and norm in subject:
                 words[low] = None
                 classes.update(dict.fromkeys(_CLASS_WORDS.get(norm, ())))
     return list({**words, **classes})[:limit]

@@ -90,7 +90,6 @@ _CLASS_WORDS: dict[str, tuple[str, ...]] = {}
 for _word, _cls in _SLOTS.items():
     if _cls not in _GENERIC:
         _CLASS_WORDS[_cls] = (*_CLASS_WORDS.get(_cls, ()), _word)
-#: Each word of a two-word slot name, with its class ("title" of "job title").
 #: First words of the compounds (one set lookup per token before the pair's).
 _COMPOUND_FIRST = frozenset(first for first, _ in _COMPOUNDS)
 #: Each function word's role in a statement, one lookup per token: the first of a slot cue,
@@ -101,6 +100,7 @@ _ROLE: dict[str, int] = {
     **dict.fromkeys(_NEGATIONS, _NEGATION), **dict.fromkeys(_SLOT_CUES, _SLOT_CUE)}
 #: A token holding a digit (tokens are ASCII: see _WORD).
 _DIGIT = re.compile(r"[0-9]").search
+#: Each word of a two-word slot name, with its class ("title" of "job title").
 _COMPOUND_OF = {w: cls for pair, cls in _COMPOUNDS.items() for w in pair}
 
 
@@ -162,7 +162,7 @@ def _parse(text: str) -> _Parsed:
 def _reading(parts: _Parts) -> _Parsed:
     """The :class:`_Parsed` of a cached :func:`_parts`."""
     words, subject, values, negated, cue, tail, content, terms, lead, additive = parts
-    # tuple.__new__: a NamedTuple's own __new__ is a Python call, a third of this function
+    # tuple.__new__: a NamedTuple's own __new__ is one more Python call per statement
     return tuple.__new__(_Parsed, (
         words, frozenset(subject), frozenset(values) if values else _NONE, negated, cue,
         frozenset(tail) if tail else _NONE, frozenset(content), frozenset(terms),

@@ -1,0 +1,66 @@
+"""A scope's k nearest rows: exact through the agent's B-tree, or through the ANN index.
+
+Which path a scope takes is decided by its size, read from ``memorywire_agent_counts``
+(one primary-key lookup), not by which indexes exist:
+
+- a scope of up to ``exact_limit`` rows is searched **exactly**: the scope B-tree
+  ``(agent_id, user_id)`` (or the agent's partition) names its rows and every one is
+  compared. The ``ORDER BY`` is ``1 - distance DESC``, an ordering no vector index can
+  serve, so the planner cannot trade exactness for an index. A deployment of many small
+  tenants needs no ANN index at all: this path never reads one.
+- a larger scope goes through the table's (or its partition's) HNSW index with
+  ``hnsw.ef_search`` scaled by the agent's share of the table (iteratively from pgvector
+  0.8, :mod:`memorywire.store.postgres.hnsw`), and falls back to the exact statement when
+  the index could not fill the candidate pool.
+
+The two statements are functions so a test can ``EXPLAIN`` exactly what the store runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memorywire.store.postgres.db import Conn
+from memorywire.store.postgres.hnsw import hnsw_settings
+from memorywire.store.postgres.sql import TABLE, Where
+
+__all__ = ["ann_sql", "exact_sql", "vector_candidates"]
+
+
+def exact_sql(w: Where) -> str:
+    """Every live row of the scope compared; params ``[qvec, *w.params, limit]``."""
+    return (f"SELECT id, 1 - (embedding <=> %s::vector) AS cos, score_factor FROM {TABLE} "
+            f"WHERE {w.sql()} ORDER BY cos DESC, created_at, id LIMIT %s")
+
+
+def ann_sql(w: Where) -> str:
+    """The ANN index's order; params ``[qvec, *w.params, qvec, limit]``."""
+    return (f"SELECT id, 1 - (embedding <=> %s::vector) AS cos, score_factor FROM {TABLE} "
+            f"WHERE {w.sql()} ORDER BY embedding <=> %s::vector LIMIT %s")
+
+
+async def vector_candidates(conn: Conn, agent_id: str, w: Where, qvec: str, pool: int, *,
+                            exact_limit: int,
+                            pgvector: tuple[int, ...] | None) -> list[dict[str, Any]]:
+    """The scope's ``pool`` nearest live rows (``id``, ``cos``, ``score_factor``)."""
+    cur = await conn.execute(
+        "SELECT rows, (SELECT coalesce(sum(rows), 0) FROM memorywire_agent_counts) AS total "
+        "FROM memorywire_agent_counts WHERE agent_id = %s",
+        (agent_id,),
+    )
+    counts = await cur.fetchone()
+    scope = int(counts["rows"]) if counts else 0
+    if scope == 0:
+        return []
+    if scope > exact_limit:
+        # The agent owns ``share`` of the table, so a global candidate list of
+        # ``pool / share`` holds about ``pool`` of its rows; 4x margin, capped.
+        share = scope / max(int(counts["total"]) if counts else scope, 1)
+        ef = int(min(1000, max(pool * 4 / share, 100)))
+        await hnsw_settings(conn, ef, pgvector)
+        cur = await conn.execute(ann_sql(w), [qvec, *w.params, qvec, pool])
+        approx = await cur.fetchall()
+        if len(approx) >= pool:
+            return approx
+    cur = await conn.execute(exact_sql(w), [qvec, *w.params, pool])
+    return await cur.fetchall()

@@ -208,8 +208,9 @@ async def run(
             " (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
         ).fetchone()
         sizes = conn.execute(  # summed over partitions when the table has them
-            "SELECT (SELECT sum(pg_table_size(relid)) FROM "
-            "pg_partition_tree('memorywire_memories')), (SELECT coalesce(sum("
+            "SELECT coalesce((SELECT sum(pg_table_size(relid)) FROM "
+            "pg_partition_tree('memorywire_memories')), "
+            "pg_table_size('memorywire_memories')), (SELECT coalesce(sum("
             "pg_relation_size(i.indexrelid)), 0) FROM pg_index i JOIN pg_class c ON "
             "c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam WHERE a.amname IN "
             "('hnsw', 'ivfflat'))"

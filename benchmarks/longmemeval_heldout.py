@@ -27,7 +27,15 @@ generator, seeded by the seed and its question id, so a subset builds the same h
     python benchmarks/longmemeval_heldout.py \
         --oracle ../shared/datasets/longmemeval/longmemeval_oracle.json.gz \
         --s-dev ../shared/datasets/longmemeval/longmemeval_s_dev120.json.gz \
-        --out /tmp/longmemeval_heldout.json.gz [--seed 31] [--sample N] [--rebuild-dev]
+        --out /tmp/longmemeval_heldout.json.gz [--seed 31] [--sample N] [--rebuild-dev] \
+        [--half all|dev|heldout]
+
+``--half`` splits the held-out questions once more, because their numbers have been seen
+(docs/benchmarks.md, "lme31c"): ``dev`` (dev-b, may be tuned on) and ``heldout``
+(held-out-b, reported only). The rule is fixed before any result, does not depend on the
+seed, and is balanced by question type: within each type, questions are ordered by the
+sha256 of their ``question_id`` and alternate, dev-b first. A half holds the same haystacks
+as the whole file (each question draws its own), so it needs no rebuild of the other.
 
 ``--rebuild-dev`` builds the 120 dev questions the same way (their oracle evidence plus drawn
 filler), so a run on it beside the real dev120 file shows how far the construction itself
@@ -53,6 +61,7 @@ DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 #: (the dev file's median span from the first session to the question).
 WINDOW = timedelta(days=10)
 DEFAULT_SEED = 31
+HALVES = ("all", "dev", "heldout")
 
 Entry = dict[str, Any]
 Session = tuple[str, list[dict[str, Any]]]
@@ -137,6 +146,21 @@ def build_entry(entry: Entry, pool: list[Session], sizes: list[int], seed: int) 
     }
 
 
+def half_of(entries: list[Entry]) -> dict[str, str]:
+    """Each question id's half, ``dev`` or ``heldout``: within a question type, ordered by
+    the sha256 of the id, the first, third, ... go to ``dev`` (so each type splits evenly,
+    dev-b taking the odd one out, and no question moves when another is added to a type)."""
+    by_type: dict[str, list[str]] = {}
+    for e in entries:
+        by_type.setdefault(e["question_type"], []).append(e["question_id"])
+    halves: dict[str, str] = {}
+    for ids in by_type.values():
+        ranked = sorted(ids, key=lambda qid: hashlib.sha256(qid.encode("utf-8")).hexdigest())
+        for i, qid in enumerate(ranked):
+            halves[qid] = "dev" if i % 2 == 0 else "heldout"
+    return halves
+
+
 def sample_questions(entries: list[Entry], n: int, seed: int) -> list[Entry]:
     """``n`` questions in proportion to the question types (largest remainders), seeded, in
     the source order."""
@@ -153,12 +177,21 @@ def sample_questions(entries: list[Entry], n: int, seed: int) -> list[Entry]:
 
 
 def build(oracle: list[Entry], dev: list[Entry], seed: int = DEFAULT_SEED,
-          sample: int | None = None, rebuild_dev: bool = False,
+          sample: int | None = None, rebuild_dev: bool = False, half: str = "all",
           ) -> tuple[list[Entry], dict[str, Any]]:
     """The held-out file's questions and a summary of how they were built; ``rebuild_dev``
     builds the *dev* questions the same way instead, to compare the construction with their
-    real S haystacks (a check of the method, not a second held-out set)."""
+    real S haystacks (a check of the method, not a second held-out set). ``half`` keeps
+    one half of the held-out questions (:func:`half_of`); ``all`` keeps both."""
+    if half not in HALVES:
+        raise ValueError(f"--half {half!r}: must be one of {', '.join(HALVES)}")
+    if half != "all" and rebuild_dev:
+        raise ValueError("--half splits the held-out questions; it cannot go with "
+                         "--rebuild-dev")
     questions, shared = held_out_questions(oracle, dev)
+    if half != "all":
+        halves = half_of(questions)
+        questions = [e for e in questions if halves[e["question_id"]] == half]
     if rebuild_dev:
         dev_ids = {e["question_id"] for e in dev}
         questions, shared = [e for e in oracle if e["question_id"] in dev_ids], []
@@ -177,6 +210,7 @@ def build(oracle: list[Entry], dev: list[Entry], seed: int = DEFAULT_SEED,
         "seed": seed,
         "questions_from": "dev (rebuilt, a check of the construction)" if rebuild_dev
                           else "held-out",
+        "half": half,
         "questions": len(built),
         "abstention": sum(e["question_id"].endswith("_abs") for e in built),
         "by_type": dict(sorted(Counter(e["question_type"] for e in built).items())),
@@ -219,13 +253,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild-dev", action="store_true",
                         help="build the dev questions' haystacks this way instead, to set "
                              "beside their real S haystacks (checks the construction)")
+    parser.add_argument("--half", choices=HALVES, default="all",
+                        help="only one half of the held-out questions: dev (dev-b, may be "
+                             "tuned on) or heldout (held-out-b, reported only); within each "
+                             "question type, ordered by sha256 of the question id, "
+                             "alternating, dev first (default: all)")
     args = parser.parse_args(argv)
     for flag, path in (("--oracle", args.oracle), ("--s-dev", args.s_dev)):
         if not path.is_file():
             parser.error(f"{flag} {path}: no such file")
     try:
         entries, summary = build(read(args.oracle), read(args.s_dev), args.seed, args.sample,
-                                 args.rebuild_dev)
+                                 args.rebuild_dev, args.half)
     except (ValueError, KeyError) as exc:
         parser.error(f"cannot build the held-out file: {exc}")
     summary["sha256"] = write(entries, args.out)

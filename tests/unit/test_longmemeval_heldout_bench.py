@@ -8,6 +8,7 @@ distractors are filler only, and the same seed builds the same file.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import importlib.util
 import json
 import sys
@@ -188,3 +189,58 @@ def test_rebuild_dev_builds_the_dev_questions_the_same_way_for_a_check() -> None
         assert ids.count(f"answer_{e['question_id']}") == 1
         assert all(sid.startswith("sharegpt_") for sid in ids
                    if sid != f"answer_{e['question_id']}")
+
+
+def test_the_halves_split_each_type_evenly_by_id_hash_and_keep_the_whole_files_haystacks(
+        ) -> None:
+    oracle, dev = _files()
+    full, _ = HO.build(oracle, dev, seed=7)
+    dev_b, dev_summary = HO.build(oracle, dev, seed=7, half="dev")
+    held_b, held_summary = HO.build(oracle, dev, seed=7, half="heldout")
+    dev_ids = {e["question_id"] for e in dev_b}
+    held_ids = {e["question_id"] for e in held_b}
+    assert not dev_ids & held_ids
+    assert dev_ids | held_ids == {e["question_id"] for e in full}
+    # four questions of each type: two go to each half
+    assert Counter(e["question_type"] for e in dev_b) == Counter({t: 2 for t in TYPES})
+    assert Counter(e["question_type"] for e in held_b) == Counter({t: 2 for t in TYPES})
+    by_id = {e["question_id"]: e for e in full}
+    assert all(e == by_id[e["question_id"]] for e in [*dev_b, *held_b])
+    assert (dev_summary["half"], held_summary["half"]) == ("dev", "heldout")
+    # the rule does not depend on the seed
+    assert {e["question_id"] for e in HO.build(oracle, dev, seed=8, half="dev")[0]} == dev_ids
+
+
+def test_half_of_alternates_within_a_type_in_sha256_order() -> None:
+    entries = [{"question_id": f"q{i}", "question_type": "t"} for i in range(5)]
+    ranked = sorted((e["question_id"] for e in entries),
+                    key=lambda qid: hashlib.sha256(qid.encode()).hexdigest())
+    halves = HO.half_of(entries)
+    assert [halves[qid] for qid in ranked] == ["dev", "heldout", "dev", "heldout", "dev"]
+    # adding a question of another type moves nobody
+    assert {k: v for k, v in HO.half_of([*entries, {"question_id": "z", "question_type": "u"}])
+            .items() if k != "z"} == halves
+
+
+def test_half_is_refused_with_rebuild_dev_and_an_unknown_half_names_the_flag(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    oracle, dev = _files()
+    with pytest.raises(ValueError, match="--half"):
+        HO.build(oracle, dev, seed=7, rebuild_dev=True, half="dev")
+    with pytest.raises(ValueError, match="--half"):
+        HO.build(oracle, dev, seed=7, half="train")
+    oracle_path, dev_path = tmp_path / "oracle.json", tmp_path / "dev.json"
+    oracle_path.write_text(json.dumps(oracle), encoding="utf-8")
+    dev_path.write_text(json.dumps(dev), encoding="utf-8")
+    with pytest.raises(SystemExit):
+        HO.main(["--oracle", str(oracle_path), "--s-dev", str(dev_path),
+                 "--out", str(tmp_path / "o.json"), "--half", "train"])
+    assert "--half" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        HO.main(["--oracle", str(oracle_path), "--s-dev", str(dev_path),
+                 "--out", str(tmp_path / "o.json"), "--half", "dev", "--rebuild-dev"])
+    assert "--half" in capsys.readouterr().err
+    assert not (tmp_path / "o.json").exists()
+    assert HO.main(["--oracle", str(oracle_path), "--s-dev", str(dev_path),
+                    "--out", str(tmp_path / "o.json"), "--half", "heldout"]) == 0
+    assert len(HO.read(tmp_path / "o.json")) == 6

@@ -11,7 +11,10 @@ pgvector 0.8.5) instead of pgserver's (16 + 0.6.2): with pgvector 0.8 the store'
 scans iteratively. ``--partitions P`` hash-partitions the table by agent before loading
 (``memorywire.store.postgres.partitions``: an HNSW graph per partition). ``--vectors
 clustered`` draws rows around 2,000 topic directions (as sentence vectors cluster) instead of
-uniformly on the sphere, the hardest case for a graph index.
+uniformly on the sphere, the hardest case for a graph index. ``--index none`` builds no ANN
+index and runs the exact leg alone: a store whose every scope is within its
+``exact_scope_limit`` never reads one (the result's ``store_path`` names the leg the store's
+defaults take for the largest scope). ``--copy-connections N`` loads N slices in parallel.
 
 Vectors are random unit vectors (dim 384, as MiniLM), so the numbers measure the database,
 not a model. Rows are loaded with binary COPY (``--copy text`` for the text format, to
@@ -32,6 +35,7 @@ import os
 import shutil
 import struct
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -127,8 +131,10 @@ def _server_cpu_s(conn: psycopg.Connection[Any]) -> float | None:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _copy_binary(conn: psycopg.Connection[Any], vecs: Vectors, owner: Any) -> None:
-    """pgvector's binary ``vector``: uint16 dim, uint16 unused, dim big-endian float4."""
+def _copy_binary(conn: psycopg.Connection[Any], vecs: Vectors, owner: Any,
+                 start: int = 0, stop: int | None = None) -> None:
+    """Rows ``start:stop``; pgvector's binary ``vector``: uint16 dim, uint16 unused, dim
+    big-endian float4."""
     info = TypeInfo.fetch(conn, "vector")
     assert info is not None, "the vector extension is not installed"
     vector_oid = info.oid
@@ -146,12 +152,36 @@ def _copy_binary(conn: psycopg.Connection[Any], vecs: Vectors, owner: Any) -> No
         f"COPY memorywire_memories ({_COLS}) FROM STDIN (FORMAT BINARY)"
     ) as copy:
         copy.set_types(["text", "text", "text", "text", "int8", vector_oid])
-        for lo in range(0, len(vecs), _CHUNK):
-            be = vecs[lo : lo + _CHUNK].astype(">f4")
+        end = len(vecs) if stop is None else stop
+        for lo in range(start, end, _CHUNK):
+            be = vecs[lo : min(lo + _CHUNK, end)].astype(">f4")
             for j in range(len(be)):
                 i = lo + j
                 copy.write_row((f"agent-{owner[i]}", f"m{i}", "semantic", f"memory {i}", i,
                                 header + be[j].tobytes()))
+
+
+def _copy_parallel(dsn: str, vecs: Vectors, owner: Any, conns: int) -> None:
+    """Binary COPY of ``conns`` contiguous slices, each on its own connection and thread
+    (psycopg's C layer and the server's COPY run outside the GIL)."""
+    bounds = np.linspace(0, len(vecs), conns + 1).astype(int)
+    errors: list[BaseException] = []
+
+    def one(lo: int, hi: int) -> None:
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                _copy_binary(conn, vecs, owner, lo, hi)
+        except BaseException as exc:  # re-raised in the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(int(bounds[k]), int(bounds[k + 1])))
+               for k in range(conns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 def _copy_text(conn: psycopg.Connection[Any], vecs: Vectors, owner: Any) -> None:
@@ -164,7 +194,8 @@ def _copy_text(conn: psycopg.Connection[Any], vecs: Vectors, owner: Any) -> None
 async def run(
     dsn: str, n: int, agents: int, queries: int, seed: int, *, copy_format: str = "binary",
     maintenance_work_mem: str = "1GB", parallel_workers: int = 1, partitions: int = 0,
-    vectors: str = "random", index: str = "hnsw", hnsw_m: int = 16, ef_construction: int = 64,
+    vectors: str = "random", index: str = "hnsw", copy_conns: int = 1, hnsw_m: int = 16,
+    ef_construction: int = 64,
 ) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     topics = _unit(rng, TOPICS) if vectors == "clustered" else None
@@ -182,7 +213,12 @@ async def run(
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("DROP INDEX memorywire_memories_hnsw")
         t0 = time.perf_counter()
-        (_copy_binary if copy_format == "binary" else _copy_text)(conn, vecs, owner)
+        if copy_format == "text":
+            _copy_text(conn, vecs, owner)
+        elif copy_conns > 1:
+            _copy_parallel(dsn, vecs, owner, copy_conns)
+        else:
+            _copy_binary(conn, vecs, owner)
         ingest_s = time.perf_counter() - t0
         conn.execute("INSERT INTO memorywire_agent_counts SELECT agent_id, count(*) "
                      "FROM memorywire_memories GROUP BY agent_id")
@@ -220,6 +256,7 @@ async def run(
     scope_max = int(largest[0])
     result: dict[str, Any] = {
         "n": n, "agents": agents, "dim": DIM, "queries": queries, "copy_format": copy_format,
+        "copy_connections": copy_conns,
         "copy_s": round(ingest_s, 1), "copy_rows_per_s": round(n / ingest_s),
         "index": index, "largest_scope": scope_max, "exact_scope_limit": EXACT_SCOPE_LIMIT,
         "store_path": "exact" if scope_max <= EXACT_SCOPE_LIMIT else "hnsw",
@@ -268,7 +305,7 @@ def _table(res: dict[str, Any]) -> str:
              f" (PostgreSQL {res['postgres']}, pgvector {res['pgvector']}; {res['vectors']}"
              f" vectors, {res['partitions'] or 'no'} partitions)",
              f"  {res['copy_format']} COPY      {res['copy_rows_per_s']:>10,} rows/s"
-             f"  ({res['copy_s']} s)",
+             f"  ({res['copy_s']} s, {res['copy_connections']} connection(s))",
              (f"  HNSW build       {res['hnsw_build_s']:>10} s"
               f"  (m {res['hnsw_m']}, ef_construction {res['ef_construction']},"
               f" maintenance_work_mem {res['maintenance_work_mem']},"
@@ -294,6 +331,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--copy", choices=["binary", "text"], default="binary")
+    ap.add_argument("--copy-connections", type=int, default=1,
+                    help="binary COPY over this many connections in parallel (slices of the rows)")
     ap.add_argument("--maintenance-work-mem", default="1GB")
     ap.add_argument("--parallel-workers", type=int, default=1)
     ap.add_argument("--dsn", help="an empty database to use instead of a pgserver")
@@ -313,6 +352,8 @@ def main() -> None:
     ap.add_argument("--no-save", action="store_true", help="do not write benchmarks/results")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.copy_connections < 1 or (args.copy == "text" and args.copy_connections > 1):
+        ap.error("--copy-connections must be at least 1, and 1 with --copy text")
     tmp: Path | None = None
     handle = None
     cluster = None
@@ -335,7 +376,8 @@ def main() -> None:
             lambda: run(dsn, args.n, args.agents, args.queries, args.seed,
                         copy_format=args.copy, maintenance_work_mem=args.maintenance_work_mem,
                         parallel_workers=args.parallel_workers, partitions=args.partitions,
-                        vectors=args.vectors, index=args.index, hnsw_m=args.hnsw_m,
+                        vectors=args.vectors, index=args.index,
+                        copy_conns=args.copy_connections, hnsw_m=args.hnsw_m,
                         ef_construction=args.ef_construction)
         )
     finally:

@@ -311,7 +311,7 @@ def _table(res: dict[str, Any]) -> str:
               f" maintenance_work_mem {res['maintenance_work_mem']},"
               f" {res['parallel_maintenance_workers']} parallel workers; index"
               f" {res['hnsw_mb']} MB, table {res['table_mb']} MB)"
-              if res["index"] == "hnsw" else f"  no ANN index: {res.get('index_note', '')}"),
+              if res["index"] == "hnsw" else f"  {res.get('index_note', 'no ANN index')}"),
              f"  store's own path for the largest scope ({res['largest_scope']:,} rows):"
              f" {res['store_path']}",
              f"  {'scoped search':<16} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}"]

@@ -12,8 +12,9 @@ them afterwards, which loses in-scope neighbours (measured: docs/conformance.md)
 scope of up to ``exact_scope_limit`` rows (the per-agent row count lives in
 ``memorywire_agent_counts``) is searched exactly through the ``(agent_id, user_id)`` index —
 the ``ORDER BY`` is written so the HNSW index cannot serve it. Only an agent larger than that
-uses HNSW, with ``ef_search`` scaled by how much of the table the agent owns, and the answer
-is verified: if the index could not fill the candidate pool, the exact search runs instead.
+uses HNSW, with ``ef_search`` scaled by how much of the table the agent owns (before
+pgvector 0.8; :mod:`memorywire.store.postgres.knn`), and the answer is verified: if the
+index could not fill the candidate pool, the exact search runs instead.
 ``benchmarks/scale_pg.py`` measures both paths; ``docs/conformance.md`` records the choice.
 From pgvector 0.8 the HNSW path scans iteratively until its ``LIMIT`` is met
 (:mod:`memorywire.store.postgres.hnsw`); reads go to hot standbys when the URL names them

@@ -232,3 +232,27 @@ def test_the_default_store_is_private_memory_and_writes_no_file(
     one.close()
     two.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_token_changed_or_revoked_by_another_process_shows_at_once(tmp_path: Path) -> None:
+    """Principals are kept parsed per token row, so every request still reads the row: a
+    revocation or a new scope written by another process (another ``serve``, the CLI) holds
+    on the next request."""
+    db = tmp_path / "tokens.db"
+    serving, admin = TokenStore(db), TokenStore(db)
+    try:
+        secret, info = admin.create(role="agent", agent_ids=["A", "B"], name="t")
+        first = serving.authenticate(secret)
+        assert first.agent_ids == frozenset({"A", "B"})
+        assert serving.authenticate(secret) is first  # the same row: parsed once
+        other = sqlite3.connect(db)
+        other.execute("UPDATE tokens SET agent_ids = ? WHERE id = ?", ('["C"]', info.id))
+        other.commit()
+        other.close()
+        assert serving.authenticate(secret).agent_ids == frozenset({"C"})
+        admin.revoke(info.id)
+        with pytest.raises(Unauthorized):
+            serving.authenticate(secret)
+    finally:
+        serving.close()
+        admin.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from collections.abc import Iterator
@@ -23,6 +24,9 @@ class _Server(ThreadingHTTPServer):
     requests: list[dict[str, Any]]
     status: int
     reply: Any
+    #: What the server does with ``encoding_format: base64``: "ignore" it (JSON numbers
+    #: anyway), "honour" it, or "refuse" it (status 400 naming the field).
+    base64_mode: str
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -33,19 +37,28 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.requests.append(
             {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
         )
-        if self.server.status != 200:
+        status = self.server.status
+        wants_b64 = body.get("encoding_format") == "base64"
+        if self.server.base64_mode == "refuse" and "encoding_format" in body:
+            status = 400
+            payload = (b'{"error": {"message": "unknown field encoding_format",'
+                       b' "param": "encoding_format"}}')
+        elif status != 200:
             payload = b'{"error": {"message": "nope"}}'
         elif self.server.reply is not None:
             payload = json.dumps(self.server.reply).encode()
         else:
             vectors = HashingEmbedder(DIM).embed(body["input"]) * 3.0  # not unit length
+            honour = wants_b64 and self.server.base64_mode == "honour"
             data = [
-                {"object": "embedding", "index": i, "embedding": v.tolist()}
+                {"object": "embedding", "index": i,
+                 "embedding": base64.b64encode(v.astype("<f4").tobytes()).decode()
+                 if honour else v.tolist()}
                 for i, v in enumerate(vectors)
             ]
             # Out of order on purpose: clients must sort by "index".
             payload = json.dumps({"object": "list", "data": data[::-1]}).encode()
-        self.send_response(self.server.status)
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
@@ -58,7 +71,7 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[_Server]:
     srv = _Server(("127.0.0.1", 0), _Handler)
-    srv.requests, srv.status, srv.reply = [], 200, None
+    srv.requests, srv.status, srv.reply, srv.base64_mode = [], 200, None, "ignore"
     thread = threading.Thread(target=srv.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     yield srv
@@ -82,6 +95,46 @@ def test_embeds_in_batches_and_normalises(server: _Server) -> None:
     assert {r["path"] for r in server.requests} == {"/v1/embeddings"}
     assert {r["auth"] for r in server.requests} == {"Bearer k-123"}
     assert server.requests[0]["body"]["model"] == "tiny"
+
+
+def test_asks_for_base64_and_decodes_it_exactly(server: _Server) -> None:
+    server.base64_mode = "honour"
+    texts = ["remember the milk", "recall", "forget it"]
+    with OpenAICompatibleEmbedder(_url(server), "tiny", batch_size=2) as emb:
+        vectors = emb.embed(texts)
+    assert vectors.dtype == np.float32 and vectors.shape == (3, DIM)
+    np.testing.assert_allclose(vectors, HashingEmbedder(DIM).embed(texts), atol=1e-6)
+    assert {r["body"]["encoding_format"] for r in server.requests} == {"base64"}
+
+
+def test_reads_json_numbers_from_a_server_that_ignores_base64(server: _Server) -> None:
+    texts = ["remember the milk", "recall"]
+    with OpenAICompatibleEmbedder(_url(server), "tiny") as emb:
+        vectors = emb.embed(texts)
+    np.testing.assert_allclose(vectors, HashingEmbedder(DIM).embed(texts), atol=1e-6)
+    assert server.requests[0]["body"]["encoding_format"] == "base64"
+
+
+def test_a_server_refusing_base64_is_asked_for_numbers_from_then_on(server: _Server) -> None:
+    server.base64_mode = "refuse"
+    with OpenAICompatibleEmbedder(_url(server), "tiny", dim=DIM) as emb:
+        first = emb.embed(["remember the milk"])
+        second = emb.embed(["recall"])
+    np.testing.assert_allclose(np.vstack([first, second]),
+                               HashingEmbedder(DIM).embed(["remember the milk", "recall"]),
+                               atol=1e-6)
+    sent = [r["body"].get("encoding_format") for r in server.requests]
+    assert sent == ["base64", None, None]
+
+
+def test_bad_base64_is_backend_unavailable(server: _Server) -> None:
+    server.reply = {"data": [{"index": 0, "embedding": "not base64!"}]}
+    with OpenAICompatibleEmbedder(_url(server), "tiny", dim=DIM) as emb:
+        with pytest.raises(BackendUnavailable, match="malformed"):
+            emb.embed(["x"])
+        server.reply = {"data": [{"index": 0, "embedding": base64.b64encode(b"abc").decode()}]}
+        with pytest.raises(BackendUnavailable, match="malformed"):
+            emb.embed(["x"])
 
 
 def test_dim_is_probed_once_when_not_given(server: _Server) -> None:

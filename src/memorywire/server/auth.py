@@ -163,6 +163,10 @@ CREATE TABLE IF NOT EXISTS tokens (
 """
 
 
+#: Parsed principals a TokenStore keeps (past it, it starts over).
+_PRINCIPALS_KEPT = 1024
+
+
 def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
@@ -176,6 +180,10 @@ class TokenStore:
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
         self._clock = clock or SystemClock()
+        #: Principals by the token row they were read from: a live token's row is read on
+        #: every request (a revocation or a changed scope shows at once), but an unchanged
+        #: row is not parsed again (an agent token's scope can list a thousand agent ids).
+        self._principals: dict[tuple[object, ...], Principal] = {}
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
@@ -242,9 +250,15 @@ class TokenStore:
                 "SELECT * FROM tokens WHERE secret_hash = ? AND revoked_at IS NULL",
                 (_hash(secret),),
             ).fetchone()
-        if row is None:
-            raise Unauthorized("a valid bearer token is required")
-        return _info(row).principal()
+            if row is None:
+                raise Unauthorized("a valid bearer token is required")
+            key = tuple(row)
+            known = self._principals.get(key)
+            if known is None:
+                if len(self._principals) >= _PRINCIPALS_KEPT:
+                    self._principals.clear()
+                known = self._principals[key] = _info(row).principal()
+            return known
 
     def authenticate_hashed(self, secret_hash: str) -> Principal:
         """:meth:`authenticate` by the SHA-256 of the secret, for a holder that keeps only

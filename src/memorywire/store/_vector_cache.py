@@ -199,6 +199,10 @@ class ScopeCache:
             self._scopes.move_to_end(agent_id)
         return index
 
+    def peek(self, agent_id: str) -> ScopeIndex | None:
+        """The cached scope of ``agent_id``, if any, without marking it used."""
+        return self._scopes.get(agent_id)
+
     def put(self, agent_id: str, index: ScopeIndex) -> None:
         self._scopes[agent_id] = index
         self._scopes.move_to_end(agent_id)

@@ -31,7 +31,7 @@ from memorywire.core.timeline import TIME_KEY
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.hnsw import hnsw_settings
 from memorywire.store.postgres.migrations import TS_CONFIG
-from memorywire.store.postgres.sql import TABLE, vector_literal
+from memorywire.store.postgres.sql import TABLE, PgVector
 from memorywire.store.timeline import CONFLICT_LEXICAL, CONFLICT_NEIGHBOURS, Found, Probe
 
 __all__ = ["CONFLICT_EXACT_ROWS", "CONFLICT_LEXICAL_BUDGET", "conflict_candidates"]
@@ -92,13 +92,16 @@ _common: weakref.WeakKeyDictionary[PgDb, _Common] = weakref.WeakKeyDictionary()
 
 
 async def conflict_candidates(db: PgDb, probes: Sequence[Probe]) -> list[Found]:
-    """One :data:`~memorywire.store.timeline.Found` per probe, read in one transaction
-    before the batch is written (the batch is not compared with itself)."""
+    """One :data:`~memorywire.store.timeline.Found` per probe, read before the batch is
+    written (the batch is not compared with itself). The reads run in autocommit: under
+    READ COMMITTED each statement takes its own snapshot inside a transaction too, so
+    BEGIN and COMMIT were two round trips a write paid for nothing; the HNSW branch, whose
+    settings last one transaction, opens its own."""
     if not probes:
         return []
     out: list[Found] = []
     common = _common.setdefault(db, _Common())
-    async with db.tx() as conn:
+    async with db.single() as conn:
         cur = await conn.execute(
             "SELECT agent_id, rows, (SELECT coalesce(sum(rows), 0) "
             "FROM memorywire_agent_counts) AS total FROM memorywire_agent_counts "
@@ -117,15 +120,18 @@ async def _probe(conn: Conn, probe: Probe, rows: int, total: int, common: list[s
                  now: int, version: tuple[int, ...] | None) -> Found:
     args: dict[str, Any] = {
         "agent": probe.agent_id, "user": probe.user_id, "type": probe.type.value, "now": now,
-        "q": vector_literal(probe.vector), "k": CONFLICT_NEIGHBOURS, "l": CONFLICT_LEXICAL,
+        "q": PgVector(probe.vector), "k": CONFLICT_NEIGHBOURS, "l": CONFLICT_LEXICAL,
         "terms": " ".join(subject_terms(probe.text)), "common": common}
     if rows <= CONFLICT_EXACT_ROWS:
-        near = _EXACT
+        sql = f"({_EXACT}) UNION ALL ({_LEXICAL})" if args["terms"] else _EXACT
+        cur = await conn.execute(sql, args)
+        found = await cur.fetchall()
     else:
         share = rows / max(total, rows)
         ef = int(min(1000, max(CONFLICT_NEIGHBOURS * 4 / share, 40)))
-        await hnsw_settings(conn, ef, version)
-        near = _INDEXED
-    sql = f"({near}) UNION ALL ({_LEXICAL})" if args["terms"] else near
-    cur = await conn.execute(sql, args)
-    return [(r["id"], r["content"], float(r["cos"])) for r in await cur.fetchall()]
+        sql = f"({_INDEXED}) UNION ALL ({_LEXICAL})" if args["terms"] else _INDEXED
+        async with conn.transaction():  # the HNSW settings hold for this transaction
+            await hnsw_settings(conn, ef, version)
+            cur = await conn.execute(sql, args)
+            found = await cur.fetchall()
+    return [(r["id"], r["content"], float(r["cos"])) for r in found]

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import logging
+import select
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import anyio
@@ -24,7 +25,7 @@ from memorywire.store._common import resolve_embedder
 from memorywire.store.postgres.migrations import BULK_KEY, migrate
 from memorywire.store.postgres.sql import translate_error
 
-__all__ = ["Conn", "PgDb"]
+__all__ = ["Conn", "PgDb", "check_idle_connection"]
 
 Conn = psycopg.AsyncConnection[dict[str, Any]]
 
@@ -55,7 +56,7 @@ class PgDb:
             max_size=max_size,
             timeout=timeout,
             open=False,
-            check=psycopg_pool.AsyncConnectionPool.check_connection,
+            check=check_idle_connection,
             name=f"memorywire-{name}",
         )
         self._ready = False
@@ -70,6 +71,27 @@ class PgDb:
     async def embed(self, texts: Sequence[str]) -> Any:
         embedder = self.embedder
         return await anyio.to_thread.run_sync(embedder.embed, list(texts))
+
+    @asynccontextmanager
+    async def single(self) -> AsyncIterator[Conn]:
+        """A connection in autocommit, for one statement (atomic on its own) or reads that
+        each stand alone: the BEGIN and COMMIT of :meth:`tx` would be two round trips bought
+        for nothing. ``conn.transaction()`` inside still opens a real one. Driver errors
+        leave translated, as from :meth:`tx`."""
+        await self._ensure_ready()
+        try:
+            async with self.pool.connection() as conn:
+                await conn.set_autocommit(True)
+                try:
+                    yield conn
+                finally:
+                    # a broken connection refuses this; the pool discards it on return
+                    with suppress(psycopg.Error):
+                        await conn.set_autocommit(False)
+        except MemorywireError:
+            raise
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise translate_error(exc) from exc
 
     @asynccontextmanager
     async def tx(self) -> AsyncIterator[Conn]:
@@ -123,6 +145,30 @@ class PgDb:
 
     async def close(self) -> None:
         await self.pool.close()
+
+
+async def check_idle_connection(conn: psycopg.AsyncConnection[Any]) -> None:
+    """The pool's check of a connection it hands out, without a round trip when it can.
+
+    Between transactions the server has nothing to say to an idle connection; one that went
+    away (restarted, terminated by an administrator, dropped by PgBouncer) has sent its
+    goodbye or closed the socket, and either makes the socket readable. So a quiet socket on
+    a connection the driver holds as open and idle passes; anything else gets psycopg's own
+    check (an empty query), which the pool acts on as before: a failure discards the
+    connection and hands out another. A peer gone without a word (a host lost, a network
+    cut) stays unnoticed until the transaction's first statement, as it did by the empty
+    query, which waited on the same socket.
+    """
+    pgconn = conn.pgconn
+    if (not conn.closed and not conn.broken
+            and pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE):
+        try:
+            readable, _, _ = select.select([pgconn.socket], [], [], 0)
+        except (OSError, ValueError, psycopg.Error):
+            readable = [True]
+        if not readable:
+            return
+    await psycopg_pool.AsyncConnectionPool.check_connection(conn)
 
 
 async def _pgvector(conn: Conn) -> tuple[int, ...]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from memorywire.store.postgres.db import Conn
 from memorywire.store.postgres.hnsw import hnsw_settings, iterative
-from memorywire.store.postgres.sql import TABLE, Where
+from memorywire.store.postgres.sql import TABLE, PgVector, Where
 
 __all__ = ["ann_ef", "ann_sql", "exact_sql", "vector_candidates"]
 
@@ -56,7 +56,8 @@ def ann_ef(pool: int, scope: int, total: int, pgvector: tuple[int, ...] | None) 
     return int(min(1000, max(pool * 4 / share, 100)))
 
 
-async def vector_candidates(conn: Conn, agent_id: str, w: Where, qvec: str, pool: int, *,
+async def vector_candidates(conn: Conn, agent_id: str, w: Where, qvec: PgVector | str,
+                            pool: int, *,
                             exact_limit: int,
                             pgvector: tuple[int, ...] | None) -> list[dict[str, Any]]:
     """The scope's ``pool`` nearest live rows (``id``, ``cos``, ``score_factor``)."""

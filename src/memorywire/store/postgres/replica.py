@@ -64,7 +64,7 @@ class ReadRouter:
         """Record that a write committed: later reads wait until a standby replays it."""
         if self.replica is None:
             return
-        async with self.primary.tx() as conn:
+        async with self.primary.single() as conn:
             cur = await conn.execute("SELECT pg_current_wal_lsn()::text AS lsn")
             row = await cur.fetchone()
         if row is not None:
@@ -77,7 +77,7 @@ class ReadRouter:
             return True
         deadline = time.monotonic() + self.wait_s
         while True:
-            async with self.replica.tx() as conn:
+            async with self.replica.single() as conn:
                 cur = await conn.execute(
                     "SELECT coalesce(pg_last_wal_replay_lsn(), '0/0')::text AS lsn")
                 row = await cur.fetchone()
@@ -97,11 +97,14 @@ class ReadRouter:
         return time.monotonic() - self._primary_failed_at < PRIMARY_RETRY_S
 
     @asynccontextmanager
-    async def tx(self, *, prefer_primary: bool = False) -> AsyncIterator[Conn]:
+    async def tx(self, *, prefer_primary: bool = False, single: bool = False
+                 ) -> AsyncIterator[Conn]:
         """A read transaction: on a standby that has replayed this process's writes, else on
-        the primary; ``prefer_primary`` reads on the primary while it answers."""
+        the primary; ``prefer_primary`` reads on the primary while it answers. ``single``:
+        the caller runs one statement, which needs no BEGIN and COMMIT (:meth:`PgDb.single`).
+        """
         if self.replica is None:
-            async with self.primary.tx() as only:
+            async with (self.primary.single() if single else self.primary.tx()) as only:
                 yield only
             return
         use_primary = prefer_primary
@@ -114,7 +117,8 @@ class ReadRouter:
             conn: Conn | None = None
             if use_primary and not self._primary_down():
                 try:
-                    conn = await stack.enter_async_context(self.primary.tx())
+                    conn = await stack.enter_async_context(
+                        self.primary.single() if single else self.primary.tx())
                     self.counts["primary"] += 1
                 except BackendUnavailable as exc:
                     self._primary_failed_at = time.monotonic()
@@ -122,7 +126,8 @@ class ReadRouter:
             if conn is None:
                 if use_primary:
                     self.counts["primary_down"] += 1
-                conn = await stack.enter_async_context(self.replica.tx())
+                conn = await stack.enter_async_context(
+                    self.replica.single() if single else self.replica.tx())
                 self.counts["replica"] += 1
             yield conn
 

@@ -21,6 +21,7 @@ __all__ = [
     "RECORD_COLS",
     "ROW_COLS",
     "TABLE",
+    "PgVector",
     "Where",
     "add_metadata_filter",
     "add_typed_where",
@@ -159,6 +160,47 @@ def tsquery_text(words: Sequence[str]) -> str | None:
 def vector_literal(v: Any) -> str:
     """pgvector's text form; ``%.9g`` round-trips a float32 exactly."""
     return "[" + ",".join(f"{x:.9g}" for x in np.asarray(v, dtype=np.float32).tolist()) + "]"
+
+
+class PgVector:
+    """A vector sent as a binary ``real[]`` parameter, for SQL that casts it (``%s::vector``).
+
+    The text form (:func:`vector_literal`) formats every float in Python and pgvector parses
+    it back; on the request path that was a measurable share of an API server's CPU per
+    operation (one or two vectors each). The binary array is built by numpy in one step and
+    casts to ``vector`` exactly (pgvector's ``real[]`` cast): the same float32 values.
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self, v: Any) -> None:
+        self.values = np.asarray(v, dtype=np.float32).reshape(-1)
+
+
+#: The element type of ``real[]`` (``float4``); fixed by PostgreSQL, in every database.
+_FLOAT4_OID = 700
+_FLOAT4_ARRAY_OID = 1021
+_CELL = np.dtype([("size", ">i4"), ("value", ">f4")])
+
+
+class _PgVectorDumper(psycopg.adapt.Dumper):
+    """``real[]`` in the binary wire format: one dimension, no nulls, then each element as
+    its byte length (4) and its big-endian value."""
+
+    format = psycopg.pq.Format.BINARY
+    oid = _FLOAT4_ARRAY_OID
+
+    def dump(self, obj: Any) -> bytes:
+        values = obj.values
+        cells = np.empty(values.shape[0], dtype=_CELL)
+        cells["size"] = 4
+        cells["value"] = values
+        header = np.array([1, 0, _FLOAT4_OID, values.shape[0], 1], dtype=">i4")
+        return header.tobytes() + cells.tobytes()
+
+
+# Every connection opened afterwards copies the global adapters, so this reaches them all.
+psycopg.adapters.register_dumper(PgVector, _PgVectorDumper)
 
 
 def reject_nul(text: str, what: str) -> None:

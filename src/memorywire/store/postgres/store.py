@@ -68,10 +68,10 @@ from memorywire.store.postgres.replica import ReadRouter, split_replicas, standb
 from memorywire.store.postgres.sql import (
     RECORD_COLS,
     TABLE,
+    PgVector,
     Where,
     record_from_row,
     scope_where,
-    vector_literal,
 )
 from memorywire.store.postgres.url import PG_ALIASES, is_libpq_key
 from memorywire.store.timeline import Found, Probe, remember_in_time
@@ -302,7 +302,7 @@ class PostgresStore:
         # search it replaces) must not count what it passed over, nor count a hit twice.
         if resp.results:
             try:
-                async with self._db.tx() as conn:
+                async with self._db.single() as conn:  # one statement: atomic alone
                     await conn.execute(
                         f"UPDATE {TABLE} SET last_recalled_at = %s, "
                         "recall_count = recall_count + 1 WHERE agent_id = %s AND id = ANY(%s)",
@@ -316,7 +316,7 @@ class PostgresStore:
 
     async def _search(self, req: RecallRequest) -> RecallResponse:
         started = time.perf_counter()
-        qvec = vector_literal((await self._db.embed([req.query]))[0])
+        qvec = PgVector((await self._db.embed([req.query]))[0])
         now = self._db.clock.now_ms()
         w = scope_where(
             agent_id=req.agent_id, user_id=req.user_id, now_ms=now,
@@ -400,7 +400,7 @@ class PostgresStore:
         )
 
     async def _vector_candidates(
-        self, conn: Conn, agent_id: str, w: Where, qvec: str, pool: int
+        self, conn: Conn, agent_id: str, w: Where, qvec: PgVector, pool: int
     ) -> list[dict[str, Any]]:
         return await knn.vector_candidates(conn, agent_id, w, qvec, pool,
                                            exact_limit=self._exact_limit,
@@ -410,7 +410,7 @@ class PostgresStore:
         self, agent_id: str, query: str, k: int, user_id: str | None = None
     ) -> list[tuple[str, float]]:
         """The scoped vector list alone: ``(id, cosine)``, best first (benchmarks, audits)."""
-        qvec = vector_literal((await self._db.embed([query]))[0])
+        qvec = PgVector((await self._db.embed([query]))[0])
         w = scope_where(agent_id=agent_id, user_id=user_id, now_ms=self._db.clock.now_ms())
         async with self._reads.tx() as conn:
             rows = await self._vector_candidates(conn, agent_id, w, qvec, k)
@@ -419,7 +419,7 @@ class PostgresStore:
     async def get(self, agent_id: str, id: str, user_id: str | None = None) -> MemoryRecord | None:
         now = self._db.clock.now_ms()
         w = scope_where(agent_id=agent_id, user_id=user_id, now_ms=now)
-        async with self._reads.tx(prefer_primary=True) as conn:
+        async with self._reads.tx(prefer_primary=True, single=True) as conn:
             cur = await conn.execute(
                 f"SELECT {RECORD_COLS} FROM {TABLE} WHERE {w.sql()} AND id = %s", [*w.params, id]
             )

@@ -37,7 +37,7 @@ from memorywire.core.subject_gate import (
 )
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.lexical import SHARE_SAMPLE, Leg
-from memorywire.store.postgres.sql import TABLE, Where, tsquery_text, vector_literal
+from memorywire.store.postgres.sql import TABLE, PgVector, Where, tsquery_text
 from memorywire.wire.models import MemoryType
 
 __all__ = ["SubjectRun", "agreeing_weight", "judged", "subject_run"]
@@ -45,13 +45,13 @@ __all__ = ["SubjectRun", "agreeing_weight", "judged", "subject_run"]
 
 @dataclass(frozen=True)
 class SubjectRun:
-    """A recall's subject, and the masked question's vector (pgvector's text form) when
+    """A recall's subject, and the masked question's vector (a ``%s::vector`` parameter) when
     every subject word is common: the scope is *about* the subject, and the vector list
     ranks by that vector."""
 
     subject: Subject
     common: frozenset[str]
-    masked: str | None
+    masked: PgVector | None
 
     @property
     def about(self) -> bool:
@@ -64,7 +64,7 @@ async def subject_run(db: PgDb, query: str, leg: Leg) -> SubjectRun | None:
     subject = subject_of(query, leg.known, leg.common)
     if subject is None:
         return None
-    masked = (vector_literal((await db.embed([subject.masked]))[0])
+    masked = (PgVector((await db.embed([subject.masked]))[0])
               if subject.words <= leg.common else None)
     return SubjectRun(subject, leg.common, masked)
 
@@ -101,7 +101,7 @@ async def judged(conn: Conn, db: PgDb, agent_id: str, w: Where, run: SubjectRun,
              for i in ids if i in rows]
     cosines = None
     if not lexical_evidence(run.subject, texts):
-        vector = run.masked or vector_literal((await db.embed([run.subject.masked]))[0])
+        vector = run.masked or PgVector((await db.embed([run.subject.masked]))[0])
         cosines = await _cosines(conn, w, vector, None if run.about else run.subject.words)
         if not masked_stands_out(cosines):
             return []
@@ -113,7 +113,7 @@ async def judged(conn: Conn, db: PgDb, agent_id: str, w: Where, run: SubjectRun,
     return [replace(s, relevance=subject_relevance(s.cosine, median)) for s in ranked]
 
 
-async def _cosines(conn: Conn, w: Where, vector: str,
+async def _cosines(conn: Conn, w: Where, vector: PgVector,
                    words: frozenset[str] | None) -> npt.NDArray[np.float32]:
     """The cosines of ``vector`` with the scope's newest ``SHARE_SAMPLE`` rows, or those
     holding one of ``words`` in full text (as the full-text list matches a word)."""

@@ -19,7 +19,7 @@ from memorywire.core.scoring import DEMOTE_FACTOR
 from memorywire.errors import Conflict
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.migrations import TS_CONFIG
-from memorywire.store.postgres.sql import ROW_COLS, TABLE, reject_nul, row_of, vector_literal
+from memorywire.store.postgres.sql import ROW_COLS, TABLE, PgVector, reject_nul, row_of
 from memorywire.wire.models import RememberRequest, RememberResponse
 
 __all__ = ["remember_many", "write_row"]
@@ -47,7 +47,7 @@ async def write_row(db: PgDb, conn: Conn, new: Row, text_changed: bool,
         if vector is None:
             vector = (await db.embed([text]))[0]
         sets += f", content = %s, embedding = %s::vector, tsv = to_tsvector('{TS_CONFIG}', %s)"
-        params += [new.stored, vector_literal(vector), key]
+        params += [new.stored, PgVector(vector), key]
     else:
         # The full-text key also holds metadata.context (core.context_key): re-index when
         # that changed (column references in SET read the row as it was).
@@ -87,7 +87,7 @@ async def remember_many(db: PgDb, reqs: Sequence[RememberRequest],
                 f"to_tsvector('{TS_CONFIG}', %s)) ON CONFLICT (agent_id, id) DO NOTHING "
                 "RETURNING created_at",
                 (r.agent_id, mid, r.user_id, r.type.value, stored, json.dumps(metadata),
-                 r.confidence, r.source, now, r.expires_at, vector_literal(vec),
+                 r.confidence, r.source, now, r.expires_at, PgVector(vec),
                  key),
             )
             if await cur.fetchone() is not None:

@@ -41,6 +41,7 @@ from memorywire.wire.models import (
 
 __all__ = [
     "COLS",
+    "INLINE_ROWS",
     "IN_JSON",
     "VISIBLE",
     "SqliteDb",
@@ -62,6 +63,9 @@ VISIBLE = (
     "deleted_at IS NULL AND archived_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
 )
 IN_JSON = "(SELECT value FROM json_each(?))"
+#: A recall given its vector runs on the caller's thread when the agent's cached scope holds
+#: at most this many rows (see :meth:`SqliteDb.call_read`).
+INLINE_ROWS = 1000
 
 def record_of(row: Sequence[Any]) -> MemoryRecord:
     mtype = MemoryType(row[3])
@@ -101,9 +105,13 @@ class SqliteDb:
         self.embedder = embedder
         self.clock = clock
         self.name = name
-        self._lock = threading.Lock()
+        #: Re-entrant: :meth:`call_read` holds it around a transaction that takes it again.
+        self._lock = threading.RLock()
         self.caches = ScopeCache(int(cache_mb * 2**20))
         self._on_commit: list[Callable[[], None]] = []
+        #: Durable transactions begun on this connection (every write is one): with
+        #: ``PRAGMA data_version`` (other connections' commits), :meth:`content_stamp`.
+        self._writes = 0
         self._busy_timeout_ms = busy_timeout_ms
         self._conn: apsw.Connection | None = None
         #: Whether a read of a store file that does not exist is an error naming the path (a
@@ -163,6 +171,8 @@ class SqliteDb:
             if conn is None:
                 raise BackendUnavailable(f"store {self.name!r} is closed")
             self._on_commit = []
+            if durable:
+                self._writes += 1
             if not durable:
                 conn.execute("PRAGMA synchronous=NORMAL")
             try:
@@ -181,6 +191,13 @@ class SqliteDb:
             for callback in self._on_commit:
                 callback()
 
+    def content_stamp(self, conn: Any) -> tuple[int, int]:
+        """Inside a transaction: a value that changes whenever the file's content may have
+        changed since it was last read (a durable transaction of this connection, or a
+        commit by any other). A ``durable=False`` transaction must not change memories: it
+        writes recall statistics only (or nothing)."""
+        return self._writes, int(conn.execute("PRAGMA data_version").fetchone()[0])
+
     def guarded(self, fn: Callable[[], _T]) -> _T:
         """``fn()`` with SQLite's errors as memorywire's (on the worker thread)."""
         try:
@@ -196,6 +213,35 @@ class SqliteDb:
 
     async def call(self, fn: Callable[[], _T]) -> _T:
         return await anyio.to_thread.run_sync(lambda: self.guarded(fn))
+
+    async def call_read(self, agent_id: str, fn: Callable[[], _T]) -> _T:
+        """``fn()`` (a read of ``agent_id``'s scope that needs no model), on the caller's
+        thread when that is cheap and cannot wait, else on a worker thread as :meth:`call`.
+
+        A worker-thread hop (waking the thread, then the event loop) is a visible share of a
+        small scope's recall (docs/benchmarks.md, "speed31"). Inline runs only when the
+        store's lock is free, the agent's scope is cached with at most ``INLINE_ROWS`` rows
+        (so the search is short), and the transaction starts without waiting: the busy
+        timeout is 0 for it, and another process holding the write lock sends the call to a
+        worker thread, where it waits as any call does. What an inline call can still cost
+        the event loop is a WAL auto-checkpoint at its commit, as rare as for any commit.
+        """
+        conn = self._conn
+        if conn is not None and not self.unborn and self._lock.acquire(blocking=False):
+            try:
+                index = self.caches.peek(agent_id)
+                if index is not None and index.n <= INLINE_ROWS:
+                    conn.setbusytimeout(0)
+                    try:
+                        return self.guarded(fn)
+                    except BackendUnavailable as exc:
+                        if not isinstance(exc.__cause__, apsw.BusyError):
+                            raise
+                    finally:
+                        conn.setbusytimeout(self._busy_timeout_ms)
+            finally:
+                self._lock.release()
+        return await self.call(fn)
 
     async def call_bracketed(self, bracket: WriteBracket | None, prepare: Callable[[], _P],
                              write: Callable[[_P], _T]) -> _T:

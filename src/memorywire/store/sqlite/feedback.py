@@ -81,10 +81,13 @@ def _hit_texts(conn: Any, rids: Sequence[int]) -> list[str]:
 
 
 def expansion_terms(count: Callable[[str, int], int], query: str, texts: Sequence[str], *,
-                    terms: int, max_rows: int) -> list[str]:
+                    terms: int, max_rows: int,
+                    count_many: Callable[[Sequence[str], int], Sequence[int]] | None = None,
+                    ) -> list[str]:
     """Words of ``texts`` the query lacks, those in more hits first, then the rarest,
     keeping only words in 2 to ``max_rows`` rows of the full-text index (``count(word,
-    cap)`` counts a word's rows up to ``cap``)."""
+    cap)`` counts a word's rows up to ``cap``; ``count_many(words, cap)``, when given,
+    counts them all at once, e.g. in one statement)."""
     asked = {_key(w) for w in query_terms(query, max_terms=64)}
     seen_in: dict[str, int] = {}
     word_of: dict[str, str] = {}
@@ -97,9 +100,11 @@ def expansion_terms(count: Callable[[str, int], int], query: str, texts: Sequenc
                 word_of.setdefault(key, word)
     seen_in = {k: n for k, n in seen_in.items() if n >= FEEDBACK_MIN_SEEDS}
     picked = sorted(seen_in, key=lambda k: (-seen_in[k], -len(word_of[k]), k))[:_CANDIDATES]
+    words = [word_of[key] for key in picked]
+    counts = (count_many(words, max_rows + 1) if count_many is not None
+              else [count(w, max_rows + 1) for w in words])
     scored: list[tuple[int, int, str]] = []
-    for key in picked:
-        n = count(word_of[key], max_rows + 1)
+    for key, n in zip(picked, counts, strict=True):
         if 2 <= n <= max_rows:
             scored.append((-seen_in[key], n, word_of[key]))
     scored.sort()
@@ -109,7 +114,9 @@ def expansion_terms(count: Callable[[str, int], int], query: str, texts: Sequenc
 def feedback_query(conn: Any, count: Callable[[str, int], int], query: str,
                    seed_rids: Sequence[int], *,
                    depth: int | None = None, terms: int | None = None,
-                   max_rows: int | None = None) -> list[str]:
+                   max_rows: int | None = None,
+                   count_many: Callable[[Sequence[str], int], Sequence[int]] | None = None,
+                   ) -> list[str]:
     """The words the second round adds to the query (none: no second round).
 
     Knobs default to the module constants, read at call time (benchmarks vary them)."""
@@ -119,7 +126,7 @@ def feedback_query(conn: Any, count: Callable[[str, int], int], query: str,
     if depth <= 0 or terms <= 0 or not seed_rids:
         return []
     return expansion_terms(count, query, _hit_texts(conn, seed_rids[:depth]), terms=terms,
-                           max_rows=max_rows)
+                           max_rows=max_rows, count_many=count_many)
 
 
 def fused_scores(first: Sequence[tuple[int, float]],

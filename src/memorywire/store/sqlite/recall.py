@@ -137,7 +137,9 @@ class PlanRunner:
             index = self._db.index(conn, plan.req.agent_id)
             kept = self._kept(plan.req.agent_id, index)
             nxt: RecallRequest | None = plan.request()
-            memo: dict[Any, Any] = {}  # what its searches share (they differ only in k)
+            # what its searches share (they differ only in k); the stamp keys full-text
+            # counts this connection may reuse from earlier recalls (fts_units.count_units)
+            memo: dict[Any, Any] = {"stamp": self._db.content_stamp(conn)}
             found = _NOTHING
             while nxt is not None:
                 found = self._search(conn, index, nxt, qvec, now, memo, kept)

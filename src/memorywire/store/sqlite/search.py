@@ -27,8 +27,6 @@ product and a partial sort, not 100k dictionary entries.
 from __future__ import annotations
 
 import json
-import time
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
 from typing import Any
@@ -59,6 +57,15 @@ from memorywire.core.textsearch import query_terms
 from memorywire.store._vector_cache import ScopeIndex
 from memorywire.store.sqlite.contexts import CONTEXT_SQL, metadata_of
 from memorywire.store.sqlite.feedback import FEEDBACK_MAX_ROWS, feedback_query, fused_scores
+from memorywire.store.sqlite.fts_units import (
+    COMMON_TTL_S,
+    PREFIX_LEN,
+    PREFIX_MIN_WORD,
+    UnitRows,
+    count_units,
+    word_units,
+)
+from memorywire.store.sqlite.fts_units import quote as _quote
 from memorywire.store.sqlite.schema import scope_token
 from memorywire.wire.models import RecallRequest
 
@@ -83,8 +90,6 @@ __all__ = [
     "subject_positions",
 ]
 
-PREFIX_LEN = 6
-PREFIX_MIN_WORD = 7
 #: Default cosine floor for rows this full-text query also matches (default MiniLM model),
 #: calibrated on the held-out off-topic questions of benchmarks/corpus/calibration.jsonl:
 #: the lowest value that lets through no question the plain floor (0.36) rejects, i.e. the
@@ -95,30 +100,17 @@ LEXICAL_BUDGET = 4000
 #: A recall bounds its full-text match by the agent's row-id range instead of its scope token
 #: while the range spans at most this many times the rows the agent holds.
 RANGE_SLACK = 2
-#: How long a connection remembers that a unit matched more rows than a recall may rank.
-COMMON_TTL_S = 60.0
 #: How deep each first-round list is read to pick pseudo-relevance feedback seeds.
 SEED_SCAN = 20
-_COMMON_MAX = 4096
-
-#: Per connection: unit -> (capped row count, monotonic time counted), only for units found
-#: over budget. Counting those is the costly part (a full ``budget`` rows each), and a common
-#: word stays common: a stale verdict only keeps a word out of ranking a little longer.
-_common: weakref.WeakKeyDictionary[Any, dict[str, tuple[int, float]]] = (
-    weakref.WeakKeyDictionary())
-
-
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
 
 
 def _units(text: str) -> list[str]:
-    units = []
-    for term in query_terms(text):
-        units.append(_quote(term))
-        if len(term) >= PREFIX_MIN_WORD:
-            units.append(f"{_quote(term[:PREFIX_LEN])}*")
-    return units
+    return [u for term in query_terms(text) for u in word_units(term)]
+
+
+def _count_words(conn: Any, words: Sequence[str], cap: int, stamp: Any) -> list[int]:
+    """Rows each word (itself, no prefix) matches, up to ``cap``: one statement."""
+    return count_units(conn, [_quote(w) for w in words], cap, stamp)
 
 
 def lexical_query(text: str) -> str | None:
@@ -127,37 +119,25 @@ def lexical_query(text: str) -> str | None:
     return " OR ".join(units) if units else None
 
 
-def _rows(conn: Any, unit: str, cap: int) -> int:
-    """How many rows ``unit`` matches in the body column, counting at most ``cap``."""
-    known = _common.setdefault(conn, {})
-    now = time.monotonic()
-    hit = known.get(unit)
-    if hit is not None and hit[0] >= cap and now - hit[1] < COMMON_TTL_S:
-        return cap
-    row = conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
-        (f"body : {unit}", cap)).fetchone()
-    n = int(row[0])
-    if n >= cap:
-        if len(known) >= _COMMON_MAX:
-            known.clear()
-        known[unit] = (n, now)
-    return n
-
-
-def lexical_units(conn: Any, text: str, budget: int | None = None) -> tuple[list[str], int]:
+def lexical_units(conn: Any, text: str, budget: int | None = None,
+                  none: UnitRows | None = None, stamp: Any = None) -> tuple[list[str], int]:
     """The query units worth ranking, rarest first, and the rows they match at most.
 
-    A unit matching no row is dropped (it cannot rank anything); the others are kept in
-    ascending row count while the running total stays within ``budget`` (default
-    ``LEXICAL_BUDGET``, read at call time).
+    A unit matching no row is dropped (it cannot rank anything; recorded in ``none`` when
+    given); the others are kept in ascending row count while the running total stays within
+    ``budget`` (default ``LEXICAL_BUDGET``, read at call time). All units are counted in one
+    statement (:func:`~memorywire.store.sqlite.fts_units.count_units`, with ``stamp``).
     """
     budget = LEXICAL_BUDGET if budget is None else budget
-    counted = [(_rows(conn, u, budget + 1), i, u) for i, u in enumerate(_units(text))]
+    units = _units(text)
+    counted = [(n, i, u) for i, (u, n) in enumerate(
+        zip(units, count_units(conn, units, budget + 1, stamp), strict=True))]
     kept: list[str] = []
     total = 0
     for n, _, unit in sorted(counted):
         if n == 0:
+            if none is not None:
+                none.none([unit])
             continue
         if total + n > budget:
             break
@@ -169,7 +149,7 @@ def lexical_units(conn: Any, text: str, budget: int | None = None) -> tuple[list
 def informative_units(conn: Any, units: tuple[list[str], int], index: ScopeIndex,
                       mask: npt.NDArray[np.bool_], scope_rows: int,
                       rid_range: tuple[int, int], common: list[str] | None = None,
-                      ) -> tuple[tuple[list[str], int], float]:
+                      rows: UnitRows | None = None) -> tuple[tuple[list[str], int], float]:
     """The kept units that tell the recall's scope apart, and the weight their list earns.
 
     Each unit's document frequency *in the scope* (``mask``: the user, types and filters of
@@ -180,17 +160,17 @@ def informative_units(conn: Any, units: tuple[list[str], int], index: ScopeIndex
     (:func:`memorywire.core.informative.weigh_units`): a unit in more than ``COMMON_SHARE`` of
     the scope is dropped, and the list weighs its best remaining unit's scope idf relative to a
     rare unit's. The row total of the kept units stays an upper bound (units are only
-    dropped), which is all :func:`lexical_rids` needs."""
+    dropped), which is all :func:`lexical_rids` needs. The units' rows in the range are read
+    in one statement, into ``rows`` when given (a recall's, for its later questions)."""
     kept, matched = units
     if not kept or scope_rows < SHARE_MIN_SCOPE:
         return units, 1.0
-    lo, hi = rid_range
+    rows = UnitRows(conn, rid_range) if rows is None else rows
+    in_range = dict(zip(kept, rows.of(kept), strict=True))
     get = index.pos.get
 
     def scope_df(unit: str) -> int:
-        found = [p for p in map(get, (r[0] for r in conn.execute(
-            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid BETWEEN ? "
-            "AND ?", (f"body : {unit}", lo, hi)))) if p is not None]
+        found = [p for p in map(get, in_range[unit]) if p is not None]
         df = int(mask[np.asarray(found, dtype=np.intp)].sum()) if found else 0
         if common is not None and is_common(df, scope_rows):
             common.append(unit)
@@ -260,34 +240,23 @@ def ranged_scores(conn: Any, kept: Sequence[str], matched: int,
     return rows
 
 
-def shared_words(conn: Any, rid: int, text: str, enough: int,
+def shared_words(rows: UnitRows, rid: int, text: str, enough: int,
                  common: frozenset[str] = frozenset()) -> int:
     """How many distinct content words of ``text`` row ``rid``'s full-text key holds
     (a word counts when it or its six-letter prefix matches), counting up to ``enough``;
     ``common`` words (held by most of the scope, see :func:`informative_units`) never
-    count."""
-    found = 0
-    for term in query_terms(text):
-        if term in common:
-            continue
-        unit = _quote(term)
-        if len(term) >= PREFIX_MIN_WORD:
-            unit = f"{unit} OR {_quote(term[:PREFIX_LEN])}*"
-        if conn.execute("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? AND rowid = ?",
-                        (f"body : ({unit})", rid)).fetchone() is not None:
-            found += 1
-            if found >= enough:
-                break
-    return found
+    count. ``rows``: the recall's unit rows, ``rid`` inside their range."""
+    return rows.shared_words(rid, text, enough, common)
 
 
-def _agreement(conn: Any, rid_of: dict[str, int], text: str,
+def _agreement(rows: UnitRows, rid_of: dict[str, int], text: str,
                common: frozenset[str]) -> Callable[[Sequence[str]], bool]:
     """The list gate's rescue (``core.scoring.hybrid_rank``): does one of these vector hits
     share ``AGREEMENT_WORDS`` distinct informative words with the query? Asked only when no
-    hit clears the floors, so the per-row lookups cost nothing on the common path."""
+    hit clears the floors; each word's rows in the agent's range are read at most once per
+    recall (most already were, to count the scope's words), so the rescue is set lookups."""
     def agree(ids: Sequence[str]) -> bool:
-        return any(shared_words(conn, rid_of[i], text, AGREEMENT_WORDS, common)
+        return any(rows.shared_words(rid_of[i], text, AGREEMENT_WORDS, common)
                    >= AGREEMENT_WORDS for i in ids if i in rid_of)
     return agree
 
@@ -380,7 +349,9 @@ def rank_scope(
     if feedback_weight > 0 and units[0]:
         seeds = tuple(int(index.rids[p]) for p in _seeds(top, lexical, lexical_weight * informed))
         words = once(("words", seeds), lambda: feedback_query(
-            conn, lambda w, cap: _rows(conn, _quote(w), cap), req.query, list(seeds)))
+            conn, lambda w, cap: _count_words(conn, [w], cap, memo.get("stamp"))[0],
+            req.query, list(seeds),
+            count_many=lambda ws, cap: _count_words(conn, ws, cap, memo.get("stamp"))))
         if words:
             more = [_quote(w) for w in words]
             both = ([*units[0], *more], units[1] + FEEDBACK_MAX_ROWS * len(more))
@@ -392,7 +363,7 @@ def rank_scope(
                                        scope_rows=index.n, units=both, rid_range=rid_range),
                           index, mask, pool)
     if lexical and lexical_agreement and shared_words(
-            conn, int(index.rids[lexical[0]]), req.query, lexical_agreement,
+            memo["unit_rows"], int(index.rids[lexical[0]]), req.query, lexical_agreement,
             common | frozenset(skip_words)) < lexical_agreement:
         informed = 0.0
     candidates = list(dict.fromkeys([*top, *lexical, *feedback]))
@@ -405,8 +376,8 @@ def rank_scope(
         demoted=index.demoted[candidates], min_relevance=req.min_relevance,
         tail_gap=tail_gap,
         agreement=_agreement(
-            conn, {ids[p]: int(index.rids[p]) for p in top[:AGREEMENT_DEPTH]}, req.query,
-            common),
+            memo["unit_rows"], {ids[p]: int(index.rids[p]) for p in top[:AGREEMENT_DEPTH]},
+            req.query, common),
         lexical_weight=lexical_weight * informed, feedback_ranked=[slot[p] for p in feedback],
         feedback_weight=feedback_weight, keep_cut=True)
 
@@ -429,10 +400,12 @@ def scope_words(conn: Any, index: ScopeIndex, req: RecallRequest, now: int,
             memo["common"] = frozenset()
             return memo["counted"], memo["units"], memo["common"]
         rid_range = (int(index.rids.min()), int(index.rids.max()))
-        counted = memo.setdefault("counted", lexical_units(conn, req.query))
+        rows = memo.setdefault("unit_rows", UnitRows(conn, rid_range, memo.get("stamp")))
+        counted = memo.setdefault("counted", lexical_units(
+            conn, req.query, none=rows, stamp=memo.get("stamp")))
         held: list[str] = []
         memo.setdefault("units", informative_units(
-            conn, counted, index, mask, int(positions.size), rid_range, held))
+            conn, counted, index, mask, int(positions.size), rid_range, held, rows))
         memo["common"] = frozenset(t for t in query_terms(req.query) if _quote(t) in held)
     return memo["counted"], memo["units"], memo["common"]
 
@@ -442,12 +415,10 @@ def subject_positions(conn: Any, index: ScopeIndex, words: Iterable[str],
     """Index positions of the recall's scope rows (``memo``'s mask) holding any of
     ``words`` in full text, at most ``cap`` of them."""
     mask: npt.NDArray[np.bool_] = memo["mask"]
-    lo, hi = int(index.rids.min()), int(index.rids.max())
-    quoted = " OR ".join(_quote(w) for w in sorted(words))
+    rows: UnitRows = memo["unit_rows"]
+    held = sorted(frozenset().union(*rows.of([_quote(w) for w in sorted(words)])))
     get = index.pos.get
-    found = [p for p in map(get, (r[0] for r in conn.execute(
-        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid BETWEEN ? AND ? "
-        "LIMIT ?", (f"body : ({quoted})", lo, hi, 4 * cap)))) if p is not None]
+    found = [p for p in map(get, held[:4 * cap]) if p is not None]
     at = np.asarray(found, dtype=np.intp)
     return at[mask[at]][:cap] if at.size else at
 

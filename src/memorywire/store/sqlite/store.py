@@ -291,7 +291,8 @@ class SqliteStore:
             vec = self._embedder.embed([req.query])[0] if qvec is None else qvec
             return self._runner.run(plan, vec)
 
-        hits = await self._db.call(run)
+        hits = await (self._db.call(run) if qvec is None else
+                      self._db.call_read(req.agent_id, run))
         return RecallResponse(results=hits, fusion_used=Fusion.RRF, stores_queried=[self._name],
                               latency_ms=int((time.perf_counter() - started) * 1000))
 

@@ -11,7 +11,10 @@ pgvector 0.8.5) instead of pgserver's (16 + 0.6.2): with pgvector 0.8 the store'
 scans iteratively. ``--partitions P`` hash-partitions the table by agent before loading
 (``memorywire.store.postgres.partitions``: an HNSW graph per partition). ``--vectors
 clustered`` draws rows around 2,000 topic directions (as sentence vectors cluster) instead of
-uniformly on the sphere, the hardest case for a graph index.
+uniformly on the sphere, the hardest case for a graph index. ``--index none`` builds no ANN
+index and runs the exact leg alone: a store whose every scope is within its
+``exact_scope_limit`` never reads one (the result's ``store_path`` names the leg the store's
+defaults take for the largest scope). ``--copy-connections N`` loads N slices in parallel.
 
 Vectors are random unit vectors (dim 384, as MiniLM), so the numbers measure the database,
 not a model. Rows are loaded with binary COPY (``--copy text`` for the text format, to
@@ -26,11 +29,13 @@ numpy brute force over that agent's rows.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import shutil
 import struct
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -84,6 +89,9 @@ def _unit(rng: np.random.Generator, n: int) -> Vectors:
     return v
 
 
+#: ``PostgresStore``'s default: a scope up to this many rows is searched exactly.
+EXACT_SCOPE_LIMIT = int(inspect.signature(PostgresStore).parameters["exact_scope_limit"].default)
+
 #: Topic directions of ``--vectors clustered``, and how far a row strays from its topic.
 TOPICS = 2000
 SPREAD = 0.8
@@ -107,8 +115,26 @@ def _pct(xs: list[float], p: float) -> float:
     return float(np.percentile(np.asarray(xs), p)) if xs else 0.0
 
 
-def _copy_binary(conn: psycopg.Connection[Any], vecs: Vectors, owner: Any) -> None:
-    """pgvector's binary ``vector``: uint16 dim, uint16 unused, dim big-endian float4."""
+def _server_cpu_s(conn: psycopg.Connection[Any]) -> float | None:
+    """CPU seconds of this connection's backend plus every exited server process (the
+    postmaster's reaped children: parallel build workers); ``None`` if the server's ``/proc``
+    is not readable (another machine). On a busy machine a build's CPU, divided by the cores it
+    can use, is a steadier estimate of its quiet wall time than the wall clock."""
+    row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    try:
+        mine = Path(f"/proc/{row[0] if row else 0}/stat").read_text().rsplit(")", 1)[1].split()
+        boss = Path(f"/proc/{mine[1]}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # fields after "(comm)": state ppid ...; utime stime cutime cstime are 12..15 (0-based 11..)
+    ticks = int(mine[11]) + int(mine[12]) + int(boss[13]) + int(boss[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _copy_binary(conn: psycopg.Connection[Any], vecs: Vectors, owner: Any,
+                 start: int = 0, stop: int | None = None) -> None:
+    """Rows ``start:stop``; pgvector's binary ``vector``: uint16 dim, uint16 unused, dim
+    big-endian float4."""
     info = TypeInfo.fetch(conn, "vector")
     assert info is not None, "the vector extension is not installed"
     vector_oid = info.oid
@@ -126,12 +152,36 @@ def _copy_binary(conn: psycopg.Connection[Any], vecs: Vectors, owner: Any) -> No
         f"COPY memorywire_memories ({_COLS}) FROM STDIN (FORMAT BINARY)"
     ) as copy:
         copy.set_types(["text", "text", "text", "text", "int8", vector_oid])
-        for lo in range(0, len(vecs), _CHUNK):
-            be = vecs[lo : lo + _CHUNK].astype(">f4")
+        end = len(vecs) if stop is None else stop
+        for lo in range(start, end, _CHUNK):
+            be = vecs[lo : min(lo + _CHUNK, end)].astype(">f4")
             for j in range(len(be)):
                 i = lo + j
                 copy.write_row((f"agent-{owner[i]}", f"m{i}", "semantic", f"memory {i}", i,
                                 header + be[j].tobytes()))
+
+
+def _copy_parallel(dsn: str, vecs: Vectors, owner: Any, conns: int) -> None:
+    """Binary COPY of ``conns`` contiguous slices, each on its own connection and thread
+    (psycopg's C layer and the server's COPY run outside the GIL)."""
+    bounds = np.linspace(0, len(vecs), conns + 1).astype(int)
+    errors: list[BaseException] = []
+
+    def one(lo: int, hi: int) -> None:
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                _copy_binary(conn, vecs, owner, lo, hi)
+        except BaseException as exc:  # re-raised in the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(int(bounds[k]), int(bounds[k + 1])))
+               for k in range(conns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 def _copy_text(conn: psycopg.Connection[Any], vecs: Vectors, owner: Any) -> None:
@@ -144,7 +194,8 @@ def _copy_text(conn: psycopg.Connection[Any], vecs: Vectors, owner: Any) -> None
 async def run(
     dsn: str, n: int, agents: int, queries: int, seed: int, *, copy_format: str = "binary",
     maintenance_work_mem: str = "1GB", parallel_workers: int = 1, partitions: int = 0,
-    vectors: str = "random",
+    vectors: str = "random", index: str = "hnsw", copy_conns: int = 1, hnsw_m: int = 16,
+    ef_construction: int = 64,
 ) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     topics = _unit(rng, TOPICS) if vectors == "clustered" else None
@@ -162,40 +213,72 @@ async def run(
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("DROP INDEX memorywire_memories_hnsw")
         t0 = time.perf_counter()
-        (_copy_binary if copy_format == "binary" else _copy_text)(conn, vecs, owner)
+        if copy_format == "text":
+            _copy_text(conn, vecs, owner)
+        elif copy_conns > 1:
+            _copy_parallel(dsn, vecs, owner, copy_conns)
+        else:
+            _copy_binary(conn, vecs, owner)
         ingest_s = time.perf_counter() - t0
         conn.execute("INSERT INTO memorywire_agent_counts SELECT agent_id, count(*) "
                      "FROM memorywire_memories GROUP BY agent_id")
         conn.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
         conn.execute(f"SET max_parallel_maintenance_workers = {int(parallel_workers)}")
-        t0 = time.perf_counter()
-        conn.execute("CREATE INDEX memorywire_memories_hnsw ON memorywire_memories "
-                     "USING hnsw (embedding vector_cosine_ops)")
-        hnsw_s = time.perf_counter() - t0
+        largest = conn.execute("SELECT max(rows) FROM memorywire_agent_counts").fetchone()
+        hnsw_s: float | None = None
+        build_cpu: float | None = None
+        if index == "hnsw":
+            cpu0 = _server_cpu_s(conn)
+            t0 = time.perf_counter()
+            conn.execute("CREATE INDEX memorywire_memories_hnsw ON memorywire_memories USING "
+                         f"hnsw (embedding vector_cosine_ops) WITH (m = {int(hnsw_m)}, "
+                         f"ef_construction = {int(ef_construction)})")
+            hnsw_s = time.perf_counter() - t0
+            time.sleep(0.5)  # the postmaster reaps the parallel workers
+            cpu1 = _server_cpu_s(conn)
+            if cpu0 is not None and cpu1 is not None:
+                build_cpu = cpu1 - cpu0
         conn.execute("ANALYZE memorywire_memories")
         versions = conn.execute(
             "SELECT current_setting('server_version'),"
             " (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
         ).fetchone()
         sizes = conn.execute(  # summed over partitions when the table has them
-            "SELECT (SELECT sum(pg_table_size(relid)) FROM "
-            "pg_partition_tree('memorywire_memories')), (SELECT coalesce(sum("
+            "SELECT coalesce((SELECT sum(pg_table_size(relid)) FROM "
+            "pg_partition_tree('memorywire_memories')), "
+            "pg_table_size('memorywire_memories')), (SELECT coalesce(sum("
             "pg_relation_size(i.indexrelid)), 0) FROM pg_index i JOIN pg_class c ON "
-            "c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw')"
+            "c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam WHERE a.amname IN "
+            "('hnsw', 'ivfflat'))"
         ).fetchone()
 
-    assert versions is not None and sizes is not None
+    assert versions is not None and sizes is not None and largest is not None
+    scope_max = int(largest[0])
     result: dict[str, Any] = {
         "n": n, "agents": agents, "dim": DIM, "queries": queries, "copy_format": copy_format,
+        "copy_connections": copy_conns,
         "copy_s": round(ingest_s, 1), "copy_rows_per_s": round(n / ingest_s),
-        "hnsw_build_s": round(hnsw_s, 2), "maintenance_work_mem": maintenance_work_mem,
+        "index": index, "largest_scope": scope_max, "exact_scope_limit": EXACT_SCOPE_LIMIT,
+        "store_path": "exact" if scope_max <= EXACT_SCOPE_LIMIT else "hnsw",
+        "hnsw_build_s": None if hnsw_s is None else round(hnsw_s, 2),
+        "hnsw_build_cpu_s": None if build_cpu is None else round(build_cpu, 1),
+        "hnsw_m": hnsw_m, "ef_construction": ef_construction,
+        "maintenance_work_mem": maintenance_work_mem,
         "parallel_maintenance_workers": parallel_workers,
         "table_mb": round(sizes[0] / 2**20), "hnsw_mb": round(sizes[1] / 2**20),
         "postgres": versions[0], "pgvector": versions[1], "vectors": vectors,
         "partitions": partitions,
         "iterative_scan": iterative(tuple(int(p) for p in str(versions[1]).split("."))),
     }
-    for label, limit in (("exact", 10**12), ("hnsw", 0)):
+    if index == "none":
+        result["index_note"] = (
+            f"no ANN index built: the largest scope ({scope_max:,} rows) is within the store's "
+            f"exact_scope_limit ({EXACT_SCOPE_LIMIT:,}), so PostgresStore.nearest searches every "
+            "scope exactly through the agent_id B-tree and would never read an HNSW index"
+            if scope_max <= EXACT_SCOPE_LIMIT else
+            "no ANN index built (--index none): scopes above exact_scope_limit are scanned")
+    legs = (("exact", 2**31 - 1),) + ((("hnsw", 0),) if index == "hnsw" else ())
+    for label, limit in legs:
         store = PostgresStore(dsn, emb, name="pg", exact_scope_limit=limit)
         lat: list[float] = []
         recall: list[float] = []
@@ -222,13 +305,19 @@ def _table(res: dict[str, Any]) -> str:
              f" (PostgreSQL {res['postgres']}, pgvector {res['pgvector']}; {res['vectors']}"
              f" vectors, {res['partitions'] or 'no'} partitions)",
              f"  {res['copy_format']} COPY      {res['copy_rows_per_s']:>10,} rows/s"
-             f"  ({res['copy_s']} s)",
-             f"  HNSW build       {res['hnsw_build_s']:>10} s"
-             f"  (maintenance_work_mem {res['maintenance_work_mem']},"
-             f" {res['parallel_maintenance_workers']} parallel workers; index {res['hnsw_mb']} MB,"
-             f" table {res['table_mb']} MB)",
+             f"  ({res['copy_s']} s, {res['copy_connections']} connection(s))",
+             (f"  HNSW build       {res['hnsw_build_s']:>10} s"
+              f"  (m {res['hnsw_m']}, ef_construction {res['ef_construction']},"
+              f" maintenance_work_mem {res['maintenance_work_mem']},"
+              f" {res['parallel_maintenance_workers']} parallel workers; index"
+              f" {res['hnsw_mb']} MB, table {res['table_mb']} MB)"
+              if res["index"] == "hnsw" else f"  {res.get('index_note', 'no ANN index')}"),
+             f"  store's own path for the largest scope ({res['largest_scope']:,} rows):"
+             f" {res['store_path']}",
              f"  {'scoped search':<16} {'p50 ms':>8} {'p95 ms':>8} {'recall@10':>10}"]
     for label in ("exact", "hnsw"):
+        if label not in res:
+            continue
         r = res[label]
         lines.append(f"  {label:<16} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['recall_at_10']:>10}")
     lines.append(f"  load average before/after: {res['load_avg_before']} / {res['load_avg_after']}")
@@ -242,6 +331,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--copy", choices=["binary", "text"], default="binary")
+    ap.add_argument("--copy-connections", type=int, default=1,
+                    help="binary COPY over this many connections in parallel (slices of the rows)")
     ap.add_argument("--maintenance-work-mem", default="1GB")
     ap.add_argument("--parallel-workers", type=int, default=1)
     ap.add_argument("--dsn", help="an empty database to use instead of a pgserver")
@@ -250,11 +341,19 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=0,
                     help="hash-partition the table by agent into this many tables (0: one)")
     ap.add_argument("--vectors", choices=["random", "clustered"], default="random")
+    ap.add_argument("--index", choices=["hnsw", "none"], default="hnsw",
+                    help="the ANN index to build after loading; none: measure the exact path "
+                         "alone (what the store uses for scopes up to its exact_scope_limit)")
+    ap.add_argument("--hnsw-m", type=int, default=16, help="HNSW build parameter m")
+    ap.add_argument("--ef-construction", type=int, default=64,
+                    help="HNSW build parameter ef_construction")
     ap.add_argument("--out", type=Path, default=None,
                     help="result file (default results/scale_pg-N-AGENTS.json)")
     ap.add_argument("--no-save", action="store_true", help="do not write benchmarks/results")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.copy_connections < 1 or (args.copy == "text" and args.copy_connections > 1):
+        ap.error("--copy-connections must be at least 1, and 1 with --copy text")
     tmp: Path | None = None
     handle = None
     cluster = None
@@ -277,7 +376,9 @@ def main() -> None:
             lambda: run(dsn, args.n, args.agents, args.queries, args.seed,
                         copy_format=args.copy, maintenance_work_mem=args.maintenance_work_mem,
                         parallel_workers=args.parallel_workers, partitions=args.partitions,
-                        vectors=args.vectors)
+                        vectors=args.vectors, index=args.index,
+                        copy_conns=args.copy_connections, hnsw_m=args.hnsw_m,
+                        ef_construction=args.ef_construction)
         )
     finally:
         if handle is not None:

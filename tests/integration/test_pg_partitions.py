@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import psycopg
 import pytest
 from psycopg.rows import dict_row
@@ -13,6 +14,7 @@ from memorywire.core.records import ListQuery
 from memorywire.embed.hashing import HashingEmbedder
 from memorywire.errors import InvalidRequest
 from memorywire.store.postgres import PostgresStore
+from memorywire.store.postgres.knn import ann_sql
 from memorywire.store.postgres.partitions import partition_by_agent
 from memorywire.store.postgres.sql import scope_where, vector_literal
 from memorywire.testing import postgres as _pg
@@ -89,3 +91,51 @@ async def test_a_table_holding_memories_is_not_partitioned_in_place(pg_dsn: str)
             await partition_by_agent(conn, 4)
         with pytest.raises(InvalidRequest, match="between 2 and 1024"):
             await partition_by_agent(conn, 1)
+
+
+async def test_a_large_scope_is_searched_through_its_own_partitions_hnsw_graph(
+        pg_dsn: str) -> None:
+    """Few large tenants: the store's ANN statement for one agent reads one partition's HNSW
+    index (a graph of that partition's rows), and the answer is the exact top k."""
+    emb = HashingEmbedder()
+    store = PostgresStore(pg_dsn, emb, name="pg", exact_scope_limit=100)
+    try:
+        await store.health()
+        async with await psycopg.AsyncConnection.connect(pg_dsn, row_factory=dict_row) as conn:
+            await partition_by_agent(conn, 4)
+        rng = np.random.default_rng(3)
+        n, agents = 4000, 2
+        vecs = rng.standard_normal((n, emb.dim)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            with conn.cursor() as cur, cur.copy(
+                "COPY memorywire_memories (agent_id, id, type, content, created_at, embedding)"
+                " FROM STDIN"
+            ) as copy:
+                for i, v in enumerate(vecs):
+                    copy.write_row((f"big-{i % agents}", f"m{i}", "semantic", f"note {i}", i,
+                                    vector_literal(v)))
+            conn.execute("INSERT INTO memorywire_agent_counts SELECT agent_id, count(*) "
+                         "FROM memorywire_memories GROUP BY agent_id")
+            conn.execute("ANALYZE memorywire_memories")
+        query = "garden piano violin"
+        q = emb.embed([query])[0]
+        rows = np.arange(1, n, agents)
+        truth = {f"m{j}" for j in rows[np.argsort(-(vecs[rows] @ q))][:10]}
+        got = await store.nearest("big-1", query, 10)  # 2,000 rows > exact_scope_limit
+        assert len(truth & {mid for mid, _ in got}) >= 9  # recall@10 of the graph
+    finally:
+        await store.aclose()
+
+    w = scope_where(agent_id="big-1", user_id=None, now_ms=0)
+    qv = vector_literal(q)
+    with psycopg.connect(pg_dsn, prepare_threshold=None) as conn:
+        plan = "\n".join(r[0] for r in conn.execute(
+            "EXPLAIN " + ann_sql(w), [qv, *w.params, qv, 10]).fetchall())
+        hnsw_of = {r[0]: r[1] for r in conn.execute(
+            "SELECT indexname, tablename FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%' "
+            "AND tablename LIKE 'memorywire_memories_p%'").fetchall()}
+    used = re.findall(r"Index Scan using (\S+) on (\S+)", plan)
+    assert len(used) == 1 and used[0][0] in hnsw_of, plan  # the graph, not a B-tree
+    assert hnsw_of[used[0][0]] == used[0][1]  # the agent's own partition's graph
+    assert len({int(p) for p in re.findall(r"memorywire_memories_p(\d+)", plan)}) == 1, plan

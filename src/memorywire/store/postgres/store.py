@@ -12,8 +12,9 @@ them afterwards, which loses in-scope neighbours (measured: docs/conformance.md)
 scope of up to ``exact_scope_limit`` rows (the per-agent row count lives in
 ``memorywire_agent_counts``) is searched exactly through the ``(agent_id, user_id)`` index —
 the ``ORDER BY`` is written so the HNSW index cannot serve it. Only an agent larger than that
-uses HNSW, with ``ef_search`` scaled by how much of the table the agent owns, and the answer
-is verified: if the index could not fill the candidate pool, the exact search runs instead.
+uses HNSW, with ``ef_search`` scaled by how much of the table the agent owns (before
+pgvector 0.8; :mod:`memorywire.store.postgres.knn`), and the answer is verified: if the
+index could not fill the candidate pool, the exact search runs instead.
 ``benchmarks/scale_pg.py`` measures both paths; ``docs/conformance.md`` records the choice.
 From pgvector 0.8 the HNSW path scans iteratively until its ``LIMIT`` is met
 (:mod:`memorywire.store.postgres.hnsw`); reads go to hot standbys when the URL names them
@@ -53,6 +54,7 @@ from memorywire.store.postgres import (
     bulk,
     conflicts,
     evidence,
+    knn,
     maintenance,
     portable,
     purge,
@@ -61,7 +63,6 @@ from memorywire.store.postgres import (
     writes,
 )
 from memorywire.store.postgres.db import Conn, PgDb
-from memorywire.store.postgres.hnsw import hnsw_settings
 from memorywire.store.postgres.lexical import lexical_leg
 from memorywire.store.postgres.replica import ReadRouter, split_replicas, standby_db
 from memorywire.store.postgres.sql import (
@@ -401,37 +402,9 @@ class PostgresStore:
     async def _vector_candidates(
         self, conn: Conn, agent_id: str, w: Where, qvec: PgVector, pool: int
     ) -> list[dict[str, Any]]:
-        cur = await conn.execute(
-            "SELECT rows, (SELECT coalesce(sum(rows), 0) FROM memorywire_agent_counts) AS total "
-            "FROM memorywire_agent_counts WHERE agent_id = %s",
-            (agent_id,),
-        )
-        counts = await cur.fetchone()
-        scope = int(counts["rows"]) if counts else 0
-        if scope == 0:
-            return []
-        if scope > self._exact_limit:
-            # The agent owns ``share`` of the table, so a global candidate list of
-            # ``pool / share`` holds about ``pool`` of its rows; 4x margin, capped.
-            share = scope / max(int(counts["total"]) if counts else scope, 1)
-            ef = int(min(1000, max(pool * 4 / share, 100)))
-            await hnsw_settings(conn, ef, self._reads.pgvector())
-            cur = await conn.execute(
-                f"SELECT id, 1 - (embedding <=> %s::vector) AS cos, score_factor FROM {TABLE} "
-                f"WHERE {w.sql()} ORDER BY embedding <=> %s::vector LIMIT %s",
-                [qvec, *w.params, qvec, pool],
-            )
-            approx = await cur.fetchall()
-            if len(approx) >= pool:
-                return approx
-        # ``1 - distance DESC`` is not an ordering the HNSW index can serve, so this is an
-        # exact scan of the scope through the (agent_id, user_id) index.
-        cur = await conn.execute(
-            f"SELECT id, 1 - (embedding <=> %s::vector) AS cos, score_factor FROM {TABLE} "
-            f"WHERE {w.sql()} ORDER BY cos DESC, created_at, id LIMIT %s",
-            [qvec, *w.params, pool],
-        )
-        return await cur.fetchall()
+        return await knn.vector_candidates(conn, agent_id, w, qvec, pool,
+                                           exact_limit=self._exact_limit,
+                                           pgvector=self._reads.pgvector())
 
     async def nearest(
         self, agent_id: str, query: str, k: int, user_id: str | None = None

@@ -196,12 +196,12 @@ async def test_a_new_scopes_first_batch_parses_nothing(tmp_path: Path) -> None:
     texts = ["the user's favourite airline is KLM", "the user lives in Berlin",
              "the user works at Acme", "the user's cat is called Tom"]
     try:
-        before = contradiction._parse.cache_info().misses
+        before = contradiction._parts.cache_info().misses
         out = await store.remember_many([
             RememberRequest(agent_id="a", type=MemoryType.SEMANTIC, content=t, id=f"m{i}")
             for i, t in enumerate(texts)])
         assert all(not r.conflicts for r in out)
-        assert contradiction._parse.cache_info().misses == before
+        assert contradiction._parts.cache_info().misses == before
         later = await store.remember(RememberRequest(
             agent_id="a", type=MemoryType.SEMANTIC,
             content="the user's favourite airline is Ryanair"))

@@ -42,12 +42,13 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import itemgetter
+from typing import NamedTuple
 
-from memorywire.core.contradiction_meaning import ADDITIVE, closest_changed
+from memorywire.core.contradiction_meaning import ADDITIVE, closest_changed, value_kind
 
 __all__ = ["MIN_SIMILARITY", "Candidate", "find_conflicts", "judge", "subject_terms"]
 
@@ -89,6 +90,16 @@ _CLASS_WORDS: dict[str, tuple[str, ...]] = {}
 for _word, _cls in _SLOTS.items():
     if _cls not in _GENERIC:
         _CLASS_WORDS[_cls] = (*_CLASS_WORDS.get(_cls, ()), _word)
+#: First words of the compounds (one set lookup per token before the pair's).
+_COMPOUND_FIRST = frozenset(first for first, _ in _COMPOUNDS)
+#: Each function word's role in a statement, one lookup per token: the first of a slot cue,
+#: a negation, a change cue or a stop word that the word is (the order _parts tests them in).
+_STOPPED, _CUE, _NEGATION, _SLOT_CUE = range(4)
+_ROLE: dict[str, int] = {
+    **dict.fromkeys(_STOP, _STOPPED), **dict.fromkeys(_CUES, _CUE),
+    **dict.fromkeys(_NEGATIONS, _NEGATION), **dict.fromkeys(_SLOT_CUES, _SLOT_CUE)}
+#: A token holding a digit (tokens are ASCII: see _WORD).
+_DIGIT = re.compile(r"[0-9]").search
 #: Each word of a two-word slot name, with its class ("title" of "job title").
 _COMPOUND_OF = {w: cls for pair, cls in _COMPOUNDS.items() for w in pair}
 
@@ -100,8 +111,10 @@ class Candidate:
     why: str
 
 
-@dataclass(frozen=True)
-class _Parsed:
+class _Parsed(NamedTuple):
+    """A statement as the rules read it. Built from :func:`_parts` on every use, not cached
+    itself: see there."""
+
     words: tuple[str, ...]
     subject: frozenset[str]
     values: frozenset[str]
@@ -123,7 +136,10 @@ class _Parsed:
     additive: bool
 
 
+@lru_cache(maxsize=16384)
 def _norm(low: str) -> str:
+    """A subject word's normal form (cached: a scope's vocabulary is small and every parse
+    normalises each of its words, some twice)."""
     if low in _SLOTS:
         return _SLOTS[low]
     if len(low) > 3 and low.endswith("s") and not low.endswith("ss"):
@@ -131,10 +147,39 @@ def _norm(low: str) -> str:
     return _SLOTS.get(low, low)
 
 
-@lru_cache(maxsize=65536)
+_NONE: frozenset[str] = frozenset()
+#: :class:`_Parsed` with tuples for its sets: what :func:`_parts` caches.
+_Parts = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool, bool, tuple[str, ...],
+               tuple[str, ...], tuple[str, ...], tuple[str, ...], bool]
+
+
 def _parse(text: str) -> _Parsed:
     """Content words split into *subject* words (lower-case, normalised) and *value* words
     (names and numbers: capitalised after the first word, or holding a digit)."""
+    return _reading(_parts(text))
+
+
+def _reading(parts: _Parts) -> _Parsed:
+    """The :class:`_Parsed` of a cached :func:`_parts`."""
+    words, subject, values, negated, cue, tail, content, terms, lead, additive = parts
+    # tuple.__new__: a NamedTuple's own __new__ is one more Python call per statement
+    return tuple.__new__(_Parsed, (
+        words, frozenset(subject), frozenset(values) if values else _NONE, negated, cue,
+        frozenset(tail) if tail else _NONE, frozenset(content), frozenset(terms),
+        frozenset(lead) if lead else _NONE, additive))
+
+
+@lru_cache(maxsize=65536)
+def _parts(text: str) -> _Parts:
+    """:func:`_parse`'s reading of ``text``, its sets as tuples (their order means nothing).
+
+    Cached as tuples of strings because the garbage collector stops tracking those, where it
+    tracks every frozenset for as long as it lives: a cache of parsed statements made of
+    frozensets held about seven tracked objects an entry, each entry promoted to the oldest
+    generation, and in a scope too large for the cache (every write's candidates spread
+    over it) the misses refilled it batch after batch, so the collector walked the whole
+    cache over and over; the collections grew with the scope (docs/benchmarks.md,
+    ingest35b). Making the sets again on each use costs less."""
     tokens = _WORD.findall(text)
     subject, values, negated, cue = set(), set(), False, False
     lows = [t.lower() for t in tokens]
@@ -144,22 +189,24 @@ def _parse(text: str) -> _Parsed:
         if skip:
             skip = False
             continue
-        if (low, lows[n + 1] if n + 1 < len(lows) else "") in _COMPOUNDS:
+        if low in _COMPOUND_FIRST and (low, lows[n + 1] if n + 1 < len(lows) else "") \
+                in _COMPOUNDS:
             subject.add(_COMPOUNDS[(low, lows[n + 1])])
             skip = True
-        elif low in _SLOT_CUES:
+            continue
+        role = _ROLE.get(low)
+        if role is None:  # a content word (most are)
+            if (n > 0 and tok[0].isupper()) or (not tok.isalpha() and _DIGIT(tok)):
+                values.add(low)
+            else:
+                subject.add(_norm(low))
+        elif role == _SLOT_CUE:
             subject.add(_SLOTS[low])
             cue = True
-        elif low in _NEGATIONS:
+        elif role == _NEGATION:
             negated = True
-        elif low in _CUES:
+        elif role == _CUE:
             cue = True
-        elif low in _STOP:
-            continue
-        elif any(ch.isdigit() for ch in tok) or (n > 0 and tok[0].isupper()):
-            values.add(low)
-        else:
-            subject.add(_norm(low))
     end = len(lows)
     while end and lows[end - 1] in _STOP:
         end -= 1
@@ -169,14 +216,13 @@ def _parse(text: str) -> _Parsed:
         start -= 1
     tail = {_norm(w) for w in lows[start:end]} & subject if end - start <= MAX_VALUE_WORDS \
         else set()
-    return _Parsed(tuple(lows), frozenset(subject), frozenset(values),
-                   negated, cue, frozenset(tail if subject - tail else ()),
-                   frozenset(w for w in lows if w not in _STOP),
-                   frozenset(w for w in subject | values if not w.startswith("=")),
-                   frozenset(lows[:1] if tokens and tokens[0][0].isupper()
-                             and lows[0] not in _STOP and lows[0] not in _CUES
-                             and lows[0] not in _NEGATIONS else ()),
-                   not ADDITIVE.isdisjoint(lows))
+    return (tuple(lows), tuple(subject), tuple(values), negated, cue,
+            tuple(tail if subject - tail else ()), tuple(set(lows).difference(_STOP)),
+            tuple(w for w in subject | values if not w.startswith("=")),
+            tuple(lows[:1] if tokens and tokens[0][0].isupper()
+                  and lows[0] not in _STOP and lows[0] not in _CUES
+                  and lows[0] not in _NEGATIONS else ()),
+            not ADDITIVE.isdisjoint(lows))
 
 
 def _frame(a: _Parsed, b: _Parsed) -> tuple[str, str, str] | None:
@@ -290,13 +336,14 @@ def find_conflicts(new: str, stored: Iterable[tuple[str, str]], limit: int = 5, 
         return []
     b = _parse(new)
     subject, words = b.subject - _GENERIC, b.content
-    texts = [(id, _parse(text)) for id, text in pairs]
+    texts = [(id, _parts(text)) for id, text in pairs]
     # Pairs that share no subject word and fewer than two words (the common case) are
-    # decided without building a verdict; the rest are scored in id order (a stable sort:
-    # equal ids keep their order, as ``nsmallest`` does), so once ``limit`` pairs at 1.0,
-    # the highest similarity there is, are kept no later pair can outrank them.
-    related = [t for t in texts if not subject.isdisjoint(t[1].subject)
-               or len(words & t[1].content) >= 2]
+    # decided without building a verdict (nor their sets: the tuples answer that); the rest
+    # are scored in id order (a stable sort: equal ids keep their order, as ``nsmallest``
+    # does), so once ``limit`` pairs at 1.0, the highest similarity there is, are kept no
+    # later pair can outrank them.
+    related = [(id, _reading(p)) for id, p in texts
+               if not subject.isdisjoint(p[1]) or len(words.intersection(p[6])) >= 2]
     scored = []
     top = 0
     for id, a in sorted(related, key=itemgetter(0)):
@@ -310,10 +357,29 @@ def find_conflicts(new: str, stored: Iterable[tuple[str, str]], limit: int = 5, 
     out = [Candidate(id=id, similarity=-neg, why=_why(a, b, frame))
            for neg, id, a, frame in heapq.nsmallest(limit, scored, key=lambda t: (t[0], t[1]))]
     if closeness and len(out) < limit:
-        near = closest_changed(b, texts, closeness)
+        near = closest_changed(b, _closest_of_kind(b, texts, closeness), closeness)
         if near is not None and all(c.id != near[0] for c in out):
             out.append(Candidate(id=near[0], similarity=round(near[1], 4), why=near[2]))
     return out
+
+
+def _closest_of_kind(new: _Parsed, texts: Sequence[tuple[str, _Parts]],
+                     closeness: Mapping[str, float]) -> list[tuple[str, _Parsed]]:
+    """The stored statement :func:`closest_changed` would weigh of all ``texts`` (the
+    closest with a cosine whose value is of ``new``'s kind, the first of equals), alone, so
+    only the statements looked at on the way are read into sets, not every candidate; the
+    answer is the one a call with every candidate gives."""
+    if new.additive:
+        return []
+    near = [(sim, n) for n, (id, _) in enumerate(texts) if (sim := closeness.get(id)) is not None]
+    if any(sim != sim for sim, _ in near):  # NaN orders nothing: weigh them all, in order
+        return [(id, _reading(p)) for id, p in texts]
+    kind = value_kind(new)
+    for _, n in sorted(near, key=lambda t: (-t[0], t[1])):
+        old = _reading(texts[n][1])
+        if value_kind(old) == kind:
+            return [(texts[n][0], old)]
+    return []
 
 
 def subject_terms(text: str, limit: int = 12) -> list[str]:
@@ -323,14 +389,15 @@ def subject_terms(text: str, limit: int = 12) -> list[str]:
     changed statement gives another one, and a statement sharing only the value is no
     conflict. Every word rule needs a shared subject word or two shared words, so a stored
     memory sharing none of these is one only the meaning rule can name."""
-    p = _parse(text)
+    # the cached tuples, not _parse's sets: a few membership tests need no sets built
+    words_of, subject, values = _parts(text)[:3]
     words: dict[str, None] = {}
     classes: dict[str, None] = {}
-    for low in p.words:
-        if low in _STOP or low in _CUES or low in _NEGATIONS or low in p.values:
+    for low in words_of:
+        if low in _STOP or low in _CUES or low in _NEGATIONS or low in values:
             continue
         for norm in (_norm(low), _COMPOUND_OF.get(low)):
-            if norm is not None and norm in p.subject:
+            if norm is not None and norm in subject:
                 words[low] = None
                 classes.update(dict.fromkeys(_CLASS_WORDS.get(norm, ())))
     return list({**words, **classes})[:limit]

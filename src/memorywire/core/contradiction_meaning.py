@@ -37,7 +37,8 @@ from collections.abc import Mapping, Sequence
 from difflib import SequenceMatcher
 from typing import Protocol
 
-__all__ = ["ADDITIVE", "CHANGE_CUES", "NEAR_CHANGED", "NEAR_PLAIN", "closest_changed"]
+__all__ = ["ADDITIVE", "CHANGE_CUES", "NEAR_CHANGED", "NEAR_PLAIN", "closest_changed",
+           "value_kind"]
 
 #: Cosine floor for the closest memory when the new statement announces a change.
 NEAR_CHANGED = 0.3
@@ -76,6 +77,12 @@ def _kind(p: _Parsed) -> str:
     if values and all(v.replace(".", "").replace(",", "").isdigit() for v in values):
         return "number"  # "3 cats", "72 kg"; "Pixel 8" is a name
     return "name" if values else "phrase"
+
+
+def value_kind(p: _Parsed) -> str:
+    """:func:`_kind`, for :mod:`core.contradiction`'s choice of the one statement
+    :func:`closest_changed` weighs."""
+    return _kind(p)
 
 
 def _same_value(old: _Parsed, new: _Parsed, kind: str) -> bool:

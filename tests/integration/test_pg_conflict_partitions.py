@@ -14,6 +14,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -25,8 +26,6 @@ from memorywire.embed.hashing import HashingEmbedder
 from memorywire.store.postgres import PostgresStore
 from memorywire.store.postgres.conflicts import (
     CONFLICT_EXACT_ROWS,
-    conflict_sql,
-    probe_args,
     probe_candidates,
 )
 from memorywire.store.postgres.hnsw import iterative
@@ -84,6 +83,22 @@ def _fill(dsn: str, dim: int) -> None:
         conn.execute("ANALYZE memorywire_memories")
 
 
+class _Explaining(psycopg.AsyncConnection[dict[str, Any]]):
+    """A real connection that, before each HNSW statement, EXPLAINs that statement with its
+    params in the same transaction, so the plan is made under the settings the store set."""
+
+    plans: list[tuple[str, str]]
+
+    async def execute(self, query: Any, params: Any = None, *,
+                      prepare: bool | None = None, binary: bool = False) -> Any:
+        if isinstance(query, str) and "ORDER BY embedding <=>" in query:
+            ef = await super().execute("SELECT current_setting('hnsw.ef_search') AS ef")
+            cur = await super().execute("EXPLAIN " + query, params)
+            plan = "\n".join(str(next(iter(r.values()))) for r in await cur.fetchall())
+            self.plans.append((str((await ef.fetchone() or {})["ef"]), plan))
+        return await super().execute(query, params, prepare=prepare, binary=binary)
+
+
 def _pgvector(dsn: str) -> tuple[int, ...]:
     with psycopg.connect(dsn) as conn:
         row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'"
@@ -109,17 +124,22 @@ async def test_a_large_partitioned_scopes_conflict_search_uses_its_graph(dsn: st
         assert ef == 100 if iterative(version) else ef > 600
 
         probe = Probe("big", "u", MemoryType.SEMANTIC, RYANAIR, emb.embed([RYANAIR])[0])
-        async with await psycopg.AsyncConnection.connect(
-                dsn, row_factory=dict_row, autocommit=True) as conn:
+        conn = await _Explaining.connect(dsn, row_factory=dict_row, autocommit=True)
+        conn.plans = []
+        async with conn:
             # the vector leg alone (no subject words): the graph finds the early fact
             found = await probe_candidates(conn, probe._replace(text=""), rows, total, [],
                                            1_000_000, version)
             assert klm in [mid for mid, _, _ in found]
             assert len(found) == CONFLICT_NEIGHBOURS
+            # both legs, as a write runs them
+            found = await probe_candidates(conn, probe, rows, total, [], 1_000_000, version)
+            assert klm in [mid for mid, _, _ in found]
             # the HNSW settings ended with the probe's own transaction
             cur = await conn.execute("SELECT current_setting('hnsw.ef_search') AS ef")
             assert (await cur.fetchone() or {}).get("ef") == "40"
             assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert [e for e, _ in conn.plans] == [str(ef), str(ef)]  # what the store set
 
         resp = await store.remember(RememberRequest(
             agent_id="big", user_id="u", type=MemoryType.SEMANTIC, content=RYANAIR))
@@ -127,18 +147,15 @@ async def test_a_large_partitioned_scopes_conflict_search_uses_its_graph(dsn: st
     finally:
         await store.aclose()
 
-    # EXPLAIN the statement the store runs, under the settings the store sets
-    with psycopg.connect(dsn, prepare_threshold=None) as conn:
-        if iterative(version):
-            conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-        plan = "\n".join(r[0] for r in conn.execute(
-            "EXPLAIN " + conflict_sql(True, True), probe_args(probe, [], 1_000_000)).fetchall())
-        hnsw_of = {r[0]: r[1] for r in conn.execute(
+    # the plans the store's statements got, in the store's transaction and settings
+    with psycopg.connect(dsn) as sync:
+        hnsw_of = {r[0]: r[1] for r in sync.execute(
             "SELECT indexname, tablename FROM pg_indexes WHERE indexdef LIKE '%USING hnsw%' "
             "AND tablename LIKE 'memorywire_memories_p%'").fetchall()}
-    used = [u for u in re.findall(r"Index Scan using (\S+) on (\S+)", plan) if u[0] in hnsw_of]
-    assert len(used) == 1, plan  # the vector leg through a graph, not a scan and a sort
-    assert hnsw_of[used[0][0]] == used[0][1]  # the agent's own partition's graph
-    assert "Seq Scan" not in plan, plan
-    assert len({int(p) for p in re.findall(r"memorywire_memories_p(\d+)", plan)}) == 1, plan
+    for _, plan in conn.plans:
+        used = [u for u in re.findall(r"Index Scan using (\S+) on (\S+)", plan)
+                if u[0] in hnsw_of]
+        assert len(used) == 1, plan  # the vector leg through a graph, not a scan and a sort
+        assert hnsw_of[used[0][0]] == used[0][1]  # the agent's own partition's graph
+        assert "Seq Scan" not in plan, plan
+        assert len({int(p) for p in re.findall(r"memorywire_memories_p(\d+)", plan)}) == 1

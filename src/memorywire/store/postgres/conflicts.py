@@ -74,7 +74,7 @@ _LEXICAL = (
 def conflict_sql(indexed: bool, terms: bool) -> str:
     """The statement one probe runs: through the HNSW index (``indexed``) or exactly, with
     the subject search when the write has subject words. Its params are
-    :func:`probe_args`; a function so a test can ``EXPLAIN`` what the store runs."""
+    :func:`probe_args`."""
     vector = _INDEXED if indexed else _EXACT
     return f"({vector}) UNION ALL ({_LEXICAL})" if terms else vector
 

@@ -116,6 +116,12 @@ class NamedQuery:
     masked: str
 
 
+#: Queries already read (a recall asks several times; frozensets, so shared safely): at most
+#: ``_NAMED_MAX``, dropped all at once when full.
+_named: dict[str, frozenset[str]] = {}
+_NAMED_MAX = 1024
+
+
 def named_words(query: str) -> frozenset[str]:
     """Lower-cased words the query writes with a capital letter, as names are written.
 
@@ -123,6 +129,16 @@ def named_words(query: str) -> frozenset[str]:
     *when*, they do not name what the memories are about) are not names; the caller still
     checks that a hit holds the word.
     """
+    named = _named.get(query)
+    if named is None:
+        named = _named_in(query)
+        if len(_named) >= _NAMED_MAX:
+            _named.clear()
+        _named[query] = named
+    return named
+
+
+def _named_in(query: str) -> frozenset[str]:
     out: set[str] = set()
     for m in _CAPITAL.finditer(query):
         word = m.group(0)

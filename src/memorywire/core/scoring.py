@@ -282,9 +282,10 @@ def _fuse_small(
         lexical[i] = True
     gap = 0.0
     if min_relevance is None and tail_gap is not None:
-        if not any(first[i] and (cos[i] >= floor or (lexical[i] and cos[i] >= lexical_floor))
-                   for i in range(n)) and (agreement is None or not agreement(
-                       [ids[i] for i in vector_ranked[:AGREEMENT_DEPTH]])):
+        clears = any(f and (c >= floor or (x and c >= lexical_floor))
+                     for f, c, x in zip(first, cos, lexical, strict=True))
+        if not clears and (agreement is None or not agreement(
+                [ids[i] for i in vector_ranked[:AGREEMENT_DEPTH]])):
             return []
         gap = tail_gap
     for r, i in enumerate(feedback_ranked):
@@ -293,19 +294,20 @@ def _fuse_small(
     keeps_cut = keep_cut and gap > 0.0
     cut = [False] * n
     if min_relevance is not None:
-        keep = [first[i] and relevance(cos[i], lexical=lexical[i]) >= min_relevance
-                for i in range(n)]
+        keep = [f and relevance(c, lexical=x) >= min_relevance
+                for f, c, x in zip(first, cos, lexical, strict=True)]
     else:
         low, lexical_low = floor - gap, lexical_floor - gap
-        keep = [first[i] and (cos[i] >= low or (lexical[i] and cos[i] >= lexical_low))
-                for i in range(n)]
+        keep = [f and (c >= low or (x and c >= lexical_low))
+                for f, c, x in zip(first, cos, lexical, strict=True)]
         if keeps_cut:
-            cut = [first[i] and not keep[i] for i in range(n)]
+            cut = [f and not kept for f, kept in zip(first, keep, strict=True)]
             keep = first
     if demoted is not None:
         score = [s * DEMOTE_FACTOR if d else s for s, d in zip(score, demoted, strict=True)]
     # a stable sort of the kept rows (ascending) by (-score, -cosine), as np.lexsort
-    order = sorted((i for i in range(n) if keep[i]), key=lambda i: (-score[i], -cos[i]))
+    order = [i for _, _, i in sorted((-s, -c, i) for i, (s, c, kept)
+                                     in enumerate(zip(score, cos, keep, strict=True)) if kept)]
     end = _kth_kept_end([cut[i] for i in order], k) if keeps_cut else min(k, len(order))
     if 0 < end < len(order):
         last = order[end - 1]

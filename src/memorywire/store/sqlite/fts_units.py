@@ -155,8 +155,11 @@ class UnitRows:
 
     def of(self, units: Sequence[str]) -> list[frozenset[int]]:
         """Each unit's rows in the range; those not read yet are read in one statement."""
-        missing = list(dict.fromkeys(u for u in units if u not in self._rows))
-        for chunk in _chunks(missing):
+        rows = self._rows
+        missing = [u for u in units if u not in rows]
+        if not missing:  # the usual case: the recall's words, read by its first search
+            return [rows[u] for u in units]
+        for chunk in _chunks(list(dict.fromkeys(missing))):
             found: dict[int, set[int]] = {i: set() for i in range(len(chunk))}
             sql = " UNION ALL ".join(
                 f"SELECT {i}, rowid FROM memories_fts WHERE memories_fts MATCH ?{i + 3} "

@@ -63,6 +63,7 @@ from memorywire.store.sqlite.fts_units import (
     PREFIX_MIN_WORD,
     UnitRows,
     count_units,
+    held_words,
     word_units,
 )
 from memorywire.store.sqlite.fts_units import quote as _quote
@@ -256,8 +257,12 @@ def _agreement(rows: UnitRows, rid_of: dict[str, int], text: str,
     hit clears the floors; each word's rows in the agent's range are read at most once per
     recall (most already were, to count the scope's words), so the rescue is set lookups."""
     def agree(ids: Sequence[str]) -> bool:
-        return any(rows.shared_words(rid_of[i], text, AGREEMENT_WORDS, common)
-                   >= AGREEMENT_WORDS for i in ids if i in rid_of)
+        asked = [rid_of[i] for i in ids if i in rid_of]
+        if not asked:
+            return False
+        words = rows.word_rows(text, common)  # the words' rows, read once for every hit
+        return any(held_words(words, rid, AGREEMENT_WORDS) >= AGREEMENT_WORDS
+                   for rid in asked)
     return agree
 
 

@@ -352,7 +352,7 @@ def rank_scope(
     # Feedback expands the query's own words: a query of stop words has none, and its
     # ranking stays the vector ranking.
     if feedback_weight > 0 and units[0]:
-        seeds = tuple(int(index.rids[p]) for p in _seeds(top, lexical, lexical_weight * informed))
+        seeds = tuple(index.rids[_seeds(top, lexical, lexical_weight * informed)].tolist())
         words = once(("words", seeds), lambda: feedback_query(
             conn, lambda w, cap: _count_words(conn, [w], cap, memo.get("stamp"))[0],
             req.query, list(seeds),
@@ -375,13 +375,15 @@ def rank_scope(
     slot = {p: i for i, p in enumerate(candidates)}  # top's slots are 0..len(top)-1
     at = np.searchsorted(positions, np.asarray(candidates, dtype=np.int64))
     ids = index.ids
+    head = top[:AGREEMENT_DEPTH]  # the vector hits the list gate's rescue may ask about
     return hybrid_rank_arrays(
         sims[at].astype(np.float64), [ids[p] for p in candidates], range(len(top)),
         [slot[p] for p in lexical], k=req.k, floor=floor, lexical_floor=lexical_floor,
         demoted=index.demoted[candidates], min_relevance=req.min_relevance,
         tail_gap=tail_gap,
         agreement=_agreement(
-            memo["unit_rows"], {ids[p]: int(index.rids[p]) for p in top[:AGREEMENT_DEPTH]},
+            memo["unit_rows"], dict(zip([ids[p] for p in head], index.rids[head].tolist(),
+                                          strict=True)),
             req.query, common),
         lexical_weight=lexical_weight * informed, feedback_ranked=[slot[p] for p in feedback],
         feedback_weight=feedback_weight, keep_cut=True)

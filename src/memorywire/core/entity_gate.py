@@ -57,6 +57,7 @@ __all__ = [
     "MaskedCheck",
     "NamedQuery",
     "has_evidence",
+    "held_words",
     "masked_check",
     "masked_evidence",
     "named_query",
@@ -194,11 +195,27 @@ class _Words:
 #: A text's words indexed for :func:`same_word` lookups (``core.subject_gate`` uses it too).
 HeldWords = _Words
 
+#: Hit texts already indexed: the gates read the same best hits of a scope in recall after
+#: recall (an index is only read once built). At most ``_HELD_MAX``, dropped all at once.
+_held: dict[str, _Words] = {}
+_HELD_MAX = 512
+
+
+def held_words(text: str) -> _Words:
+    """``text``'s words indexed (:class:`HeldWords`), built once per text while kept."""
+    words = _held.get(text)
+    if words is None:
+        words = _Words(text)
+        if len(_held) >= _HELD_MAX:
+            _held.clear()
+        _held[text] = words
+    return words
+
 
 def named_query(query: str, texts: Sequence[str]) -> NamedQuery | None:
     """The query's known names (held by one of ``texts``) and the rest, or ``None`` when it
     names nothing known or asks for nothing beyond the names."""
-    return _named_query(query, [_Words(t) for t in texts])
+    return _named_query(query, [held_words(t) for t in texts])
 
 
 def _named_query(query: str, held: Sequence[_Words]) -> NamedQuery | None:
@@ -226,7 +243,7 @@ def masked_check(query: str, texts: Sequence[str]) -> MaskedCheck | None:
     both, which a question naming two things asks for)."""
     if not named_words(query):
         return None
-    held = [_Words(t) for t in texts]
+    held = [held_words(t) for t in texts]
     nq = _named_query(query, held)
     if nq is None:
         return None

@@ -335,7 +335,7 @@ def rank_scope(
     sims: npt.NDArray[np.float32] = once("sims", lambda: (
         index.matrix @ qvec if full else index.matrix[positions] @ qvec))
     top = positions[exact_top(sims.astype(np.float32, copy=False), pool)].tolist()
-    rid_range = (int(index.rids.min()), int(index.rids.max()))
+    rid_range = _rid_range(index, memo)
     _, (units, informed), common = scope_words(conn, index, req, now, memo)
     # In range, the first round keeps every match's score: the feedback round then ranks
     # only its new words' rows (see feedback.fused_scores).
@@ -406,7 +406,7 @@ def scope_words(conn: Any, index: ScopeIndex, req: RecallRequest, now: int,
             memo.setdefault("units", (([], 0), 0.0))
             memo["common"] = frozenset()
             return memo["counted"], memo["units"], memo["common"]
-        rid_range = (int(index.rids.min()), int(index.rids.max()))
+        rid_range = _rid_range(index, memo)
         rows = memo.setdefault("unit_rows", UnitRows(conn, rid_range, memo.get("stamp")))
         counted = memo.setdefault("counted", lexical_units(
             conn, req.query, none=rows, stamp=memo.get("stamp")))
@@ -415,6 +415,15 @@ def scope_words(conn: Any, index: ScopeIndex, req: RecallRequest, now: int,
             conn, counted, index, mask, int(positions.size), rid_range, held, rows))
         memo["common"] = frozenset(t for t in query_terms(req.query) if _quote(t) in held)
     return memo["counted"], memo["units"], memo["common"]
+
+
+def _rid_range(index: ScopeIndex, memo: dict[Any, Any]) -> tuple[int, int]:
+    """The lowest and highest row id the agent holds, once per recall (``memo``)."""
+    if "rid_range" not in memo:
+        rids = index.rids
+        memo["rid_range"] = (int(rids.min()), int(rids.max()))
+    rid_range: tuple[int, int] = memo["rid_range"]
+    return rid_range
 
 
 def subject_positions(conn: Any, index: ScopeIndex, words: Iterable[str],

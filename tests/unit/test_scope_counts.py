@@ -19,7 +19,7 @@ from memorywire.embed.hashing import HashingEmbedder
 from memorywire.store._vector_cache import CachedRow, ScopeIndex
 from memorywire.store.sqlite import SqliteStore
 from memorywire.store.sqlite.fts_units import UnitRows
-from memorywire.store.sqlite.search import informative_units, lexical_units, rid_range_of
+from memorywire.store.sqlite.search import informative_units, lexical_units
 from memorywire.wire.models import MemoryType, RememberRequest
 
 pytestmark = pytest.mark.anyio
@@ -68,7 +68,7 @@ async def test_scope_counts_equal_the_row_walk(tmp_path: Path, interleaved: bool
     try:
         with store._db.tx(durable=False) as conn:
             index = store._db.index(conn, "a")
-            rid_range = rid_range_of(index)
+            rid_range = (int(index.rids.min()), int(index.rids.max()))
             assert index.rids_ascending
             assert (rid_range[1] - rid_range[0] + 1 == index.n) is not interleaved
             mask = np.ones(index.n, dtype=bool)

@@ -194,14 +194,6 @@ def _contiguous(index: ScopeIndex, rid_range: tuple[int, int]) -> bool:
     return index.rids_ascending and rid_range[1] - rid_range[0] + 1 == index.n
 
 
-def rid_range_of(index: ScopeIndex) -> tuple[int, int]:
-    """The lowest and highest row id the (non-empty) index holds."""
-    rids = index.rids
-    if index.rids_ascending:
-        return int(rids[0]), int(rids[-1])
-    return int(rids.min()), int(rids.max())
-
-
 def lexical_rids(
     conn: Any, agent_id: str, text: str, limit: int, *, scope_rows: int | None = None,
     units: tuple[list[str], int] | None = None, rid_range: tuple[int, int] | None = None,
@@ -352,7 +344,7 @@ def rank_scope(
     sims: npt.NDArray[np.float32] = once("sims", lambda: (
         index.matrix @ qvec if full else index.matrix[positions] @ qvec))
     top = positions[exact_top(sims.astype(np.float32, copy=False), pool)].tolist()
-    rid_range = rid_range_of(index)
+    rid_range = (int(index.rids.min()), int(index.rids.max()))
     _, (units, informed), common = scope_words(conn, index, req, now, memo)
     # In range, the first round keeps every match's score: the feedback round then ranks
     # only its new words' rows (see feedback.fused_scores).
@@ -421,7 +413,7 @@ def scope_words(conn: Any, index: ScopeIndex, req: RecallRequest, now: int,
             memo.setdefault("units", (([], 0), 0.0))
             memo["common"] = frozenset()
             return memo["counted"], memo["units"], memo["common"]
-        rid_range = rid_range_of(index)
+        rid_range = (int(index.rids.min()), int(index.rids.max()))
         rows = memo.setdefault("unit_rows", UnitRows(conn, rid_range, memo.get("stamp")))
         counted = memo.setdefault("counted", lexical_units(
             conn, req.query, none=rows, stamp=memo.get("stamp")))

@@ -74,10 +74,14 @@ def exact_top(scores: npt.NDArray[np.float32], m: int) -> npt.NDArray[np.intp]:
     if m <= 0 or n == 0:
         return np.empty(0, dtype=np.intp)
     if m < n:
-        part = np.argpartition(-scores, m - 1)[:m]
-        # Rows tied with the m-th score may sit outside ``part``; pull them all in so the
-        # final cut is decided by the stable tie rule rather than by argpartition's whims.
-        cut = scores[part].min()
+        # The m highest without negating a copy of every score first (argpartition puts
+        # NaN last, so a NaN score lands here and takes the negated path, whose cut
+        # leaves NaN out as it always did).
+        cut = scores[np.argpartition(scores, n - m)[n - m:]].min()
+        if np.isnan(cut):
+            cut = scores[np.argpartition(-scores, m - 1)[:m]].min()
+        # Rows tied with the m-th score may sit outside the partition; pull them all in so
+        # the final cut is decided by the stable tie rule rather than by argpartition's whims.
         part = np.flatnonzero(scores >= cut)
     else:
         part = np.arange(n)

@@ -167,18 +167,32 @@ def informative_units(conn: Any, units: tuple[list[str], int], index: ScopeIndex
     if not kept or scope_rows < SHARE_MIN_SCOPE:
         return units, 1.0
     rows = UnitRows(conn, rid_range) if rows is None else rows
-    in_range = dict(zip(kept, rows.of(kept), strict=True))
-    get = index.pos.get
+    if scope_rows == index.n and _contiguous(index, rid_range):
+        # Every row id of the range is one of the scope's rows: a unit's rows in the range
+        # are its rows in the scope, and counting them is all the rule needs.
+        counts = dict(zip(kept, rows.count(kept), strict=True))
+        in_scope: Callable[[str], int] = counts.__getitem__
+    else:
+        in_range = dict(zip(kept, rows.of(kept), strict=True))
+
+        def in_scope(unit: str) -> int:
+            found = index.positions_of(in_range[unit])
+            return int(mask[found].sum()) if found.size else 0
 
     def scope_df(unit: str) -> int:
-        found = [p for p in map(get, in_range[unit]) if p is not None]
-        df = int(mask[np.asarray(found, dtype=np.intp)].sum()) if found else 0
+        df = in_scope(unit)
         if common is not None and is_common(df, scope_rows):
             common.append(unit)
         return df
 
     out, weight = weigh_units(kept, scope_df, scope_rows)
     return (out, matched if out else 0), weight
+
+
+def _contiguous(index: ScopeIndex, rid_range: tuple[int, int]) -> bool:
+    """Whether the index holds every row id of ``rid_range`` (its own range): an agent
+    written alone, or in batches no other agent's write fell between."""
+    return index.rids_ascending and rid_range[1] - rid_range[0] + 1 == index.n
 
 
 def lexical_rids(

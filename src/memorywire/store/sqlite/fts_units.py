@@ -35,6 +35,7 @@ __all__ = [
     "PREFIX_MIN_WORD",
     "UnitRows",
     "count_units",
+    "held_words",
     "quote",
     "word_units",
 ]
@@ -185,8 +186,11 @@ class UnitRows:
 
     def of(self, units: Sequence[str]) -> list[frozenset[int]]:
         """Each unit's rows in the range; those not read yet are read in one statement."""
-        missing = list(dict.fromkeys(u for u in units if u not in self._rows))
-        for chunk in _chunks(missing):
+        rows = self._rows
+        missing = [u for u in units if u not in rows]
+        if not missing:  # the usual case: the recall's words, read by its first search
+            return [rows[u] for u in units]
+        for chunk in _chunks(list(dict.fromkeys(missing))):
             found: dict[int, set[int]] = {i: set() for i in range(len(chunk))}
             sql = " UNION ALL ".join(
                 f"SELECT {i}, rowid FROM memories_fts WHERE memories_fts MATCH ?{i + 3} "
@@ -202,14 +206,30 @@ class UnitRows:
         """How many distinct content words of ``text`` row ``rid`` (inside the range) holds
         (a word counts when it or its prefix matches), counting up to ``enough``; ``common``
         words never count."""
-        terms = [t for t in query_terms(text) if t not in common]
-        units = [word_units(t) for t in terms]
-        rows = dict(zip((u for us in units for u in us),
-                        self.of([u for us in units for u in us]), strict=True))
-        found = 0
+        return held_words(self.word_rows(text, common), rid, enough)
+
+    def word_rows(self, text: str,
+                  common: frozenset[str] = frozenset()) -> list[list[frozenset[int]]]:
+        """Per distinct content word of ``text`` (``common`` words left out), the rows in
+        the range each of its units matches: what :meth:`shared_words` looks ``rid`` up in,
+        read once for a list of rows to look up (:func:`held_words`)."""
+        units = [word_units(t) for t in query_terms(text) if t not in common]
+        found = self.of([u for us in units for u in us])
+        out: list[list[frozenset[int]]] = []
+        at = 0
         for us in units:
-            if any(rid in rows[u] for u in us):
-                found += 1
-                if found >= enough:
-                    break
-        return found
+            out.append(found[at:at + len(us)])
+            at += len(us)
+        return out
+
+
+def held_words(word_rows: Sequence[Sequence[frozenset[int]]], rid: int, enough: int) -> int:
+    """How many words (each the row sets of its units, :meth:`UnitRows.word_rows`) row
+    ``rid`` holds, counting up to ``enough``."""
+    found = 0
+    for rows in word_rows:
+        if any(rid in r for r in rows):
+            found += 1
+            if found >= enough:
+                break
+    return found

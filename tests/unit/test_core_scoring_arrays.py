@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memorywire.core import scoring
 from memorywire.core.relevance import relevance
 from memorywire.core.scoring import (
     AGREEMENT_DEPTH,
@@ -188,3 +189,19 @@ def test_a_candidate_without_a_cosine_counts_as_minus_one() -> None:
     assert [(s.id, s.cosine) for s in out] == [("a", 0.9), ("x", -1.0)]
     assert [s.id for s in hybrid_rank({"a": 0.9}, ["a", "x"], [], k=5, floor=0.0,
                                       lexical_floor=0.0)] == ["a"]
+
+
+@pytest.mark.parametrize("seed", range(200))
+@pytest.mark.parametrize("path", ["numpy", "python"])
+def test_both_fusion_paths_rank_as_the_reference(seed: int, path: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # a small scope's candidates are fused in plain Python, a large pool with numpy: each
+    # path, forced, must give the reference's answer (the random cases have few candidates)
+    monkeypatch.setattr(scoring, "SMALL_FUSION", 0 if path == "numpy" else 10_000)
+    rng = random.Random(20_000 + seed)
+    forced: dict[str, Any] = ({} if seed % 2 else {
+        "keep_cut": True, "min_relevance": None, "tail_gap": rng.choice([0.05, 0.2])})
+    reference, by_arrays, by_names, asked = _all_three(rng, **forced)
+    assert by_arrays == reference
+    assert by_names == reference
+    assert asked[1] == asked[0] and asked[2] == asked[0]

@@ -38,6 +38,12 @@ async def test_scale_core_is_exact(tmp_path: Path, n: int, agents: int) -> None:
     assert result["n"] == n and result["file_mb"] > 0
     assert result["db_recall_p50_ms"] > 0 and result["ingest_per_s"] > 0
     assert "perturb" in result["notes"] or "noise" in result["notes"]
+    # the compute floor the store's recalls are judged against, and both ratios to it
+    assert result["numpy_floor_p50_ms"] > 0
+    assert result["vector_over_floor"] == round(
+        result["db_recall_p50_ms"] / result["numpy_floor_p50_ms"], 2)
+    assert result["hybrid_over_floor"] == round(
+        result["db_recall_hybrid_p50_ms"] / result["numpy_floor_p50_ms"], 2)
 
 
 async def test_precomputed_vectors_are_stored_and_checked(tmp_path: Path) -> None:

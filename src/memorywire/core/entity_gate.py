@@ -57,6 +57,7 @@ __all__ = [
     "MaskedCheck",
     "NamedQuery",
     "has_evidence",
+    "held_words",
     "masked_check",
     "masked_evidence",
     "named_query",
@@ -116,6 +117,12 @@ class NamedQuery:
     masked: str
 
 
+#: Queries already read (a recall asks several times; frozensets, so shared safely): at most
+#: ``_NAMED_MAX``, dropped all at once when full.
+_named: dict[str, frozenset[str]] = {}
+_NAMED_MAX = 1024
+
+
 def named_words(query: str) -> frozenset[str]:
     """Lower-cased words the query writes with a capital letter, as names are written.
 
@@ -123,6 +130,16 @@ def named_words(query: str) -> frozenset[str]:
     *when*, they do not name what the memories are about) are not names; the caller still
     checks that a hit holds the word.
     """
+    named = _named.get(query)
+    if named is None:
+        named = _named_in(query)
+        if len(_named) >= _NAMED_MAX:
+            _named.clear()
+        _named[query] = named
+    return named
+
+
+def _named_in(query: str) -> frozenset[str]:
     out: set[str] = set()
     for m in _CAPITAL.finditer(query):
         word = m.group(0)
@@ -178,11 +195,27 @@ class _Words:
 #: A text's words indexed for :func:`same_word` lookups (``core.subject_gate`` uses it too).
 HeldWords = _Words
 
+#: Hit texts already indexed: the gates read the same best hits of a scope in recall after
+#: recall (an index is only read once built). At most ``_HELD_MAX``, dropped all at once.
+_held: dict[str, _Words] = {}
+_HELD_MAX = 512
+
+
+def held_words(text: str) -> _Words:
+    """``text``'s words indexed (:class:`HeldWords`), built once per text while kept."""
+    words = _held.get(text)
+    if words is None:
+        words = _Words(text)
+        if len(_held) >= _HELD_MAX:
+            _held.clear()
+        _held[text] = words
+    return words
+
 
 def named_query(query: str, texts: Sequence[str]) -> NamedQuery | None:
     """The query's known names (held by one of ``texts``) and the rest, or ``None`` when it
     names nothing known or asks for nothing beyond the names."""
-    return _named_query(query, [_Words(t) for t in texts])
+    return _named_query(query, [held_words(t) for t in texts])
 
 
 def _named_query(query: str, held: Sequence[_Words]) -> NamedQuery | None:
@@ -210,7 +243,7 @@ def masked_check(query: str, texts: Sequence[str]) -> MaskedCheck | None:
     both, which a question naming two things asks for)."""
     if not named_words(query):
         return None
-    held = [_Words(t) for t in texts]
+    held = [held_words(t) for t in texts]
     nq = _named_query(query, held)
     if nq is None:
         return None

@@ -39,6 +39,9 @@ DEMOTE_FACTOR = 0.25
 RRF_K = 60
 #: The agreement rescue of the list gate looks at this many best vector hits ...
 AGREEMENT_DEPTH = 20
+#: Up to this many candidates :func:`hybrid_rank_arrays` fuses in plain Python (a small
+#: scope's recall: about 50 to 100), above it with numpy (a re-ranker's pool: ~1,200).
+SMALL_FUSION = 256
 #: ... and accepts the list when one of them shares this many distinct query words.
 #: Fitted on LongMemEval S dev120 (default floors, metadata.context = the reply): of the 8
 #: questions whose best hit clears no floor, depth 10 rescues 6, 20 and 30 rescue 7; none of
@@ -71,10 +74,14 @@ def exact_top(scores: npt.NDArray[np.float32], m: int) -> npt.NDArray[np.intp]:
     if m <= 0 or n == 0:
         return np.empty(0, dtype=np.intp)
     if m < n:
-        part = np.argpartition(-scores, m - 1)[:m]
-        # Rows tied with the m-th score may sit outside ``part``; pull them all in so the
-        # final cut is decided by the stable tie rule rather than by argpartition's whims.
-        cut = scores[part].min()
+        # The m highest without negating a copy of every score first (argpartition puts
+        # NaN last, so a NaN score lands here and takes the negated path, whose cut
+        # leaves NaN out as it always did).
+        cut = scores[np.argpartition(scores, n - m)[n - m:]].min()
+        if np.isnan(cut):
+            cut = scores[np.argpartition(-scores, m - 1)[:m]].min()
+        # Rows tied with the m-th score may sit outside the partition; pull them all in so
+        # the final cut is decided by the stable tie rule rather than by argpartition's whims.
         part = np.flatnonzero(scores >= cut)
     else:
         part = np.arange(n)
@@ -182,6 +189,13 @@ def hybrid_rank_arrays(
     cost LongMemEval S dev120 one multi-session question (docs/benchmarks.md, "gate19b").
     """
     n = len(ids)
+    if n <= SMALL_FUSION and cosines.dtype == np.float64:
+        return _fuse_small(
+            cosines.tolist(), ids, vector_ranked, lexical_ranked, k=k, floor=floor,
+            lexical_floor=lexical_floor, demoted=None if demoted is None else demoted.tolist(),
+            rrf_k=rrf_k, min_relevance=min_relevance, tail_gap=tail_gap, agreement=agreement,
+            lexical_weight=lexical_weight, feedback_ranked=feedback_ranked,
+            feedback_weight=feedback_weight, keep_cut=keep_cut)
     score = np.zeros(n, dtype=np.float64)
     first = np.zeros(n, dtype=bool)
     lexical = np.zeros(n, dtype=bool)
@@ -230,6 +244,84 @@ def hybrid_rank_arrays(
                   for i in head)
     best = best[:_kth_kept_end([c for *_, c, _ in best], k)] if keeps_cut else best[:k]
     return [_scored(mid, -neg_score, -neg_cos, bool(lexical[i]), c, gap, floor, lexical_floor)
+            for neg_score, neg_cos, mid, c, i in best]
+
+
+def _fuse_small(
+    cos: list[float],
+    ids: Sequence[str],
+    vector_ranked: Sequence[int],
+    lexical_ranked: Sequence[int],
+    *,
+    k: int,
+    floor: float,
+    lexical_floor: float,
+    demoted: list[bool] | None,
+    rrf_k: int,
+    min_relevance: float | None,
+    tail_gap: float | None,
+    agreement: Callable[[Sequence[str]], bool] | None,
+    lexical_weight: float,
+    feedback_ranked: Sequence[int],
+    feedback_weight: float,
+    keep_cut: bool,
+) -> list[Scored]:
+    """:func:`hybrid_rank_arrays` over Python lists, step for step: for the few dozen
+    candidates of a small scope's recall, each numpy call on so short an array costs more
+    than the loop it replaces. The same IEEE operations in the same order (each term added
+    to 0.0 in the order vector, full text, feedback; the demotion one multiply; the sort
+    keys negated), so every score, cosine and order is the numpy path's, bit for bit
+    (``tests/unit/test_core_scoring_arrays.py`` compares the two)."""
+    lexical_weight, feedback_weight = float(lexical_weight), float(feedback_weight)
+    n = len(ids)
+    score = [0.0] * n
+    first = [False] * n
+    lexical = [False] * n
+    for r, i in enumerate(vector_ranked):
+        score[i] += 1.0 / (rrf_k + r)
+        first[i] = True
+    for r, i in enumerate(lexical_ranked):
+        score[i] += lexical_weight / (rrf_k + r)
+        first[i] = True
+        lexical[i] = True
+    gap = 0.0
+    if min_relevance is None and tail_gap is not None:
+        clears = any(f and (c >= floor or (x and c >= lexical_floor))
+                     for f, c, x in zip(first, cos, lexical, strict=True))
+        if not clears and (agreement is None or not agreement(
+                [ids[i] for i in vector_ranked[:AGREEMENT_DEPTH]])):
+            return []
+        gap = tail_gap
+    for r, i in enumerate(feedback_ranked):
+        score[i] += feedback_weight / (rrf_k + r)
+        first[i] = True
+    keeps_cut = keep_cut and gap > 0.0
+    cut = [False] * n
+    if min_relevance is not None:
+        keep = [f and relevance(c, lexical=x) >= min_relevance
+                for f, c, x in zip(first, cos, lexical, strict=True)]
+    else:
+        low, lexical_low = floor - gap, lexical_floor - gap
+        keep = [f and (c >= low or (x and c >= lexical_low))
+                for f, c, x in zip(first, cos, lexical, strict=True)]
+        if keeps_cut:
+            cut = [f and not kept for f, kept in zip(first, keep, strict=True)]
+            keep = first
+    if demoted is not None:
+        score = [s * DEMOTE_FACTOR if d else s for s, d in zip(score, demoted, strict=True)]
+    # a stable sort of the kept rows (ascending) by (-score, -cosine), as np.lexsort
+    order = [i for _, _, i in sorted((-s, -c, i) for i, (s, c, kept)
+                                     in enumerate(zip(score, cos, keep, strict=True)) if kept)]
+    end = _kth_kept_end([cut[i] for i in order], k) if keeps_cut else min(k, len(order))
+    if 0 < end < len(order):
+        last = order[end - 1]
+        while end < len(order) and score[order[end]] == score[last] \
+                and cos[order[end]] == cos[last]:
+            end += 1
+    head = order[:end] if k > 0 else []
+    best = sorted((-score[i], -cos[i], ids[i], cut[i], i) for i in head)
+    best = best[:_kth_kept_end([c for *_, c, _ in best], k)] if keeps_cut else best[:k]
+    return [_scored(mid, -neg_score, -neg_cos, lexical[i], c, gap, floor, lexical_floor)
             for neg_score, neg_cos, mid, c, i in best]
 
 

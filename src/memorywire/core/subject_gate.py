@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from memorywire.core.entity_gate import HeldWords, named_words
+from memorywire.core.entity_gate import held_words, named_words
 from memorywire.core.relevance import RELEVANCE_SLOPE
 from memorywire.core.textsearch import query_terms
 
@@ -108,7 +108,7 @@ def lexical_evidence(subject: Subject, texts: Sequence[str]) -> bool:
     """Whether one of ``texts`` (the best hits' full-text keys) holds a subject word and
     one of the question's other words."""
     for text in texts:
-        held = HeldWords(text)
+        held = held_words(text)
         if any(held.holds(w) for w in subject.words) and any(
                 held.matches(r) for r in subject.rest):
             return True

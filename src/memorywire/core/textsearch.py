@@ -30,8 +30,26 @@ _STOP_TEXT = """
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
+#: Texts whose terms were already split (a recall splits its question and the same hit texts
+#: several times, and the next recall of the scope meets the same hits): at most
+#: ``_MEMO_MAX`` entries, dropped all at once when full (no order kept per entry).
+_memo: dict[tuple[str, int], tuple[str, ...]] = {}
+_MEMO_MAX = 2048
+
+
 def query_terms(text: str, *, max_terms: int = MAX_TERMS) -> list[str]:
     """Lower-cased distinct content words in first-seen order, at most ``max_terms``."""
+    key = (text, max_terms)
+    terms = _memo.get(key)
+    if terms is None:
+        terms = _split(text, max_terms)
+        if len(_memo) >= _MEMO_MAX:
+            _memo.clear()
+        _memo[key] = terms
+    return list(terms)
+
+
+def _split(text: str, max_terms: int) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for word in _WORD.findall(text.lower()):
         if word in STOP_WORDS or word in seen:
@@ -39,7 +57,7 @@ def query_terms(text: str, *, max_terms: int = MAX_TERMS) -> list[str]:
         seen[word] = None
         if len(seen) >= max_terms:
             break
-    return list(seen)
+    return tuple(seen)
 
 
 def _quote(term: str) -> str:

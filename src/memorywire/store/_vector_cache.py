@@ -14,7 +14,7 @@ from SQLite in one bulk read (a few milliseconds per thousand rows).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +63,9 @@ class ScopeIndex:
         self._userless = np.zeros(cap, dtype=bool)
         self.ids: list[str] = []
         self.pos: dict[int, int] = {}
+        #: Whether ``rids`` ascend (a scope loaded in rowid order and appended to by later
+        #: writes does): then :meth:`positions_of` is a binary search, not a dict walk.
+        self.rids_ascending = True
         #: The conflict search's coarse clusters of this matrix, built on first use by a
         #: large scope and grown by :meth:`extend` (:mod:`memorywire.store._coarse_index`).
         self.coarse: CoarseIndex | None = None
@@ -91,6 +94,7 @@ class ScopeIndex:
         index._userless[:n] = [u is None for u in users]
         index.ids = list(ids)
         index.pos = dict(zip(rids, range(n), strict=True))
+        index.rids_ascending = bool(np.all(index._rids[1:n] > index._rids[: n - 1]))
         index.n = n
         return index
 
@@ -123,8 +127,12 @@ class ScopeIndex:
     def extend(self, rows: Sequence[CachedRow]) -> None:
         first = self.n
         self._grow(self.n + len(rows))
+        last = int(self._rids[first - 1]) if first else None
         for row in rows:
             i = self.n
+            if last is not None and row.rid <= last:
+                self.rids_ascending = False
+            last = row.rid
             self._matrix[i] = row.vector
             self._rids[i] = row.rid
             self._types[i] = TYPE_CODES[row.type]
@@ -138,6 +146,23 @@ class ScopeIndex:
             self.n += 1
         if self.coarse is not None:
             self.coarse.add(self._matrix[first:self.n])
+
+    def positions_of(self, rids: Collection[int]) -> npt.NDArray[np.intp]:
+        """The positions of those of ``rids`` this scope holds (the others, other agents'
+        rows, are left out), in no particular order. A common word's rows in a 100k-row
+        scope number tens of thousands, and a dict lookup each cost more per recall than the
+        full-text query that found them."""
+        if not self.rids_ascending:
+            return np.asarray([p for p in map(self.pos.get, rids) if p is not None],
+                              dtype=np.intp)
+        if not self.n or not rids:
+            return np.empty(0, dtype=np.intp)
+        want = np.fromiter(rids, dtype=np.int64, count=len(rids))
+        held = self._rids[: self.n]
+        at = np.searchsorted(held, want)
+        at[at >= self.n] = 0
+        found: npt.NDArray[np.intp] = at[held[at] == want].astype(np.intp)
+        return found
 
     @property
     def matrix(self) -> npt.NDArray[np.float32]:

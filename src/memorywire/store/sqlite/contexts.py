@@ -24,9 +24,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from memorywire.core.context_key import CONTEXT_FIELD
+from memorywire.core.context_key import CONTEXT_FIELD, lexical_text
+from memorywire.wire.models import MemoryType
 
-__all__ = ["CONTEXT_SQL", "PLACEHOLDER", "metadata_of", "put_context", "stored_metadata"]
+__all__ = ["CONTEXT_SQL", "PLACEHOLDER", "metadata_of", "put_context", "row_lexical_text",
+           "stored_metadata"]
 
 #: What the row's metadata JSON holds where the context text was.
 PLACEHOLDER = True
@@ -51,6 +53,26 @@ def metadata_of(stored: str, context: str | None) -> dict[str, Any]:
     if context is not None:
         meta[CONTEXT_FIELD] = context
     return meta
+
+
+#: Full-text keys already built, by the stored columns they were built from (so a changed row
+#: is a new key): the gates and the feedback round read the same hits' keys in every recall
+#: of a scope. At most ``_KEYS_MAX``, dropped all at once when full.
+_keys: dict[tuple[str, str, str, str | None], str] = {}
+_KEYS_MAX = 2048
+
+
+def row_lexical_text(mtype: str, stored: str, meta: str, context: str | None) -> str:
+    """``core.context_key.lexical_text`` of a row from its stored columns (type, content,
+    metadata JSON, ``contexts`` text), without decoding the JSON again for a row seen before."""
+    key = (mtype, stored, meta, context)
+    text = _keys.get(key)
+    if text is None:
+        text = lexical_text(MemoryType(mtype), stored, metadata_of(meta, context))
+        if len(_keys) >= _KEYS_MAX:
+            _keys.clear()
+        _keys[key] = text
+    return text
 
 
 def put_context(conn: Any, rid: int, context: str | None) -> None:

@@ -30,10 +30,8 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from memorywire.core.context_key import lexical_text
 from memorywire.core.textsearch import query_terms
-from memorywire.store.sqlite.contexts import CONTEXT_SQL, metadata_of
-from memorywire.wire.models import MemoryType
+from memorywire.store.sqlite.contexts import CONTEXT_SQL, row_lexical_text
 
 __all__ = [
     "FEEDBACK_DEPTH",
@@ -76,8 +74,7 @@ def _hit_texts(conn: Any, rids: Sequence[int]) -> list[str]:
             for rid, mtype, stored, meta, context in conn.execute(
                 f"SELECT rid, type, content, metadata, {CONTEXT_SQL} FROM memories "
                 "WHERE rid IN (SELECT value FROM json_each(?))", (json.dumps(list(rids)),))}
-    return [lexical_text(MemoryType(rows[r][0]), rows[r][1], metadata_of(rows[r][2], rows[r][3]))
-            for r in rids if r in rows]
+    return [row_lexical_text(*rows[r]) for r in rids if r in rows]
 
 
 def expansion_terms(count: Callable[[str, int], int], query: str, texts: Sequence[str], *,

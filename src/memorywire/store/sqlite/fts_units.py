@@ -35,6 +35,7 @@ __all__ = [
     "PREFIX_MIN_WORD",
     "UnitRows",
     "count_units",
+    "held_words",
     "quote",
     "word_units",
 ]
@@ -126,7 +127,26 @@ def count_units(conn: Any, units: Sequence[str], cap: int, stamp: Any = None) ->
 _ranges: weakref.WeakKeyDictionary[
     Any, tuple[Any, dict[tuple[int, int], dict[str, frozenset[int]]]]] = (
     weakref.WeakKeyDictionary())
+#: Per connection: the content stamp, and per row-id range each unit's row count there
+#: (:meth:`UnitRows.count`), kept as :data:`_ranges` keeps the rows.
+_range_counts: weakref.WeakKeyDictionary[
+    Any, tuple[Any, dict[tuple[int, int], dict[str, int]]]] = weakref.WeakKeyDictionary()
 _RANGES_MAX = 64
+
+
+def _held(cache: weakref.WeakKeyDictionary[Any, tuple[Any, dict[tuple[int, int], Any]]],
+          conn: Any, stamp: Any, rid_range: tuple[int, int], fresh: Any) -> Any:
+    """``cache``'s per-unit answers for ``rid_range`` on ``conn`` under ``stamp`` (``fresh``,
+    an empty dict, put there when there are none): dropped whenever the stamp changes, and
+    bounded in ranges and units per range."""
+    held = cache.get(conn)
+    if held is None or held[0] != stamp or len(held[1]) >= _RANGES_MAX:
+        held = (stamp, {})
+        cache[conn] = held
+    answers = held[1].setdefault(rid_range, fresh)
+    if len(answers) >= _COMMON_MAX:
+        answers.clear()
+    return answers
 
 
 class UnitRows:
@@ -138,15 +158,26 @@ class UnitRows:
         self._conn = conn
         self._range = rid_range
         self._rows: dict[str, frozenset[int]] = {}
+        self._counts: dict[str, int] = {}
         if stamp is not None:
-            held = _ranges.get(conn)
-            if held is None or held[0] != stamp or len(held[1]) >= _RANGES_MAX:
-                held = (stamp, {})
-                _ranges[conn] = held
-            rows = held[1].setdefault(rid_range, self._rows)
-            if len(rows) >= _COMMON_MAX:
-                rows.clear()
-            self._rows = rows
+            self._rows = _held(_ranges, conn, stamp, rid_range, self._rows)
+            self._counts = _held(_range_counts, conn, stamp, rid_range, self._counts)
+
+    def count(self, units: Sequence[str]) -> list[int]:
+        """How many rows of the range each unit matches: the size of :meth:`of`'s set, read
+        as a count where the rows themselves were not read yet. A count is several times
+        cheaper than bringing a common word's tens of thousands of row ids into Python,
+        which a caller that only needs the number (the scope's document frequency, when
+        every row of the range is in the scope) need not pay for."""
+        missing = list(dict.fromkeys(
+            u for u in units if u not in self._rows and u not in self._counts))
+        for chunk in _chunks(missing):
+            sql = "SELECT " + ", ".join(
+                f"(SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?{i + 3} "
+                "AND rowid BETWEEN ?1 AND ?2)" for i in range(len(chunk)))
+            row = self._conn.execute(sql, (*self._range, *(f"body : {u}" for u in chunk)))
+            self._counts.update(zip(chunk, (int(n) for n in row.fetchone()), strict=True))
+        return [len(self._rows[u]) if u in self._rows else self._counts[u] for u in units]
 
     def none(self, units: Iterable[str]) -> None:
         """Record ``units`` as matching no row at all (a table-wide count of 0)."""
@@ -155,8 +186,11 @@ class UnitRows:
 
     def of(self, units: Sequence[str]) -> list[frozenset[int]]:
         """Each unit's rows in the range; those not read yet are read in one statement."""
-        missing = list(dict.fromkeys(u for u in units if u not in self._rows))
-        for chunk in _chunks(missing):
+        rows = self._rows
+        missing = [u for u in units if u not in rows]
+        if not missing:  # the usual case: the recall's words, read by its first search
+            return [rows[u] for u in units]
+        for chunk in _chunks(list(dict.fromkeys(missing))):
             found: dict[int, set[int]] = {i: set() for i in range(len(chunk))}
             sql = " UNION ALL ".join(
                 f"SELECT {i}, rowid FROM memories_fts WHERE memories_fts MATCH ?{i + 3} "
@@ -172,14 +206,30 @@ class UnitRows:
         """How many distinct content words of ``text`` row ``rid`` (inside the range) holds
         (a word counts when it or its prefix matches), counting up to ``enough``; ``common``
         words never count."""
-        terms = [t for t in query_terms(text) if t not in common]
-        units = [word_units(t) for t in terms]
-        rows = dict(zip((u for us in units for u in us),
-                        self.of([u for us in units for u in us]), strict=True))
-        found = 0
+        return held_words(self.word_rows(text, common), rid, enough)
+
+    def word_rows(self, text: str,
+                  common: frozenset[str] = frozenset()) -> list[list[frozenset[int]]]:
+        """Per distinct content word of ``text`` (``common`` words left out), the rows in
+        the range each of its units matches: what :meth:`shared_words` looks ``rid`` up in,
+        read once for a list of rows to look up (:func:`held_words`)."""
+        units = [word_units(t) for t in query_terms(text) if t not in common]
+        found = self.of([u for us in units for u in us])
+        out: list[list[frozenset[int]]] = []
+        at = 0
         for us in units:
-            if any(rid in rows[u] for u in us):
-                found += 1
-                if found >= enough:
-                    break
-        return found
+            out.append(found[at:at + len(us)])
+            at += len(us)
+        return out
+
+
+def held_words(word_rows: Sequence[Sequence[frozenset[int]]], rid: int, enough: int) -> int:
+    """How many words (each the row sets of its units, :meth:`UnitRows.word_rows`) row
+    ``rid`` holds, counting up to ``enough``."""
+    found = 0
+    for rows in word_rows:
+        if any(rid in r for r in rows):
+            found += 1
+            if found >= enough:
+                break
+    return found

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memorywire.core.content import content_from_storage
-from memorywire.core.context_key import CONTEXT_FIELD, lexical_text
+from memorywire.core.context_key import CONTEXT_FIELD
 from memorywire.core.entity_gate import EVIDENCE_DEPTH, has_evidence, named_words
 from memorywire.core.scoring import Scored, in_relevance_order, through_kth_kept
 from memorywire.core.subject_gate import (
@@ -41,7 +41,7 @@ from memorywire.embed.base import Embedder
 from memorywire.recall.plan import RecallPlan
 from memorywire.recall.settings import RecallSettings
 from memorywire.store._vector_cache import ScopeIndex
-from memorywire.store.sqlite.contexts import metadata_of
+from memorywire.store.sqlite.contexts import row_lexical_text
 from memorywire.store.sqlite.db import COLS, IN_JSON, SqliteDb
 from memorywire.store.sqlite.hits import answer_hits
 from memorywire.store.sqlite.recalls import STATS_SQL, mark_recalled
@@ -249,7 +249,7 @@ class PlanRunner:
         held = memo["positions"] if about else subject_positions(
             conn, index, subject.words, memo)
         rows = [kept[s.id][0] for s in ranked if not s.cut][:EVIDENCE_DEPTH]
-        texts = [lexical_text(MemoryType(r[3]), r[4], metadata_of(r[5], r[13])) for r in rows]
+        texts = [row_lexical_text(r[3], r[4], r[5], r[13]) for r in rows]
         # The model is asked for the masked question only when it ranks or the words alone
         # give no evidence.
         if not lexical_evidence(subject, texts) and not masked_stands_out(
@@ -288,8 +288,7 @@ class PlanRunner:
                 and bool(named_words(req.query)))
 
     def _answers(self, query: str, rows: Sequence[Any], index: ScopeIndex) -> bool:
-        texts = [lexical_text(MemoryType(r[3]), r[4], metadata_of(r[5], r[13]))
-                 for r in rows[:EVIDENCE_DEPTH]]
+        texts = [row_lexical_text(r[3], r[4], r[5], r[13]) for r in rows[:EVIDENCE_DEPTH]]
         return has_evidence(query, texts,
                             lambda i: index.matrix[index.pos[rows[i][-1]]],
                             lambda text: self._embedder.embed([text])[0])

@@ -63,6 +63,7 @@ from memorywire.store.sqlite.fts_units import (
     PREFIX_MIN_WORD,
     UnitRows,
     count_units,
+    held_words,
     word_units,
 )
 from memorywire.store.sqlite.fts_units import quote as _quote
@@ -166,18 +167,32 @@ def informative_units(conn: Any, units: tuple[list[str], int], index: ScopeIndex
     if not kept or scope_rows < SHARE_MIN_SCOPE:
         return units, 1.0
     rows = UnitRows(conn, rid_range) if rows is None else rows
-    in_range = dict(zip(kept, rows.of(kept), strict=True))
-    get = index.pos.get
+    if scope_rows == index.n and _contiguous(index, rid_range):
+        # Every row id of the range is one of the scope's rows: a unit's rows in the range
+        # are its rows in the scope, and counting them is all the rule needs.
+        counts = dict(zip(kept, rows.count(kept), strict=True))
+        in_scope: Callable[[str], int] = counts.__getitem__
+    else:
+        in_range = dict(zip(kept, rows.of(kept), strict=True))
+
+        def in_scope(unit: str) -> int:
+            found = index.positions_of(in_range[unit])
+            return int(mask[found].sum()) if found.size else 0
 
     def scope_df(unit: str) -> int:
-        found = [p for p in map(get, in_range[unit]) if p is not None]
-        df = int(mask[np.asarray(found, dtype=np.intp)].sum()) if found else 0
+        df = in_scope(unit)
         if common is not None and is_common(df, scope_rows):
             common.append(unit)
         return df
 
     out, weight = weigh_units(kept, scope_df, scope_rows)
     return (out, matched if out else 0), weight
+
+
+def _contiguous(index: ScopeIndex, rid_range: tuple[int, int]) -> bool:
+    """Whether the index holds every row id of ``rid_range`` (its own range): an agent
+    written alone, or in batches no other agent's write fell between."""
+    return index.rids_ascending and rid_range[1] - rid_range[0] + 1 == index.n
 
 
 def lexical_rids(
@@ -256,8 +271,12 @@ def _agreement(rows: UnitRows, rid_of: dict[str, int], text: str,
     hit clears the floors; each word's rows in the agent's range are read at most once per
     recall (most already were, to count the scope's words), so the rescue is set lookups."""
     def agree(ids: Sequence[str]) -> bool:
-        return any(rows.shared_words(rid_of[i], text, AGREEMENT_WORDS, common)
-                   >= AGREEMENT_WORDS for i in ids if i in rid_of)
+        asked = [rid_of[i] for i in ids if i in rid_of]
+        if not asked:
+            return False
+        words = rows.word_rows(text, common)  # the words' rows, read once for every hit
+        return any(held_words(words, rid, AGREEMENT_WORDS) >= AGREEMENT_WORDS
+                   for rid in asked)
     return agree
 
 
@@ -330,7 +349,7 @@ def rank_scope(
     sims: npt.NDArray[np.float32] = once("sims", lambda: (
         index.matrix @ qvec if full else index.matrix[positions] @ qvec))
     top = positions[exact_top(sims.astype(np.float32, copy=False), pool)].tolist()
-    rid_range = (int(index.rids.min()), int(index.rids.max()))
+    rid_range = _rid_range(index, memo)
     _, (units, informed), common = scope_words(conn, index, req, now, memo)
     # In range, the first round keeps every match's score: the feedback round then ranks
     # only its new words' rows (see feedback.fused_scores).
@@ -347,7 +366,7 @@ def rank_scope(
     # Feedback expands the query's own words: a query of stop words has none, and its
     # ranking stays the vector ranking.
     if feedback_weight > 0 and units[0]:
-        seeds = tuple(int(index.rids[p]) for p in _seeds(top, lexical, lexical_weight * informed))
+        seeds = tuple(index.rids[_seeds(top, lexical, lexical_weight * informed)].tolist())
         words = once(("words", seeds), lambda: feedback_query(
             conn, lambda w, cap: _count_words(conn, [w], cap, memo.get("stamp"))[0],
             req.query, list(seeds),
@@ -370,13 +389,15 @@ def rank_scope(
     slot = {p: i for i, p in enumerate(candidates)}  # top's slots are 0..len(top)-1
     at = np.searchsorted(positions, np.asarray(candidates, dtype=np.int64))
     ids = index.ids
+    head = top[:AGREEMENT_DEPTH]  # the vector hits the list gate's rescue may ask about
     return hybrid_rank_arrays(
         sims[at].astype(np.float64), [ids[p] for p in candidates], range(len(top)),
         [slot[p] for p in lexical], k=req.k, floor=floor, lexical_floor=lexical_floor,
         demoted=index.demoted[candidates], min_relevance=req.min_relevance,
         tail_gap=tail_gap,
         agreement=_agreement(
-            memo["unit_rows"], {ids[p]: int(index.rids[p]) for p in top[:AGREEMENT_DEPTH]},
+            memo["unit_rows"], dict(zip([ids[p] for p in head], index.rids[head].tolist(),
+                                          strict=True)),
             req.query, common),
         lexical_weight=lexical_weight * informed, feedback_ranked=[slot[p] for p in feedback],
         feedback_weight=feedback_weight, keep_cut=True)
@@ -399,7 +420,7 @@ def scope_words(conn: Any, index: ScopeIndex, req: RecallRequest, now: int,
             memo.setdefault("units", (([], 0), 0.0))
             memo["common"] = frozenset()
             return memo["counted"], memo["units"], memo["common"]
-        rid_range = (int(index.rids.min()), int(index.rids.max()))
+        rid_range = _rid_range(index, memo)
         rows = memo.setdefault("unit_rows", UnitRows(conn, rid_range, memo.get("stamp")))
         counted = memo.setdefault("counted", lexical_units(
             conn, req.query, none=rows, stamp=memo.get("stamp")))
@@ -408,6 +429,15 @@ def scope_words(conn: Any, index: ScopeIndex, req: RecallRequest, now: int,
             conn, counted, index, mask, int(positions.size), rid_range, held, rows))
         memo["common"] = frozenset(t for t in query_terms(req.query) if _quote(t) in held)
     return memo["counted"], memo["units"], memo["common"]
+
+
+def _rid_range(index: ScopeIndex, memo: dict[Any, Any]) -> tuple[int, int]:
+    """The lowest and highest row id the agent holds, once per recall (``memo``)."""
+    if "rid_range" not in memo:
+        rids = index.rids
+        memo["rid_range"] = (int(rids.min()), int(rids.max()))
+    rid_range: tuple[int, int] = memo["rid_range"]
+    return rid_range
 
 
 def subject_positions(conn: Any, index: ScopeIndex, words: Iterable[str],

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from memorywire.core.memo import ClearingMemo
 from memorywire.core.textsearch import STOP_WORDS, query_terms
 
 __all__ = [
@@ -117,10 +118,8 @@ class NamedQuery:
     masked: str
 
 
-#: Queries already read (a recall asks several times; frozensets, so shared safely): at most
-#: ``_NAMED_MAX``, dropped all at once when full.
-_named: dict[str, frozenset[str]] = {}
-_NAMED_MAX = 1024
+#: Queries already read (a recall asks several times; frozensets, so shared safely).
+_named: ClearingMemo[str, frozenset[str]] = ClearingMemo(1024)
 
 
 def named_words(query: str) -> frozenset[str]:
@@ -132,10 +131,7 @@ def named_words(query: str) -> frozenset[str]:
     """
     named = _named.get(query)
     if named is None:
-        named = _named_in(query)
-        if len(_named) >= _NAMED_MAX:
-            _named.clear()
-        _named[query] = named
+        named = _named.put(query, _named_in(query))
     return named
 
 
@@ -196,19 +192,15 @@ class _Words:
 HeldWords = _Words
 
 #: Hit texts already indexed: the gates read the same best hits of a scope in recall after
-#: recall (an index is only read once built). At most ``_HELD_MAX``, dropped all at once.
-_held: dict[str, _Words] = {}
-_HELD_MAX = 512
+#: recall (an index is only read once built).
+_held: ClearingMemo[str, _Words] = ClearingMemo(512)
 
 
 def held_words(text: str) -> _Words:
     """``text``'s words indexed (:class:`HeldWords`), built once per text while kept."""
     words = _held.get(text)
     if words is None:
-        words = _Words(text)
-        if len(_held) >= _HELD_MAX:
-            _held.clear()
-        _held[text] = words
+        words = _held.put(text, _Words(text))
     return words
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from memorywire.core.memo import ClearingMemo
+
 __all__ = ["MAX_TERMS", "STOP_WORDS", "fts_query", "query_terms"]
 
 MAX_TERMS = 16
@@ -31,10 +33,8 @@ STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 
 #: Texts whose terms were already split (a recall splits its question and the same hit texts
-#: several times, and the next recall of the scope meets the same hits): at most
-#: ``_MEMO_MAX`` entries, dropped all at once when full (no order kept per entry).
-_memo: dict[tuple[str, int], tuple[str, ...]] = {}
-_MEMO_MAX = 2048
+#: several times, and the next recall of the scope meets the same hits).
+_memo: ClearingMemo[tuple[str, int], tuple[str, ...]] = ClearingMemo(2048)
 
 
 def query_terms(text: str, *, max_terms: int = MAX_TERMS) -> list[str]:
@@ -42,10 +42,7 @@ def query_terms(text: str, *, max_terms: int = MAX_TERMS) -> list[str]:
     key = (text, max_terms)
     terms = _memo.get(key)
     if terms is None:
-        terms = _split(text, max_terms)
-        if len(_memo) >= _MEMO_MAX:
-            _memo.clear()
-        _memo[key] = terms
+        terms = _memo.put(key, _split(text, max_terms))
     return list(terms)
 
 

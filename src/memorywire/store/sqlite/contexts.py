@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memorywire.core.context_key import CONTEXT_FIELD, lexical_text
+from memorywire.core.memo import ClearingMemo
 from memorywire.wire.models import MemoryType
 
 __all__ = ["CONTEXT_SQL", "PLACEHOLDER", "metadata_of", "put_context", "row_lexical_text",
@@ -57,9 +58,8 @@ def metadata_of(stored: str, context: str | None) -> dict[str, Any]:
 
 #: Full-text keys already built, by the stored columns they were built from (so a changed row
 #: is a new key): the gates and the feedback round read the same hits' keys in every recall
-#: of a scope. At most ``_KEYS_MAX``, dropped all at once when full.
-_keys: dict[tuple[str, str, str, str | None], str] = {}
-_KEYS_MAX = 2048
+#: of a scope.
+_keys: ClearingMemo[tuple[str, str, str, str | None], str] = ClearingMemo(2048)
 
 
 def row_lexical_text(mtype: str, stored: str, meta: str, context: str | None) -> str:
@@ -68,10 +68,7 @@ def row_lexical_text(mtype: str, stored: str, meta: str, context: str | None) ->
     key = (mtype, stored, meta, context)
     text = _keys.get(key)
     if text is None:
-        text = lexical_text(MemoryType(mtype), stored, metadata_of(meta, context))
-        if len(_keys) >= _KEYS_MAX:
-            _keys.clear()
-        _keys[key] = text
+        text = _keys.put(key, lexical_text(MemoryType(mtype), stored, metadata_of(meta, context)))
     return text
 
 

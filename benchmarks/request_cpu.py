@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _asgi import json_post_scope
 
 from memorywire.server.app import build_server
 from memorywire.server.auth import TokenStore
@@ -49,19 +50,6 @@ from memorywire.wire.validate import reference_issues, validate
 #: Writes spread over this many agents, so the conflict scan of issue 17 (which reads the
 #: scope's memories, and belongs to the store) stays small and the layers above it show.
 _AGENTS = 64
-
-
-def _scope(path: str, token: str, body: bytes) -> dict[str, Any]:
-    return {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
-        "root_path": "", "server": ("127.0.0.1", 8765), "client": ("127.0.0.1", 50000),
-        "headers": [
-            (b"host", b"127.0.0.1:8765"), (b"content-type", b"application/json"),
-            (b"authorization", f"Bearer {token}".encode()),
-            (b"content-length", str(len(body)).encode()),
-        ],
-    }
 
 
 async def _asgi(app: Any, path: str, token: str, doc: dict[str, Any]) -> int:
@@ -81,7 +69,7 @@ async def _asgi(app: Any, path: str, token: str, doc: dict[str, Any]) -> int:
         if message["type"] == "http.response.start":
             status = int(message["status"])
 
-    await app(_scope(path, token, body), receive, send)
+    await app(json_post_scope(path, token, body), receive, send)
     return status
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from _asgi import json_post_scope
 
 from memorywire.server.app import build_server
 from memorywire.server.auth import TokenStore
@@ -46,19 +47,6 @@ def _env(folder: Path) -> dict[str, str]:
         key, _, value = line.partition("=")
         out[key] = shlex.split(value)[0] if value else ""
     return out
-
-
-def _scope(method: str, path: str, token: str, body: bytes) -> dict[str, Any]:
-    return {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
-        "root_path": "", "server": ("127.0.0.1", 8765), "client": ("127.0.0.1", 50000),
-        "headers": [
-            (b"host", b"127.0.0.1:8765"), (b"content-type", b"application/json"),
-            (b"authorization", f"Bearer {token}".encode()),
-            (b"content-length", str(len(body)).encode()),
-        ],
-    }
 
 
 async def _call(app: Any, path: str, token: str, doc: dict[str, Any]) -> Any:
@@ -81,7 +69,7 @@ async def _call(app: Any, path: str, token: str, doc: dict[str, Any]) -> Any:
         elif message["type"] == "http.response.body":
             chunks.append(message.get("body", b""))
 
-    await app(_scope("POST", path, token, body), receive, send)
+    await app(json_post_scope(path, token, body), receive, send)
     if status != 200:
         raise SystemExit(f"{path} answered {status}: {b''.join(chunks)[:300]!r}")
     return json.loads(b"".join(chunks))

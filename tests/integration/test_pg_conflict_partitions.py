@@ -36,6 +36,7 @@ from memorywire.store.timeline import CONFLICT_NEIGHBOURS, Probe
 from memorywire.testing import postgres as _pg
 from memorywire.testing.pg_cluster import PG_BIN_ENV, start_cluster
 from memorywire.wire.models import MemoryType, RememberRequest
+from tests.integration.pg_rows import copy_rows
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 pg_server = _pg.pg_server
@@ -68,19 +69,9 @@ def _fill(dsn: str, dim: int) -> None:
     rng = np.random.default_rng(35)
     vecs = rng.standard_normal((BIG + OTHERS, dim)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        with conn.cursor() as cur, cur.copy(
-            "COPY memorywire_memories (agent_id, user_id, id, type, content, created_at, "
-            "embedding) FROM STDIN"
-        ) as copy:
-            for i, v in enumerate(vecs):
-                agent = "big" if i < BIG else f"other-{i % (AGENTS - 1)}"
-                copy.write_row((agent, "u", f"f{i}", "semantic", f"note {i}", 2_000_000 + i,
-                                vector_literal(v)))
-        conn.execute("DELETE FROM memorywire_agent_counts")
-        conn.execute("INSERT INTO memorywire_agent_counts SELECT agent_id, count(*) "
-                      "FROM memorywire_memories GROUP BY agent_id")
-        conn.execute("ANALYZE memorywire_memories")
+    copy_rows(dsn, ("agent_id", "user_id", "id", "type", "content", "created_at", "embedding"),
+              (("big" if i < BIG else f"other-{i % (AGENTS - 1)}", "u", f"f{i}", "semantic",
+                f"note {i}", 2_000_000 + i, vector_literal(v)) for i, v in enumerate(vecs)))
 
 
 class _Explaining(psycopg.AsyncConnection[dict[str, Any]]):

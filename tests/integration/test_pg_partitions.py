@@ -19,6 +19,7 @@ from memorywire.store.postgres.partitions import partition_by_agent
 from memorywire.store.postgres.sql import scope_where, vector_literal
 from memorywire.testing import postgres as _pg
 from memorywire.wire.models import ForgetRequest, MemoryType, RecallRequest, RememberRequest
+from tests.integration.pg_rows import copy_rows
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 pg_server = _pg.pg_server
@@ -107,17 +108,9 @@ async def test_a_large_scope_is_searched_through_its_own_partitions_hnsw_graph(
         n, agents = 4000, 2
         vecs = rng.standard_normal((n, emb.dim)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            with conn.cursor() as cur, cur.copy(
-                "COPY memorywire_memories (agent_id, id, type, content, created_at, embedding)"
-                " FROM STDIN"
-            ) as copy:
-                for i, v in enumerate(vecs):
-                    copy.write_row((f"big-{i % agents}", f"m{i}", "semantic", f"note {i}", i,
-                                    vector_literal(v)))
-            conn.execute("INSERT INTO memorywire_agent_counts SELECT agent_id, count(*) "
-                         "FROM memorywire_memories GROUP BY agent_id")
-            conn.execute("ANALYZE memorywire_memories")
+        copy_rows(pg_dsn, ("agent_id", "id", "type", "content", "created_at", "embedding"),
+                  ((f"big-{i % agents}", f"m{i}", "semantic", f"note {i}", i, vector_literal(v))
+                   for i, v in enumerate(vecs)))
         query = "garden piano violin"
         q = emb.embed([query])[0]
         rows = np.arange(1, n, agents)

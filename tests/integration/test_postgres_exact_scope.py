@@ -12,6 +12,7 @@ from memorywire.store.postgres import PostgresStore
 from memorywire.store.postgres.knn import exact_sql
 from memorywire.store.postgres.sql import scope_where, vector_literal
 from memorywire.testing import postgres as _pg
+from tests.integration.pg_rows import copy_rows
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 pg_server = _pg.pg_server
@@ -23,17 +24,9 @@ PER_AGENT = 10
 
 def _load(dsn: str, vecs: np.ndarray) -> None:
     """``AGENTS * PER_AGENT`` rows, agents interleaved as writes arrive, then counted."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        with conn.cursor() as cur, cur.copy(
-            "COPY memorywire_memories (agent_id, id, type, content, created_at, embedding) "
-            "FROM STDIN"
-        ) as copy:
-            for i, v in enumerate(vecs):
-                copy.write_row((f"agent-{i % AGENTS}", f"m{i}", "semantic", f"note {i}", i,
-                                vector_literal(v)))
-        conn.execute("INSERT INTO memorywire_agent_counts SELECT agent_id, count(*) "
-                     "FROM memorywire_memories GROUP BY agent_id")
-        conn.execute("ANALYZE memorywire_memories")
+    copy_rows(dsn, ("agent_id", "id", "type", "content", "created_at", "embedding"),
+              ((f"agent-{i % AGENTS}", f"m{i}", "semantic", f"note {i}", i, vector_literal(v))
+               for i, v in enumerate(vecs)))
 
 
 def _plan(dsn: str, sql: str, params: list[object]) -> str:

@@ -56,7 +56,8 @@ from memorywire.core.scoring import (
 from memorywire.core.textsearch import query_terms
 from memorywire.store._vector_cache import ScopeIndex
 from memorywire.store.sqlite.contexts import CONTEXT_SQL, metadata_of
-from memorywire.store.sqlite.feedback import FEEDBACK_MAX_ROWS, feedback_query, fused_scores
+from memorywire.store.sqlite.feedback import FEEDBACK_MAX_ROWS, feedback_query
+from memorywire.store.sqlite.fts_lists import ScoredList, fused_ranking, range_list
 from memorywire.store.sqlite.fts_units import (
     COMMON_TTL_S,
     PREFIX_LEN,
@@ -353,12 +354,13 @@ def rank_scope(
     _, (units, informed), common = scope_words(conn, index, req, now, memo)
     # In range, the first round keeps every match's score: the feedback round then ranks
     # only its new words' rows (see feedback.fused_scores).
-    scored: list[tuple[int, float]] | None = once("scored", lambda: (
-        ranged_scores(conn, units[0], units[1], rid_range)
+    # Ordered by numpy, not SQLite's sorter (see fts_lists): the same order.
+    scored: ScoredList | None = once("scored", lambda: (
+        range_list(conn, units[0], rid_range)
         if in_range(index.n, units[1], rid_range) else None))
     # Ranged, a list is the same for every search of the recall: its scan is shared.
     lexical = once("lexical", lambda: _ScopeScan(
-        [rid for rid, _ in scored], index, mask)).first(pool) if scored is not None else \
+        scored.ranked.tolist(), index, mask)).first(pool) if scored is not None else \
         _in_scope(lexical_rids(conn, req.agent_id, req.query, max(20 * pool, 1000),
                                scope_rows=index.n, units=units, rid_range=rid_range),
                   index, mask, pool)
@@ -374,8 +376,8 @@ def rank_scope(
         if words:
             more = [_quote(w) for w in words]
             both = ([*units[0], *more], units[1] + FEEDBACK_MAX_ROWS * len(more))
-            feedback = once(("fed", tuple(more)), lambda: _ScopeScan(fused_scores(
-                scored, ranged_scores(conn, more, both[1] - units[1], rid_range)),
+            feedback = once(("fed", tuple(more)), lambda: _ScopeScan(fused_ranking(
+                scored, range_list(conn, more, rid_range)).tolist(),
                 index, mask)).first(pool) \
                 if scored is not None and in_range(index.n, both[1], rid_range) else \
                 _in_scope(lexical_rids(conn, req.agent_id, "", max(20 * pool, 1000),

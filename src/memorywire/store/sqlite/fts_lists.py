@@ -18,6 +18,7 @@ which is what merging the unmoved rows with the moved ones by that key gives.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -64,14 +65,16 @@ def range_list(conn: Any, kept: Sequence[str], rid_range: tuple[int, int]) -> Sc
     score: the rows and scores ``search.ranged_scores`` returns, in the same order."""
     if not kept:
         return ScoredList(_NO_RIDS, _NO_SCORES)
-    rows = conn.execute(
+    # Streamed into one float64 array (a row id is exact there below 2**53): each row's
+    # tuple is freed as soon as it is read, so a list of thousands of rows leaves no
+    # thousands of live tuples behind to set off the garbage collector's passes.
+    flat = np.fromiter(chain.from_iterable(conn.execute(
         "SELECT rowid, bm25(memories_fts, 1.0, 0.0) FROM memories_fts "
         "WHERE memories_fts MATCH ? AND rowid BETWEEN ? AND ?",
-        (f"body : ({' OR '.join(kept)})", *rid_range)).fetchall()
-    if not rows:
+        (f"body : ({' OR '.join(kept)})", *rid_range))), dtype=np.float64).reshape(-1, 2)
+    if not flat.size:
         return ScoredList(_NO_RIDS, _NO_SCORES)
-    rids, scores = zip(*rows, strict=True)
-    return ScoredList(np.array(rids, dtype=np.int64), np.array(scores, dtype=np.float64))
+    return ScoredList(flat[:, 0].astype(np.int64), flat[:, 1].copy())
 
 
 def fused_ranking(first: ScoredList, added: ScoredList) -> npt.NDArray[np.int64]:

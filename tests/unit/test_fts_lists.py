@@ -5,7 +5,7 @@
 the ranking being the one FTS5 gives: any drift in the order of tied scores, or in a fused
 score, would silently change what a recall returns. Checked here on a real FTS5 index whose
 rows repeat (equal scores everywhere), against FTS5's own sort of the same MATCH, and on a
-real SqliteStore: the hybrid recall issues no SQL sort of a BM25 list any more.
+real SqliteStore: the same answers either way, and a long list issues no SQL sort.
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ import numpy as np
 import pytest
 
 from memorywire.embed.hashing import HashingEmbedder
-from memorywire.store.sqlite import SqliteStore
+from memorywire.store.sqlite import SqliteStore, fts_lists
 from memorywire.store.sqlite.feedback import fused_scores
-from memorywire.store.sqlite.fts_lists import fused_ranking, range_list
-from memorywire.store.sqlite.search import ranged_scores
+from memorywire.store.sqlite.fts_lists import fused_ranking, range_list, ranged_scores
 from memorywire.wire.models import MemoryType, RecallRequest, RememberRequest
 
 WORDS = ["lake", "wanaka", "camping", "trip", "aurora", "night", "cold", "tent", "boat",
@@ -103,16 +102,46 @@ def test_score_of_reads_missing_rows_as_zero() -> None:
 
 
 EMB = HashingEmbedder(64)
+RARE = [f"zx{c}{d}" for c in "abcdefgh" for d in "klmn"]
+QUERIES = ["camping trip by the lake", "cold night in the tent", "bread and fish for the boat",
+           "aurora stars at night", "kite training in the rain", "zxak zxbl camping",
+           "lake zxcm zxdn", "trainer hike", "glacier summit camping"]
+
+
+async def _store(path: Path, rows: int) -> SqliteStore:
+    made = SqliteStore(path, EMB, recall=replace(
+        SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0, lexical_floor=-1.0))
+    rng = random.Random(5)
+    texts = []
+    for _ in range(rows):
+        words = rng.choices(WORDS, k=rng.randint(2, 9))
+        if rng.random() < 0.4:  # rare words, two to a row: the feedback round's bridges
+            words += rng.sample(RARE[:8], 2) if rng.random() < 0.5 else rng.sample(RARE, 2)
+        texts.append(" ".join(words))
+    texts += texts[:rows // 8]  # repeated rows: tied scores
+    # a topic's rows share a rare word that other rows hold too: the feedback round's bridge
+    texts += [f"glacier summit camping qbridge {w}" for w in WORDS[:12]]
+    texts += [f"qbridge {w} {v}" for w, v in zip(WORDS[:20], reversed(WORDS), strict=False)]
+    rng.shuffle(texts)
+    await made.remember_many([RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
+                                              content=t) for t in texts])
+    return made
+
+
+def _trace(store: SqliteStore, seen: list[str]) -> None:
+    conn = store._db._conn
+    assert conn is not None
+
+    def trace(_cursor: Any, sql: str, _bindings: Any) -> bool:
+        seen.append(sql)
+        return True
+
+    conn.exec_trace = trace
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
-    made = SqliteStore(tmp_path / "m.db", EMB, recall=replace(
-        SqliteStore.DEFAULT_RECALL, relevance_floor=-1.0, lexical_floor=-1.0))
-    rng = random.Random(5)
-    texts = [" ".join(rng.choices(WORDS, k=rng.randint(2, 9))) for _ in range(300)]
-    await made.remember_many([RememberRequest(agent_id="a", type=MemoryType.SEMANTIC,
-                                              content=t) for t in texts + texts[:50]])
+async def large(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    made = await _store(tmp_path / "large.db", 2400)
     try:
         yield made
     finally:
@@ -120,22 +149,46 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
 
 
 @pytest.mark.anyio
-async def test_hybrid_recall_sorts_no_bm25_list_in_sql(store: SqliteStore) -> None:
-    conn = store._db._conn
-    assert conn is not None
-    seen: list[str] = []
+async def test_long_lists_are_ordered_by_numpy_with_the_same_answers(
+        large: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a real store, every recall answers the same whichever path orders its lists, and
+    with the default threshold a long list issues no SQL sort (the old path's did)."""
+    answers: dict[int, list[list[tuple[str, str]]]] = {}
+    lists: dict[int, list[str]] = {}
+    for threshold in (10**9, fts_lists.NUMPY_MIN_ROWS):
+        monkeypatch.setattr(fts_lists, "NUMPY_MIN_ROWS", threshold)
+        seen: list[str] = []
+        _trace(large, seen)
+        got = []
+        for q in QUERIES:
+            for k in (5, 10, 30):
+                resp = await large.recall(RecallRequest(agent_id="a", query=q, k=k))
+                got.append([(h.id, repr(h.relevance)) for h in resp.results])
+        large._db._conn.exec_trace = None  # type: ignore[union-attr]
+        answers[threshold] = got
+        lists[threshold] = [s for s in seen if "bm25(" in s]
+    assert answers[10**9] == answers[fts_lists.NUMPY_MIN_ROWS]
+    assert any(answers[10**9])
+    old, new = lists[10**9], lists[fts_lists.NUMPY_MIN_ROWS]
+    assert old and all("ORDER BY" in s for s in old)
+    unsorted = [s for s in new if "ORDER BY" not in s]
+    # the long lists (the common words' questions) went unsorted, the short ones did not
+    assert len(new) == len(old) and 0 < len(unsorted) < len(new)
+    # some recalls ran the feedback round (a second list): its fusion is compared too
+    assert len(new) > 3 * len(QUERIES)
 
-    def trace(_cursor: Any, sql: str, _bindings: Any) -> bool:
-        seen.append(sql)
-        return True
 
-    conn.exec_trace = trace
+@pytest.mark.anyio
+async def test_short_lists_keep_sqlites_sort(tmp_path: Path) -> None:
+    """A small scope's lists stay below ``NUMPY_MIN_ROWS``: SQLite sorts them, as before."""
+    small = await _store(tmp_path / "small.db", 200)
     try:
-        resp = await store.recall(RecallRequest(agent_id="a", query="camping trip by the lake",
-                                                k=10))
+        seen: list[str] = []
+        _trace(small, seen)
+        resp = await small.recall(RecallRequest(agent_id="a", query=QUERIES[0], k=10))
+        small._db._conn.exec_trace = None  # type: ignore[union-attr]
     finally:
-        conn.exec_trace = None
+        await small.aclose()
     assert resp.results
     lists = [s for s in seen if "bm25(" in s]
-    assert lists, seen
-    assert not [s for s in lists if "ORDER BY" in s], lists
+    assert lists and all("ORDER BY" in s for s in lists), lists

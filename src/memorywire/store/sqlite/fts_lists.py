@@ -3,9 +3,10 @@
 A hybrid recall over a large scope ranks every full-text match in the agent's row-id range
 (up to ``search.LEXICAL_BUDGET`` rows) because the feedback round's fusion needs every
 first-round score (``feedback.fused_scores``). Asked with ``ORDER BY bm25(...)``, SQLite
-copies each of those rows into its sorter and sorts them record by record, and the feedback
-round then put every score into a Python dict: at 100k memories that ordering and bookkeeping
-cost about as much as FTS5's scoring itself (docs/benchmarks.md, "hybrid35c").
+copies each of those rows into its sorter and sorts them record by record, the rows come
+back as thousands of Python tuples (enough to set off the garbage collector), and the feedback
+round then put every score into a Python dict: at 100k memories a large share of the list's
+cost beside FTS5's scoring itself (docs/benchmarks.md, "hybrid35c").
 
 Here the MATCH returns its rows unsorted (FTS5 yields them in ascending row id) and one
 stable numpy sort orders them by score, ties by row id: the order SQLite's sort gives (both
@@ -43,8 +44,8 @@ __all__ = [
 ]
 
 #: A first-round list whose units match at least this many rows (an upper bound of its
-#: length) is read unsorted and ordered by numpy; a shorter one is sorted by SQLite. Measured
-#: crossover on 30,000 rows: numpy is slower at 450 rows, faster from about 900.
+#: length) is read unsorted and ordered by numpy; a shorter one is sorted by SQLite, which
+#: is cheaper below about a thousand rows (docs/benchmarks.md, "hybrid35c").
 NUMPY_MIN_ROWS = 1024
 
 _NO_RIDS: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)

@@ -125,6 +125,8 @@ def edges_to_storage(edges: Iterable[Edge]) -> list[str | dict[str, str]]:
 
 def links_of(metadata: Mapping[str, Any] | None) -> list[str]:
     """Ids a memory has an edge to, of any type: its neighbours for the graph boost."""
+    if not metadata or metadata.get("links") is None:
+        return []
     return list(dict.fromkeys(e.id for e in edges_of(metadata)))
 
 
@@ -152,8 +154,15 @@ def fold_request(req: RememberRequest) -> RememberRequest:
     """``req`` as stores write it: ``links`` folded as :func:`fold_links` does, and the typed
     fields moved under their metadata keys (:mod:`core.fields`), the metadata spelling of
     the memory type's fields validated either way."""
-    req = fold_links(req)
-    typed = req.typed()
+    if req.links is None and not req.metadata:
+        # Nothing to fold or to validate (no edges, no metadata spelling of a field): the
+        # common write, answered without the two metadata copies below.
+        typed = req.typed()
+        if not typed:
+            return req
+    else:
+        req = fold_links(req)
+        typed = req.typed()
     metadata = fold_fields(req.type, req.metadata, typed)
     if not typed:
         return req

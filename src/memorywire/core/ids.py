@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import secrets
 import time
-import uuid
 
 __all__ = ["new_id"]
 
@@ -17,4 +16,6 @@ def new_id(now_ms: int | None = None) -> str:
     value |= (rand >> 68) << 64 & (0xFFF << 64)
     value |= 0b10 << 62
     value |= rand & ((1 << 62) - 1)
-    return str(uuid.UUID(int=value))
+    # str(uuid.UUID(int=value)), without building the UUID object (one per stored memory)
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -133,13 +133,16 @@ class RememberRequest(_Strict):
             raise ValueError("valid_to must be after valid_from")
         if self.supersedes is not None and self.id is not None and self.id in self.supersedes:
             raise ValueError("supersedes must not name the memory itself")
-        for name in self.typed():
+        typed = self.typed()
+        for name in typed:
             if FIELDS[name].owner != self.type:
                 raise ValueError(f"{name} is a field of {FIELDS[name].owner} memories, "
                                  f"not {self.type.value}")
         # Refuses a bad metadata spelling of a typed field (InvalidRequest naming it) before
-        # anything is staged or written.
-        fold_fields(self.type, self.metadata, self.typed())
+        # anything is staged or written. Without metadata there is nothing to refuse: every
+        # typed field's owner was checked above (this runs for every request built).
+        if self.metadata:
+            fold_fields(self.type, self.metadata, typed)
     #: v0.1: typed graph edges from this memory (see :class:`Link`).
     links: Annotated[list[Link], Field(max_length=1000)] | None = None
     #: v0.1: typed fields of an emotional memory (``core.fields``); refused on other types.
@@ -156,7 +159,7 @@ class RememberRequest(_Strict):
 
     def typed(self) -> dict[str, Any]:
         """The typed fields this request sets."""
-        return {n: getattr(self, n) for n in FIELDS if getattr(self, n) is not None}
+        return {n: v for n in FIELDS if (v := getattr(self, n)) is not None}
 
     @field_validator("content")
     @classmethod

@@ -40,6 +40,8 @@ CONTEXT_SQL = "(SELECT text FROM contexts WHERE contexts.rid = memories.rid)"
 
 def stored_metadata(metadata: Mapping[str, Any] | None) -> tuple[str, str | None]:
     """The row's metadata JSON and the context text kept beside it (``None``: none)."""
+    if not metadata:
+        return "{}", None  # json.dumps({}): most writes carry no metadata
     meta = dict(metadata or {})
     context = meta.get(CONTEXT_FIELD)
     if not isinstance(context, str):

@@ -54,8 +54,19 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
         added: dict[str, list[CachedRow]] = {}
         revived: set[str] = set()
         numbers = {a: agent_number(conn, a, create=True) or 0 for a in tokens}
+        scopes = {a: (numbers[a], tokens[a]) for a in tokens}
+        # New rows wait here (position, memory id) and go in a few statements per run of
+        # them (see _insert_new); any read of the table flushes them first.
+        pending: list[tuple[int, str]] = []
+
+        def flush() -> None:
+            _insert_new(conn, pending, prepared, metas, links, keys, blobs, vectors, now,
+                        scopes, indexed, added)
+            pending.clear()
+
         for i, (r, stored) in enumerate(prepared):
             if r.id is not None:
+                flush()  # the lookup must see this batch's earlier rows (a repeated id)
                 got = conn.execute(f"SELECT {ROW_COLS} FROM memories WHERE agent_id = ? AND "
                                    "id = ?", (r.agent_id, r.id)).fetchone()
                 if got is not None:
@@ -79,25 +90,10 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
                                                 pending_approval=False))
                     continue
             mid = r.id or new_id(now)
-            rid = conn.execute(
-                "INSERT INTO memories(agent_id, id, user_id, type, content, metadata, "
-                "confidence, source, created_at, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?) "
-                "RETURNING rid",
-                (r.agent_id, mid, r.user_id, r.type.value, stored, metas[i][0], r.confidence,
-                 r.source, now, r.expires_at),
-            ).fetchone()[0]
-            if metas[i][1] is not None:
-                put_context(conn, rid, metas[i][1])
-            conn.execute("INSERT INTO vectors VALUES(?, ?)",
-                         (vid(numbers[r.agent_id], rid), blobs[i]))
-            indexed.append((rid, keys[i], tokens[r.agent_id]))
-            if links[i]:
-                conn.executemany("INSERT OR IGNORE INTO links VALUES(?, ?, ?, 'link')",
-                                 [(r.agent_id, mid, dst) for dst in links[i]])
-            added.setdefault(r.agent_id, []).append(CachedRow(
-                rid, mid, r.user_id, r.type, now, r.expires_at, False, vectors[i]))
+            pending.append((i, mid))
             out.append(RememberResponse(id=mid, stored_at=now, stores=[db.name],
                                         pending_approval=False))
+        flush()
         index_last(conn, indexed)
         for agent_id, rows in added.items():
             if agent_id not in revived:
@@ -105,6 +101,44 @@ def remember_many(db: SqliteDb, reqs: Sequence[RememberRequest],
         for agent_id in revived:
             db.bump(conn, agent_id)
     return out
+
+
+_INSERT = ("INSERT INTO memories(agent_id, id, user_id, type, content, metadata, confidence, "
+           "source, created_at, expires_at) VALUES(?,?,?,?,?,?,?,?,?,?) RETURNING rid")
+
+
+def _insert_new(conn: Any, pending: Sequence[tuple[int, str]],
+                prepared: Sequence[tuple[RememberRequest, str]],
+                metas: Sequence[tuple[str, str | None]], links: Sequence[list[str]],
+                keys: Sequence[str], blobs: Sequence[bytes], vectors: Vectors, now: int,
+                scopes: dict[str, tuple[int, str]], indexed: list[tuple[int, str, str]],
+                added: dict[str, list[CachedRow]]) -> None:
+    """Insert the new rows ``pending`` (position in the batch, memory id): their ``memories``
+    rows in one ``executemany`` (the rids it returns, in order, are those one statement per
+    row would get), then their vectors in another, then contexts and links, their
+    full-text entries queued on ``indexed``. Every table ends up holding what a row-by-row
+    insert left; only the Python-to-SQLite round trips per row are fewer."""
+    if not pending:
+        return
+    got = conn.executemany(_INSERT, [
+        (r.agent_id, mid, r.user_id, r.type.value, stored, metas[i][0], r.confidence,
+         r.source, now, r.expires_at)
+        for i, mid in pending for r, stored in (prepared[i],)])
+    rids = [row[0] for row in got]
+    assert len(rids) == len(pending), "an insert answered no rid"
+    conn.executemany("INSERT INTO vectors VALUES(?, ?)", [
+        (vid(scopes[prepared[i][0].agent_id][0], rid), blobs[i])
+        for (i, _), rid in zip(pending, rids, strict=True)])
+    for (i, mid), rid in zip(pending, rids, strict=True):
+        r = prepared[i][0]
+        if metas[i][1] is not None:
+            put_context(conn, rid, metas[i][1])
+        indexed.append((rid, keys[i], scopes[r.agent_id][1]))
+        if links[i]:
+            conn.executemany("INSERT OR IGNORE INTO links VALUES(?, ?, ?, 'link')",
+                             [(r.agent_id, mid, dst) for dst in links[i]])
+        added.setdefault(r.agent_id, []).append(CachedRow(
+            rid, mid, r.user_id, r.type, now, r.expires_at, False, vectors[i]))
 
 
 def index_last(conn: Any, indexed: list[tuple[int, str, str]]) -> None:

@@ -86,8 +86,9 @@ def likeness(mtype: MemoryType, stored: str,
     # Keys of every candidate first, then only the few that match are looked at (a write
     # into a full scope compares 1,000 texts).
     keys = list(map(_keys, [text for _, text in rows]))
-    hits = [n for n, k in enumerate(keys)
-            if k[0] == key or (words is not None and k[1] == words)]
+    # A write's own words key never equals None, so a text without words never matches it.
+    hits = [n for n, (k, w) in enumerate(keys) if k == key or w == words] \
+        if words is not None else [n for n, (k, _) in enumerate(keys) if k == key]
     identical = [rows[n][0] for n in hits if keys[n][0] == key]
     same_words = [rows[n][0] for n in hits if keys[n][0] != key]
     return Likeness(identical, same_words)

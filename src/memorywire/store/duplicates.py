@@ -138,7 +138,8 @@ def twins(reqs: Sequence[RememberRequest], looks: Sequence[Look],
         if not look.dedupe or v.duplicate is not None:
             continue
         key = (req.agent_id, req.user_id, req.type, content_key(req.type, look.stored),
-               json.dumps(look.metadata or {}, sort_keys=True, default=str))
+               json.dumps(look.metadata, sort_keys=True, default=str) if look.metadata
+               else "{}")
         if key in first:
             out[n] = first[key]
         else:

@@ -223,9 +223,10 @@ def _verdicts(reqs: Sequence[RememberRequest], looks: Sequence[Look], at: Sequen
     out = [Verdict() for _ in reqs]
     for n, rows in zip(at, found, strict=True):
         if rows:
-            unique = {i: (text, cos) for i, text, cos in rows}
-            out[n] = _verdict(reqs[n], looks[n], [(i, t) for i, (t, _) in unique.items()],
-                              {i: cos for i, (_, cos) in unique.items()})
+            # each id once (the last of its rows wins, in first-seen order)
+            texts = {i: text for i, text, _ in rows}
+            out[n] = _verdict(reqs[n], looks[n], list(texts.items()),
+                              {i: cos for i, _, cos in rows})
     return out
 
 

@@ -158,7 +158,9 @@ class RememberRequest(_Strict):
                             Field(max_length=1000)] | None = None
 
     def typed(self) -> dict[str, Any]:
-        """The typed fields this request sets."""
+        """The typed fields this request sets (in ``FIELDS`` order: the stored metadata's)."""
+        if self.model_fields_set.isdisjoint(FIELDS):
+            return {}  # all default to None: one a request holds was set, so it is in the set
         return {n: v for n in FIELDS if (v := getattr(self, n)) is not None}
 
     @field_validator("content")

@@ -9,7 +9,7 @@ def test_without_iterative_scans_the_width_grows_with_the_agents_rarity() -> Non
     # an agent owning a tenth of the table needs ten times the candidates to keep its pool
     assert ann_ef(10, 100_000, 1_000_000, (0, 6, 2)) == 400
     assert ann_ef(10, 1_000, 1_000_000, (0, 6, 2)) == 1000  # capped
-    assert ann_ef(10, 1_000_000, 1_000_000, (0, 6, 2)) == SINGLE_PASS_FLOOR == 200  # floor
+    assert ann_ef(10, 1_000_000, 1_000_000, (0, 6, 2)) == SINGLE_PASS_FLOOR == 250  # floor
 
 
 def test_with_iterative_scans_the_width_is_the_pools_alone() -> None:

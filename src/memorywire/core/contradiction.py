@@ -313,12 +313,12 @@ def _score(a: _Parsed, b: _Parsed) -> tuple[float, tuple[str, str, str] | None] 
 def _score_parts(p: _Parts, b: _Parsed) -> tuple[float, tuple[str, str, str] | None] | None:
     """:func:`_score` of ``_reading(p)`` against ``b``, read from the old side's cached
     tuples without building its sets: a scan scores every related candidate of every write
-    (every one of a look-alike scope's candidates) and keeps five, and building each old
-    side's sets was much of that (docs/benchmarks.md, ingest35c). The same integers go into the same divisions, so the similarity is the same
-    float: the subjects less their tails share exactly what the whole subjects share (a
-    dropped tail word is one the other side lacks), and each count follows from the other
-    side's set. ``test_contradiction_fast`` holds it to :func:`_score` on every pair of a
-    corpus and a real store's writes."""
+    (in a look-alike scope, every candidate) and keeps five, and building each old side's
+    sets was much of that (docs/benchmarks.md, ingest35c). The same integers go into the
+    same divisions, so the similarity is the same float: the subjects less their tails
+    share exactly what the whole subjects share (a dropped tail word is one the other side
+    lacks), and each count follows from the other side's set. ``test_contradiction_fast``
+    holds it to :func:`_score` on every pair of a corpus and on a real store's writes."""
     words, subject, values, negated, cue, tail, _, terms, _, _ = p
     other = b.subject
     if negated == b.negated and not b.additive:

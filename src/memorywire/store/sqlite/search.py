@@ -56,7 +56,14 @@ from memorywire.core.scoring import (
 from memorywire.core.textsearch import query_terms
 from memorywire.store._vector_cache import ScopeIndex
 from memorywire.store.sqlite.contexts import CONTEXT_SQL, metadata_of
-from memorywire.store.sqlite.feedback import FEEDBACK_MAX_ROWS, feedback_query, fused_scores
+from memorywire.store.sqlite.feedback import FEEDBACK_MAX_ROWS, feedback_query
+from memorywire.store.sqlite.fts_lists import (  # ranged_scores: re-exported
+    FirstRound,
+    feedback_ranked,
+    first_ranked,
+    first_round,
+    ranged_scores,
+)
 from memorywire.store.sqlite.fts_units import (
     COMMON_TTL_S,
     PREFIX_LEN,
@@ -242,19 +249,6 @@ def in_range(scope_rows: int | None, matched: int, rid_range: tuple[int, int]) -
         scope_rows > matched or rid_range[1] - rid_range[0] < RANGE_SLACK * scope_rows)
 
 
-def ranged_scores(conn: Any, kept: Sequence[str], matched: int,
-                  rid_range: tuple[int, int]) -> list[tuple[int, float]]:
-    """Every row in ``rid_range`` matching any of ``kept`` (units matching at most
-    ``matched`` rows), with its BM25 score (FTS5's sign: lower is better), best first."""
-    if not kept:
-        return []
-    rows: list[tuple[int, float]] = conn.execute(  # (int, float) tuples as SQLite gives them
-        "SELECT rowid, bm25(memories_fts, 1.0, 0.0) AS s FROM memories_fts "
-        "WHERE memories_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY s LIMIT ?",
-        (f"body : ({' OR '.join(kept)})", *rid_range, matched)).fetchall()
-    return rows
-
-
 def shared_words(rows: UnitRows, rid: int, text: str, enough: int,
                  common: frozenset[str] = frozenset()) -> int:
     """How many distinct content words of ``text`` row ``rid``'s full-text key holds
@@ -353,12 +347,12 @@ def rank_scope(
     _, (units, informed), common = scope_words(conn, index, req, now, memo)
     # In range, the first round keeps every match's score: the feedback round then ranks
     # only its new words' rows (see feedback.fused_scores).
-    scored: list[tuple[int, float]] | None = once("scored", lambda: (
-        ranged_scores(conn, units[0], units[1], rid_range)
+    scored: FirstRound | None = once("scored", lambda: (
+        first_round(conn, units[0], units[1], rid_range)
         if in_range(index.n, units[1], rid_range) else None))
     # Ranged, a list is the same for every search of the recall: its scan is shared.
     lexical = once("lexical", lambda: _ScopeScan(
-        [rid for rid, _ in scored], index, mask)).first(pool) if scored is not None else \
+        first_ranked(scored), index, mask)).first(pool) if scored is not None else \
         _in_scope(lexical_rids(conn, req.agent_id, req.query, max(20 * pool, 1000),
                                scope_rows=index.n, units=units, rid_range=rid_range),
                   index, mask, pool)
@@ -374,8 +368,8 @@ def rank_scope(
         if words:
             more = [_quote(w) for w in words]
             both = ([*units[0], *more], units[1] + FEEDBACK_MAX_ROWS * len(more))
-            feedback = once(("fed", tuple(more)), lambda: _ScopeScan(fused_scores(
-                scored, ranged_scores(conn, more, both[1] - units[1], rid_range)),
+            feedback = once(("fed", tuple(more)), lambda: _ScopeScan(feedback_ranked(
+                conn, scored, more, both[1] - units[1], rid_range),
                 index, mask)).first(pool) \
                 if scored is not None and in_range(index.n, both[1], rid_range) else \
                 _in_scope(lexical_rids(conn, req.agent_id, "", max(20 * pool, 1000),

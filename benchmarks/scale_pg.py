@@ -52,6 +52,7 @@ from psycopg.types import TypeInfo
 from memorywire.embed.base import Vectors
 from memorywire.store.postgres import PostgresStore
 from memorywire.store.postgres.hnsw import iterative
+from memorywire.store.postgres.knn import ann_ef, scope_counts
 from memorywire.store.postgres.partitions import partition_by_agent
 from memorywire.testing.pg_cluster import PG_BIN_ENV, start_cluster
 from memorywire.testing.postgres import start_pgserver
@@ -297,7 +298,19 @@ async def run(
             await store.aclose()
         result[label] = {"p50_ms": round(_pct(lat, 50), 2), "p95_ms": round(_pct(lat, 95), 2),
                          "recall_at_10": round(float(np.mean(recall)), 4)}
+        if label == "hnsw":
+            result[label]["ef_search"] = await _ef_search(
+                dsn, agents, tuple(int(p) for p in str(versions[1]).split(".")))
     return result
+
+
+async def _ef_search(dsn: str, agents: int, pgvector: tuple[int, ...]) -> dict[str, int]:
+    """The ``hnsw.ef_search`` the store asks for a k=10 search of each agent's scope (from
+    the same counts it reads), summarised over the agents."""
+    async with await psycopg.AsyncConnection.connect(dsn, row_factory=dict_row) as conn:
+        counts = await scope_counts(conn, [f"agent-{a}" for a in range(agents)], 0)
+    efs = sorted(ann_ef(10, rows, graph, pgvector) for rows, graph in counts.values())
+    return {"min": efs[0], "median": efs[len(efs) // 2], "max": efs[-1]}
 
 
 def _table(res: dict[str, Any]) -> str:

@@ -3,9 +3,10 @@ with the ``hnsw.ef_search`` it sets, goes through the partition's HNSW graph, an
 written first into the scope is still found after thousands of others.
 
 Runs on pgserver's PostgreSQL 16 + pgvector 0.6 (no iterative scans: ``ef_search`` scaled by
-the agent's share of the table) and, when ``MEMORYWIRE_PG_BIN`` names a build with pgvector
-0.8 or later, on that too (iterative scans: ``ef_search`` not scaled; scaled, the planner
-chose a sequential scan of the whole partition for recall, docs/decisions.md "pg1m")."""
+the agent's share of its partition, pgshare35) and, when ``MEMORYWIRE_PG_BIN`` names a build
+with pgvector 0.8 or later, on that too (iterative scans: ``ef_search`` not scaled; scaled,
+the planner chose a sequential scan of the whole partition for recall, docs/decisions.md
+"pg1m")."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from memorywire.store.postgres.conflicts import (
     probe_candidates,
 )
 from memorywire.store.postgres.hnsw import iterative
-from memorywire.store.postgres.knn import ann_ef
+from memorywire.store.postgres.knn import ann_ef, scope_counts
 from memorywire.store.postgres.partitions import partition_by_agent
 from memorywire.store.postgres.sql import vector_literal
 from memorywire.store.timeline import CONFLICT_NEIGHBOURS, Probe
@@ -109,10 +110,21 @@ async def test_a_large_partitioned_scopes_conflict_search_uses_its_graph(dsn: st
             agent_id="big", user_id="u", type=MemoryType.SEMANTIC, content=KLM))).id
         _fill(dsn, emb.dim)
         version = _pgvector(dsn)
-        rows, total = BIG + 1, BIG + 1 + OTHERS
+        with psycopg.connect(dsn) as sync:
+            part = sync.execute(  # the rows of big's partition, counted
+                "SELECT count(*) FROM memorywire_memories WHERE tableoid = (SELECT tableoid "
+                "FROM memorywire_memories WHERE agent_id = 'big' LIMIT 1)").fetchone()
+        assert part is not None and BIG < part[0] < BIG + 1 + OTHERS
+        async with await psycopg.AsyncConnection.connect(dsn, row_factory=dict_row) as conn:
+            counts = await scope_counts(conn, ["big"], CONFLICT_EXACT_ROWS)
+        # the store reads the graph as big's partition, not the table it is a tenth of
+        assert counts == {"big": (BIG + 1, part[0])}
+        rows, total = counts["big"]
         ef = ann_ef(CONFLICT_NEIGHBOURS, rows, total, version)
-        # a tenth of the table: scaled tenfold only without iterative scans
-        assert ef == 100 if iterative(version) else ef > 600
+        # scaled by the share of the partition only without iterative scans: from a tenth
+        # of the table it asked for more than 600 before pgshare35
+        assert ef == 100 if iterative(version) else ef <= 300
+        assert ann_ef(CONFLICT_NEIGHBOURS, rows, BIG + 1 + OTHERS, (0, 6, 2)) > 600
 
         probe = Probe("big", "u", MemoryType.SEMANTIC, RYANAIR, emb.embed([RYANAIR])[0])
         conn = await _Explaining.connect(dsn, row_factory=dict_row, autocommit=True)

@@ -57,3 +57,6 @@ async def test_the_hnsw_run_reports_its_build_and_both_legs(pg_dsn: str) -> None
     for leg in ("exact", "hnsw"):
         assert {"p50_ms", "recall_at_10"} <= set(res[leg])
     assert res["exact"]["recall_at_10"] == 1.0
+    # the width the store asked of the graph (pgshare35), per agent: min <= median <= max
+    ef = res["hnsw"]["ef_search"]
+    assert 0 < ef["min"] <= ef["median"] <= ef["max"] <= 1000

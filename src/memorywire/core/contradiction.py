@@ -227,21 +227,31 @@ def _parts(text: str) -> _Parts:
 
 def _frame(a: _Parsed, b: _Parsed) -> tuple[str, str, str] | None:
     """``(frame words, old span, new span)`` when the sentences differ in one short span."""
-    x, y = a.words, b.words
+    return _frame_of(a.words, b.words, a.values)
+
+
+def _frame_of(x: tuple[str, ...], y: tuple[str, ...],
+              values: Iterable[str]) -> tuple[str, str, str] | None:
+    """:func:`_frame` on the old sentence's words and values and the new one's words (what
+    a scan has without building the old side's sets)."""
+    lx, ly = len(x), len(y)
+    if lx - ly > MAX_VALUE_WORDS - 1 or ly - lx > MAX_VALUE_WORDS - 1:
+        return None  # the spans differ in length by as much: one is empty or too long
+    n = min(lx, ly)
     p = 0
-    while p < min(len(x), len(y)) and x[p] == y[p]:
+    while p < n and x[p] == y[p]:
         p += 1
     s = 0
-    while s < min(len(x), len(y)) - p and x[-1 - s] == y[-1 - s]:
+    while s < n - p and x[-1 - s] == y[-1 - s]:
         s += 1
-    old, new = x[p:len(x) - s], y[p:len(y) - s]
+    old, new = x[p:lx - s], y[p:ly - s]
     if not old or not new or len(old) > MAX_VALUE_WORDS or len(new) > MAX_VALUE_WORDS:
         return None
     if any(w in _NEGATIONS or w in _CUES for w in old + new):
         return None
-    if a.values.intersection(x[len(x) - s:]):
+    if s and not frozenset(x[lx - s:]).isdisjoint(values):
         return None  # the same value after a different word: another slot, not a new value
-    kept = [w for w in x[:p] + x[len(x) - s:] if w not in _STOP and w not in _NEGATIONS]
+    kept = [w for w in x[:p] + x[lx - s:] if w not in _STOP and w not in _NEGATIONS]
     if len({_norm(w) for w in kept} - _GENERIC) < 2:
         return None
     return " ".join(kept), " ".join(old), " ".join(new)
@@ -300,6 +310,51 @@ def _score(a: _Parsed, b: _Parsed) -> tuple[float, tuple[str, str, str] | None] 
     return sim, None
 
 
+def _score_parts(p: _Parts, b: _Parsed) -> tuple[float, tuple[str, str, str] | None] | None:
+    """:func:`_score` of ``_reading(p)`` against ``b``, read from the old side's cached
+    tuples without building its sets: a scan scores every related candidate of every write
+    (in a look-alike scope, every candidate) and keeps five, and building each old side's
+    sets was much of that (docs/benchmarks.md, ingest35c). The same integers go into the
+    same divisions, so the similarity is the same float: the subjects less their tails
+    share exactly what the whole subjects share (a dropped tail word is one the other side
+    lacks), and each count follows from the other side's set. ``test_contradiction_fast``
+    holds it to :func:`_score` on every pair of a corpus and on a real store's writes."""
+    words, subject, values, negated, cue, tail, _, terms, _, _ = p
+    other = b.subject
+    if negated == b.negated and not b.additive:
+        frame = _frame_of(words, b.words, values)
+        if frame is not None:
+            both = len(other.intersection(subject))
+            return max(both / max(len(subject) + len(other) - both, 1), MIN_SIMILARITY), frame
+    # each side's subject less its tail words the other side lacks
+    size_a = len(subject) - len(tail) + len(other.intersection(tail)) if tail else len(subject)
+    size_b = len(other) - len(b.tail) + len(b.tail.intersection(subject)) if b.tail \
+        else len(other)
+    if not size_a or not size_b:
+        return None
+    shared = other.intersection(subject)
+    if not shared - _GENERIC:
+        return None  # _overlap's 0.0, under MIN_SIMILARITY
+    jaccard = len(shared) / (size_a + size_b - len(shared))
+    if cue or b.cue:
+        contained = len(shared) / min(size_a, size_b)
+        sim = max(jaccard, contained / 2 if contained < 1 else MIN_SIMILARITY)
+    else:
+        sim = jaccard
+    if sim < MIN_SIMILARITY:
+        return None
+    if negated != b.negated:
+        return sim, None
+    if b.additive:
+        return None
+    new_terms = b.terms
+    old_only = len(terms) - len(new_terms.intersection(terms))
+    new_only = len(new_terms) - (len(terms) - old_only)
+    if not old_only or not new_only or old_only > MAX_VALUE_WORDS or new_only > MAX_VALUE_WORDS:
+        return None
+    return sim, None
+
+
 def _why(a: _Parsed, b: _Parsed, frame: tuple[str, str, str] | None) -> str:
     """What differs, for the reviewer, of a pair :func:`_score` kept (with its frame)."""
     if frame is not None:
@@ -342,20 +397,20 @@ def find_conflicts(new: str, stored: Iterable[tuple[str, str]], limit: int = 5, 
     # are scored in id order (a stable sort: equal ids keep their order, as ``nsmallest``
     # does), so once ``limit`` pairs at 1.0, the highest similarity there is, are kept no
     # later pair can outrank them.
-    related = [(id, _reading(p)) for id, p in texts
+    related = [(id, p) for id, p in texts
                if not subject.isdisjoint(p[1]) or len(words.intersection(p[6])) >= 2]
     scored = []
     top = 0
-    for id, a in sorted(related, key=itemgetter(0)):
-        verdict = _score(a, b)
+    for id, p in sorted(related, key=itemgetter(0)):
+        verdict = _score_parts(p, b)
         if verdict is not None:
             neg = -round(verdict[0], 4)
-            scored.append((neg, id, a, verdict[1]))
+            scored.append((neg, id, p, verdict[1]))
             top += neg == -1.0
             if top == limit > 0:
                 break  # a look-alike scope (an agent's log): the rest cannot be kept
-    out = [Candidate(id=id, similarity=-neg, why=_why(a, b, frame))
-           for neg, id, a, frame in heapq.nsmallest(limit, scored, key=lambda t: (t[0], t[1]))]
+    out = [Candidate(id=id, similarity=-neg, why=_why(_reading(p), b, frame))
+           for neg, id, p, frame in heapq.nsmallest(limit, scored, key=lambda t: (t[0], t[1]))]
     if closeness and len(out) < limit:
         near = closest_changed(b, _closest_of_kind(b, texts, closeness), closeness)
         if near is not None and all(c.id != near[0] for c in out):

@@ -28,6 +28,7 @@ from memorywire.core.timeline import (
 )
 from memorywire.embed.base import Vectors
 from memorywire.errors import InvalidRequest, NotFound
+from memorywire.store._gc import batch_collections
 from memorywire.store.base import MemoryStore
 from memorywire.store.duplicates import (
     Look,
@@ -273,6 +274,7 @@ async def repeated_memory(store: MemoryStore, req: RememberRequest) -> RememberR
     return found.duplicate
 
 
+@batch_collections
 async def remember_in_time(store: MemoryStore, reqs: Sequence[RememberRequest],
                            write: Write, *, scanning: ScanningWrite | None = None,
                            embed: Embed | None = None) -> list[RememberResponse]:

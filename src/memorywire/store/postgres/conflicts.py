@@ -6,7 +6,8 @@ current memories of the write's agent, user and type:
 * **nearest by vector**: the :data:`CONFLICT_NEIGHBOURS` closest. A scope of at most
   :data:`CONFLICT_EXACT_ROWS` rows is searched exactly through the ``(agent_id, user_id)``
   index, with the ``hnsw.ef_search`` recall asks for (:func:`~memorywire.store.postgres.knn.ann_ef`:
-  scaled by the agent's share of the table only before pgvector 0.8's iterative scans,
+  scaled by the agent's share of the graph it walks, its partition's on a partitioned
+  table, only before pgvector 0.8's iterative scans,
   :mod:`memorywire.store.postgres.hnsw`; scaled on 0.8 the planner prices the index above
   a sequential scan of the agent's partition), and without recall's exact fallback: a
   write must not pay a scan of a large scope, and a short list only means fewer candidates.
@@ -31,7 +32,7 @@ from memorywire.core.contradiction import subject_terms
 from memorywire.core.timeline import TIME_KEY
 from memorywire.store.postgres.db import Conn, PgDb
 from memorywire.store.postgres.hnsw import hnsw_settings
-from memorywire.store.postgres.knn import ann_ef
+from memorywire.store.postgres.knn import ann_ef, scope_counts
 from memorywire.store.postgres.migrations import TS_CONFIG
 from memorywire.store.postgres.sql import TABLE, PgVector
 from memorywire.store.timeline import CONFLICT_LEXICAL, CONFLICT_NEIGHBOURS, Found, Probe
@@ -127,11 +128,8 @@ async def conflict_candidates(db: PgDb, probes: Sequence[Probe]) -> list[Found]:
     out: list[Found] = []
     common = _common.setdefault(db, _Common())
     async with db.single() as conn:
-        cur = await conn.execute(
-            "SELECT agent_id, rows, (SELECT coalesce(sum(rows), 0) "
-            "FROM memorywire_agent_counts) AS total FROM memorywire_agent_counts "
-            "WHERE agent_id = ANY(%s)", (sorted({p.agent_id for p in probes}),))
-        counts = {r["agent_id"]: (int(r["rows"]), int(r["total"])) for r in await cur.fetchall()}
+        counts = await scope_counts(conn, sorted({p.agent_id for p in probes}),
+                                    CONFLICT_EXACT_ROWS)
         lexemes = await common.get(conn)
         now = db.clock.now_ms()
         for probe in probes:
@@ -143,8 +141,9 @@ async def conflict_candidates(db: PgDb, probes: Sequence[Probe]) -> list[Found]:
 
 async def probe_candidates(conn: Conn, probe: Probe, rows: int, total: int, common: list[str],
                            now: int, version: tuple[int, ...] | None) -> Found:
-    """One probe's candidates on ``conn`` (autocommit), for a scope of ``rows`` out of
-    ``total``; the HNSW settings are set in, and end with, a transaction of their own."""
+    """One probe's candidates on ``conn`` (autocommit), for a scope of ``rows`` in a graph
+    of ``total`` (:func:`~memorywire.store.postgres.knn.scope_counts`); the HNSW settings
+    are set in, and end with, a transaction of their own."""
     args = probe_args(probe, common, now)
     terms = bool(args["terms"])
     if rows <= CONFLICT_EXACT_ROWS:

@@ -43,3 +43,40 @@ def test_hybrid_rank_returns_nothing_below_floor_and_caps_k() -> None:
     assert hybrid_rank(cos, ["b", "a"], [], k=5, floor=0.4, lexical_floor=0.3) == []
     many = {str(i): 0.9 for i in range(10)}
     assert len(hybrid_rank(many, list(many), [], k=3, floor=0.4, lexical_floor=0.3)) == 3
+
+
+def _reference_top(scores: np.ndarray, m: int) -> list[int]:
+    """Best first, ties by lower index, NaN never ahead of a number (a full sort)."""
+    keyed = [(np.isnan(v), -float(v) if not np.isnan(v) else 0.0, i)
+             for i, v in enumerate(scores.tolist())]
+    return [i for _, _, i in sorted(keyed)][:m]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("m", [1, 10, 50, 400])
+@pytest.mark.parametrize("shape", ["random", "ties", "ascending", "sample_high", "nan"])
+def test_exact_top_large_scopes_match_full_sort(seed: int, m: int, shape: str) -> None:
+    # Above NARROW_FROM the top is found from a strided sample's threshold; whatever the
+    # sample holds (its rows the best, the worst, NaN, or ties at the cut) the answer must be
+    # the full sort's.
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    scores = rng.standard_normal(n).astype(np.float32)
+    if shape == "ties":
+        scores = rng.integers(0, 30, size=n).astype(np.float32)
+    elif shape == "ascending":
+        scores = np.sort(scores)
+    elif shape == "sample_high":
+        scores[::32] += 10.0  # the sample is the top: too few rows reach its threshold
+    elif shape == "nan":
+        scores[rng.choice(n, size=300, replace=False)] = np.nan
+        scores[::64] = np.nan
+    assert exact_top(scores, m).tolist() == _reference_top(scores, m)
+
+
+def test_exact_top_narrowing_is_taken_on_a_plain_large_scope() -> None:
+    from memorywire.core.scoring import _narrowed
+
+    scores = np.random.default_rng(7).standard_normal(100_000).astype(np.float32)
+    part = _narrowed(scores, 50)
+    assert part is not None and 50 <= part.size < 1_000

@@ -107,24 +107,27 @@ def _narrowed(scores: npt.NDArray[np.floating[Any]], m: int) -> npt.NDArray[np.i
     A partition of 100k scores costs several times a pass that compares them with one
     number. So a strided sample's score about ``6m / SAMPLE_STRIDE`` from its top is taken
     as a threshold, expected to leave about six times ``m`` scores at or above it (fewer
-    than ``m`` is then rare unless the sample is unlike the rest); when
-    at least ``m`` are, the ``m``-th highest of all is among them, and only they are
-    partitioned. The answer is the one a full partition gives, whatever the sample holds:
-    a sample that leaves too few (or is NaN) only sends the caller the long way."""
+    than ``m`` is then rare unless the sample is unlike the rest, and a sample rank four
+    times deeper is tried); when at least ``m`` are, the ``m``-th highest of all is among
+    them, and only they are partitioned. The answer is the one a full partition gives,
+    whatever the sample holds: a sample that leaves too few (or is NaN) only sends the
+    caller the long way."""
     n = int(scores.shape[0])
     if n < NARROW_FROM:
         return None
     sample = scores[::SAMPLE_STRIDE]
     s = int(sample.shape[0])
     j = -(-6 * m // SAMPLE_STRIDE) + 2
-    if 4 * j > s:
-        return None
-    threshold = np.partition(sample, s - j)[s - j]
-    if np.isnan(threshold):
-        return None
-    above = np.flatnonzero(scores >= threshold)
-    if above.size < m:
-        return None
+    while True:
+        if 4 * j > s:
+            return None
+        threshold = np.partition(sample, s - j)[s - j]
+        if np.isnan(threshold):
+            return None
+        above = np.flatnonzero(scores >= threshold)
+        if above.size >= m:
+            break
+        j *= 4  # a sample unlike the rest (a cluster of near-duplicates it missed): lower
     held = scores[above]
     cut = np.partition(held, held.size - m)[held.size - m]
     part: npt.NDArray[np.intp] = above[held >= cut]

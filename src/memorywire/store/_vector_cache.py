@@ -24,12 +24,18 @@ import numpy.typing as npt
 from memorywire.store._coarse_index import CoarseIndex
 from memorywire.wire.models import MemoryType
 
-__all__ = ["NO_EXPIRY", "TYPE_CODES", "CachedRow", "ScopeCache", "ScopeIndex"]
+__all__ = ["NO_EXPIRY", "SCOPE_CACHE_FROM", "TYPE_CODES", "CachedRow", "ScopeCache", "ScopeIndex"]
 
 #: ``expires_at`` of a memory that never expires, as an int64 sentinel.
 NO_EXPIRY = np.iinfo(np.int64).max
 TYPE_CODES: dict[MemoryType, int] = {t: i for i, t in enumerate(MemoryType)}
 _CODE_OF_VALUE: dict[str, int] = {t.value: i for t, i in TYPE_CODES.items()}
+#: From this many rows on, a scope index keeps its recall masks (:meth:`ScopeIndex.scope`);
+#: below it a mask costs less than keeping it.
+SCOPE_CACHE_FROM = 4096
+#: At most this many (user, types) masks per scope index, oldest first out.
+_SCOPES_KEPT = 8
+_NEVER = int(np.iinfo(np.int64).min)
 #: Rough per-row cost of the Python-side columns (id, user, position map).
 _ROW_OVERHEAD = 200
 
@@ -69,6 +75,8 @@ class ScopeIndex:
         #: The conflict search's coarse clusters of this matrix, built on first use by a
         #: large scope and grown by :meth:`extend` (:mod:`memorywire.store._coarse_index`).
         self.coarse: CoarseIndex | None = None
+        #: Recall scope masks by (user, types), see :meth:`scope`.
+        self._scopes: dict[tuple[str | None, frozenset[MemoryType] | None], _Scope] = {}
 
     @classmethod
     def from_rows(cls, dim: int, version: int, rows: Sequence[Sequence[Any]],
@@ -203,6 +211,53 @@ class ScopeIndex:
         if fresher_than_ms is not None:
             mask &= self._created[: self.n] >= fresher_than_ms
         return mask
+
+
+    def scope(self, now_ms: int, *, user_id: str | None, types: Sequence[MemoryType] | None,
+              ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
+        """:meth:`eligible` without a freshness bound, and its true positions, both
+        read-only.
+
+        A 100k-row scope's mask (and its positions; a user's rows compare an object column)
+        cost a recall a pass over every row, though it changes only when a row is appended
+        or ``now_ms`` crosses an ``expires_at``: every other change to the rows (a forget,
+        a supersession, an edit, a demotion, any write of another connection) makes a new
+        index. So from ``SCOPE_CACHE_FROM`` rows on the mask is kept with the row count
+        and the clock interval over which it holds: from the latest ``expires_at`` at or
+        before ``now_ms`` (a row that expired then stays expired) to the earliest after it
+        (a row still live stays live until then)."""
+        n = self.n
+        if n < SCOPE_CACHE_FROM:
+            mask = self.eligible(now_ms, user_id=user_id, types=types, fresher_than_ms=None)
+            return mask, np.flatnonzero(mask)
+        key = (user_id, None if types is None else frozenset(types))
+        kept = self._scopes.get(key)
+        if kept is not None and kept.n == n and kept.since <= now_ms < kept.until:
+            return kept.mask, kept.positions
+        mask = self.eligible(now_ms, user_id=user_id, types=types, fresher_than_ms=None)
+        expires = self._expires[:n]
+        live = expires > now_ms
+        since = int(expires[~live].max()) if not live.all() else _NEVER
+        until = int(expires[live].min()) if live.any() else NO_EXPIRY
+        positions = np.flatnonzero(mask)
+        mask.flags.writeable = False
+        positions.flags.writeable = False
+        if len(self._scopes) >= _SCOPES_KEPT and key not in self._scopes:
+            self._scopes.pop(next(iter(self._scopes)))
+        self._scopes[key] = _Scope(n, since, until, mask, positions)
+        return mask, positions
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """One recall scope's mask and positions over the first ``n`` rows, valid for a clock
+    in ``[since, until)``."""
+
+    n: int
+    since: int
+    until: int
+    mask: npt.NDArray[np.bool_]
+    positions: npt.NDArray[np.intp]
 
 
 class ScopeCache:

@@ -274,6 +274,24 @@ def _agreement(rows: UnitRows, rid_of: dict[str, int], text: str,
     return agree
 
 
+def _scope(conn: Any, index: ScopeIndex, req: RecallRequest, now: int,
+           memo: dict[Any, Any]) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
+    """The recall's scope mask and its positions, once per recall (``memo``). Without a
+    freshness bound or a metadata filter both come from the index's kept masks
+    (:meth:`ScopeIndex.scope`: read-only, and the same arrays for the next recall)."""
+    if "mask" not in memo:
+        if req.fresher_than_days is None and not req.filter and not req.where:
+            memo["mask"], memo["positions"] = index.scope(
+                now, user_id=req.user_id, types=req.types)
+        else:
+            memo["mask"] = _mask(conn, index, req, now)
+    if "positions" not in memo:
+        memo["positions"] = np.flatnonzero(memo["mask"])
+    mask: npt.NDArray[np.bool_] = memo["mask"]
+    positions: npt.NDArray[np.intp] = memo["positions"]
+    return mask, positions
+
+
 def _mask(conn: Any, index: ScopeIndex, req: RecallRequest, now: int) -> npt.NDArray[np.bool_]:
     mask = index.eligible(
         now, user_id=req.user_id, types=req.types,
@@ -334,8 +352,7 @@ def rank_scope(
             memo[key] = make()
         return memo[key]
 
-    mask: npt.NDArray[np.bool_] = once("mask", lambda: _mask(conn, index, req, now))
-    positions: npt.NDArray[np.intp] = once("positions", lambda: np.flatnonzero(mask))
+    mask, positions = _scope(conn, index, req, now, memo)
     if positions.size == 0:
         return []
     pool = candidate_pool(req.k)
@@ -406,9 +423,7 @@ def scope_words(conn: Any, index: ScopeIndex, req: RecallRequest, now: int,
     query words most of the scope holds (``COMMON_SHARE``: left out of the list). Kept in
     ``memo`` (see :func:`rank_scope`), so the recall runner reads them for free."""
     if "common" not in memo:
-        mask = memo["mask"] if "mask" in memo else memo.setdefault(
-            "mask", _mask(conn, index, req, now))
-        positions = memo.setdefault("positions", np.flatnonzero(mask))
+        mask, positions = _scope(conn, index, req, now, memo)
         if not positions.size:  # nothing in scope: nothing to count
             memo.setdefault("counted", ([], 0))
             memo.setdefault("units", (([], 0), 0.0))
@@ -429,7 +444,8 @@ def _rid_range(index: ScopeIndex, memo: dict[Any, Any]) -> tuple[int, int]:
     """The lowest and highest row id the agent holds, once per recall (``memo``)."""
     if "rid_range" not in memo:
         rids = index.rids
-        memo["rid_range"] = (int(rids.min()), int(rids.max()))
+        memo["rid_range"] = (int(rids[0]), int(rids[-1])) if index.rids_ascending else (
+            int(rids.min()), int(rids.max()))
     rid_range: tuple[int, int] = memo["rid_range"]
     return rid_range
 

@@ -50,7 +50,7 @@ from typing import NamedTuple
 
 from memorywire.core.contradiction_meaning import ADDITIVE, closest_changed, value_kind
 
-__all__ = ["MIN_SIMILARITY", "Candidate", "find_conflicts", "judge", "subject_terms"]
+__all__ = ["MIN_SIMILARITY", "STATEMENTS_CACHED", "Candidate", "find_conflicts", "judge", "subject_terms"]
 
 MIN_SIMILARITY = 0.4
 MAX_VALUE_WORDS = 3
@@ -169,7 +169,16 @@ def _reading(parts: _Parts) -> _Parsed:
         frozenset(lead) if lead else _NONE, additive))
 
 
-@lru_cache(maxsize=65536)
+#: Statements whose reading :func:`_parts` keeps. A write compares itself with a few memories
+#: spread over its whole scope, so the cache must hold a scope's texts for a write's cost not
+#: to grow with the scope: with room for 65,536, every batch into a scope past that reparsed
+#: tens of thousands of statements its predecessors had read, and a write into a 95k-row scope
+#: cost 1.7 times one into a 5k-row one (issue 35, flat35). Room for 131,072 holds a
+#: 100k-memory scope (about 1.3 kB an entry when full; the cache only fills with texts seen).
+STATEMENTS_CACHED = 1 << 17
+
+
+@lru_cache(maxsize=STATEMENTS_CACHED)
 def _parts(text: str) -> _Parts:
     """:func:`_parse`'s reading of ``text``, its sets as tuples (their order means nothing).
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from memorywire.wire.models import MemoryType
 
-__all__ = ["NEAR_DUPLICATE_COSINE", "NEAR_DUPLICATE_LIMIT", "Likeness", "content_key",
+__all__ = ["NEAR_DUPLICATE_COSINE", "NEAR_DUPLICATE_LIMIT", "TEXTS_CACHED", "Likeness", "content_key",
            "likeness", "near_duplicates", "same_metadata"]
 
 #: The cosine of two stored vectors from which a memory is reported as a near-duplicate. With
@@ -50,7 +50,13 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-@lru_cache(maxsize=65536)
+#: Texts whose digests :func:`_keys` keeps: a scope's worth, as for the contradiction rules'
+#: parses (``contradiction.STATEMENTS_CACHED``, issue 35): a write's candidates spread over
+#: the whole scope, and a cache smaller than the scope made later writes cost more.
+TEXTS_CACHED = 1 << 17
+
+
+@lru_cache(maxsize=TEXTS_CACHED)
 def _keys(text: str) -> tuple[bytes, bytes | None]:
     """Digests of a text's normalised content and of its words (``None``: it has none):
     cached, as a write compares its text with each of the scope's newest memories, mostly

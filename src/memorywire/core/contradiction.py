@@ -50,7 +50,8 @@ from typing import NamedTuple
 
 from memorywire.core.contradiction_meaning import ADDITIVE, closest_changed, value_kind
 
-__all__ = ["MIN_SIMILARITY", "STATEMENTS_CACHED", "Candidate", "find_conflicts", "judge", "subject_terms"]
+__all__ = ["MIN_SIMILARITY", "STATEMENTS_CACHED", "Candidate", "find_conflicts", "judge",
+           "subject_terms"]
 
 MIN_SIMILARITY = 0.4
 MAX_VALUE_WORDS = 3

@@ -32,8 +32,8 @@ from typing import Any
 
 from memorywire.wire.models import MemoryType
 
-__all__ = ["NEAR_DUPLICATE_COSINE", "NEAR_DUPLICATE_LIMIT", "TEXTS_CACHED", "Likeness", "content_key",
-           "likeness", "near_duplicates", "same_metadata"]
+__all__ = ["NEAR_DUPLICATE_COSINE", "NEAR_DUPLICATE_LIMIT", "TEXTS_CACHED", "Likeness",
+           "content_key", "likeness", "near_duplicates", "same_metadata"]
 
 #: The cosine of two stored vectors from which a memory is reported as a near-duplicate. With
 #: MiniLM a sentence and itself with a word added or changed in punctuation sit above it;

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memorywire.store.sqlite.bm25_terms import summed_list
 from memorywire.store.sqlite.feedback import fused_scores
 
 __all__ = [
@@ -82,11 +83,17 @@ class ScoredList:
         return out
 
 
-def range_list(conn: Any, kept: Sequence[str], rid_range: tuple[int, int]) -> ScoredList:
+def range_list(conn: Any, kept: Sequence[str], rid_range: tuple[int, int],
+               stamp: Any = None) -> ScoredList:
     """Every row in ``rid_range`` matching any of ``kept`` (FTS5 units), with its BM25
-    score: the rows and scores ``search.ranged_scores`` returns, in the same order."""
+    score: the rows and scores ``search.ranged_scores`` returns, in the same order. With
+    ``stamp`` (the file's content stamp), summed from per-unit lists kept until a write
+    (``bm25_terms``): the same doubles."""
     if not kept:
         return ScoredList(_NO_RIDS, _NO_SCORES)
+    summed = summed_list(conn, kept, rid_range, stamp)
+    if summed is not None:
+        return ScoredList(*summed)
     # Streamed into one float64 array (a row id is exact there below 2**53): each row's
     # tuple is freed as soon as it is read, so a list of thousands of rows leaves no
     # thousands of live tuples behind to set off the garbage collector's passes.
@@ -133,11 +140,12 @@ FirstRound = ScoredList | list[tuple[int, float]]
 
 
 def first_round(conn: Any, kept: Sequence[str], matched: int,
-                rid_range: tuple[int, int]) -> FirstRound:
+                rid_range: tuple[int, int], stamp: Any = None) -> FirstRound:
     """The first round's BM25 list of ``kept`` (units matching at most ``matched`` rows)
-    in ``rid_range``, kept whole for the feedback round's fusion."""
+    in ``rid_range``, kept whole for the feedback round's fusion; a long one from kept unit
+    lists given ``stamp`` (:func:`range_list`)."""
     if matched >= NUMPY_MIN_ROWS:
-        return range_list(conn, kept, rid_range)
+        return range_list(conn, kept, rid_range, stamp)
     return ranged_scores(conn, kept, matched, rid_range)
 
 
@@ -150,10 +158,12 @@ def first_ranked(scored: FirstRound) -> list[int]:
 
 
 def feedback_ranked(conn: Any, scored: FirstRound, more: Sequence[str], more_rows: int,
-                    rid_range: tuple[int, int]) -> Iterable[int]:
+                    rid_range: tuple[int, int], stamp: Any = None) -> Iterable[int]:
     """The feedback round's rows, best first: the first round's list fused with a MATCH of
-    the added units ``more`` alone (matching at most ``more_rows`` rows)."""
+    the added units ``more`` alone (matching at most ``more_rows`` rows; with ``stamp``,
+    summed from kept unit lists when the first round's list is long)."""
     if isinstance(scored, ScoredList):
-        fused: list[int] = fused_ranking(scored, range_list(conn, more, rid_range)).tolist()
+        fused: list[int] = fused_ranking(
+            scored, range_list(conn, more, rid_range, stamp)).tolist()
         return fused
     return fused_scores(scored, ranged_scores(conn, more, more_rows, rid_range))

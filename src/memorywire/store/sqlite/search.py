@@ -348,7 +348,7 @@ def rank_scope(
     # In range, the first round keeps every match's score: the feedback round then ranks
     # only its new words' rows (see feedback.fused_scores).
     scored: FirstRound | None = once("scored", lambda: (
-        first_round(conn, units[0], units[1], rid_range)
+        first_round(conn, units[0], units[1], rid_range, memo.get("stamp"))
         if in_range(index.n, units[1], rid_range) else None))
     # Ranged, a list is the same for every search of the recall: its scan is shared.
     lexical = once("lexical", lambda: _ScopeScan(
@@ -369,7 +369,7 @@ def rank_scope(
             more = [_quote(w) for w in words]
             both = ([*units[0], *more], units[1] + FEEDBACK_MAX_ROWS * len(more))
             feedback = once(("fed", tuple(more)), lambda: _ScopeScan(feedback_ranked(
-                conn, scored, more, both[1] - units[1], rid_range),
+                conn, scored, more, both[1] - units[1], rid_range, memo.get("stamp")),
                 index, mask)).first(pool) \
                 if scored is not None and in_range(index.n, both[1], rid_range) else \
                 _in_scope(lexical_rids(conn, req.agent_id, "", max(20 * pool, 1000),

@@ -49,8 +49,10 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from memorywire.core.contradiction_meaning import ADDITIVE, closest_changed, value_kind
+from memorywire.core.text_lru import TextLru
 
-__all__ = ["MIN_SIMILARITY", "Candidate", "find_conflicts", "judge", "subject_terms"]
+__all__ = ["MIN_SIMILARITY", "STATEMENTS_CACHED", "STATEMENT_CHARS_CACHED", "Candidate",
+           "find_conflicts", "judge", "subject_terms"]
 
 MIN_SIMILARITY = 0.4
 MAX_VALUE_WORDS = 3
@@ -169,8 +171,18 @@ def _reading(parts: _Parts) -> _Parsed:
         frozenset(lead) if lead else _NONE, additive))
 
 
-@lru_cache(maxsize=65536)
-def _parts(text: str) -> _Parts:
+#: Statements whose reading :func:`_parts` keeps, and the characters they may hold in all
+#: (:mod:`memorywire.core.text_lru`). A write compares itself with a few memories spread over
+#: its whole scope, so the cache must hold a scope's texts for a write's cost not to grow with
+#: the scope: with room for 65,536, every batch into a scope past that reparsed tens of
+#: thousands of statements its predecessors had read (issue 35, flat35). 131,072 holds a
+#: 100k-memory scope of one-line facts; 16M characters (a parse holds 10 to 20 bytes a
+#: character) keeps a scope of long replies from taking gigabytes.
+STATEMENTS_CACHED = 1 << 17
+STATEMENT_CHARS_CACHED = 1 << 24
+
+
+def _parse_parts(text: str) -> _Parts:
     """:func:`_parse`'s reading of ``text``, its sets as tuples (their order means nothing).
 
     Cached as tuples of strings because the garbage collector stops tracking those, where it
@@ -223,6 +235,9 @@ def _parts(text: str) -> _Parts:
                   and lows[0] not in _STOP and lows[0] not in _CUES
                   and lows[0] not in _NEGATIONS else ()),
             not ADDITIVE.isdisjoint(lows))
+
+
+_parts = TextLru(_parse_parts, STATEMENTS_CACHED, STATEMENT_CHARS_CACHED)
 
 
 def _frame(a: _Parsed, b: _Parsed) -> tuple[str, str, str] | None:

@@ -27,13 +27,13 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
+from memorywire.core.text_lru import TextLru
 from memorywire.wire.models import MemoryType
 
-__all__ = ["NEAR_DUPLICATE_COSINE", "NEAR_DUPLICATE_LIMIT", "Likeness", "content_key",
-           "likeness", "near_duplicates", "same_metadata"]
+__all__ = ["NEAR_DUPLICATE_COSINE", "NEAR_DUPLICATE_LIMIT", "TEXTS_CACHED", "TEXT_CHARS_CACHED",
+           "Likeness", "content_key", "likeness", "near_duplicates", "same_metadata"]
 
 #: The cosine of two stored vectors from which a memory is reported as a near-duplicate. With
 #: MiniLM a sentence and itself with a word added or changed in punctuation sit above it;
@@ -50,8 +50,15 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-@lru_cache(maxsize=65536)
-def _keys(text: str) -> tuple[bytes, bytes | None]:
+#: Texts whose digests :func:`_keys` keeps, and their characters in all: a scope's worth, as
+#: for the contradiction rules' parses (``contradiction.STATEMENTS_CACHED``, issue 35): a
+#: write's candidates spread over the whole scope, and a cache smaller than the scope made
+#: later writes cost more. An entry holds its text and two 16-byte digests.
+TEXTS_CACHED = 1 << 17
+TEXT_CHARS_CACHED = 1 << 24
+
+
+def _text_keys(text: str) -> tuple[bytes, bytes | None]:
     """Digests of a text's normalised content and of its words (``None``: it has none):
     cached, as a write compares its text with each of the scope's newest memories, mostly
     the same texts from one write to the next; digests, so a cache of long texts stays
@@ -59,6 +66,9 @@ def _keys(text: str) -> tuple[bytes, bytes | None]:
     folded = unicodedata.normalize("NFC", text).casefold()
     words = _WORD.findall(folded)
     return _digest(" ".join(folded.split())), _digest(" ".join(words)) if words else None
+
+
+_keys = TextLru(_text_keys, TEXTS_CACHED, TEXT_CHARS_CACHED)
 
 
 def content_key(mtype: MemoryType, stored: str) -> bytes:

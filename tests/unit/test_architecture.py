@@ -84,6 +84,7 @@ LAYERS: dict[str, Layer] = {
             "memorywire.store._vector_cache",
             "memorywire.store._coarse_index",
             "memorywire.store._blas",
+            "memorywire.store._gc",
             "memorywire.store.graph",
             "memorywire.store.refs",
             "memorywire.store.rowstore",

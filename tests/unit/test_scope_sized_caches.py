@@ -95,3 +95,45 @@ def test_a_text_larger_than_the_bound_is_still_answered() -> None:
 def test_bounds_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_items"):
         TextLru(len, max_items=0, max_chars=10)
+
+
+def test_threads_sharing_a_cache_keep_its_bounds_and_answers() -> None:
+    """A store's worker thread and the event loop's read the same caches without a lock:
+    every answer stays the function's, the entry bound is passed by at most one entry per
+    inserting thread, and only between an insert and its eviction, and the character count
+    is exact once the threads are done and one more insert recounts it."""
+    import threading
+
+    calls: list[int] = []
+    def upper(text: str) -> str:
+        calls.append(1)
+        return text.upper()
+
+    cache: TextLru[str] = TextLru(upper, 500, 40_000)
+    errors: list[BaseException] = []
+    seen_over: list[int] = []
+
+    def work(seed: int) -> None:
+        try:
+            for i in range(20_000):
+                text = f"text {(i * 7 + seed) % 3_000}"
+                assert cache(text) == text.upper()
+                if len(cache._items) > 500 + len(threads):
+                    seen_over.append(len(cache._items))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert not seen_over
+    assert calls  # the function ran: misses were computed, not invented
+    info = cache.cache_info()
+    assert info.items <= 500
+    cache._inserts = cache._recount_every - 1  # the next insert recounts
+    cache("a text never seen")
+    assert cache.cache_info().chars == sum(len(t) for t in cache._items)
+    assert cache.cache_info().chars <= 40_000

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
-from os import urandom
+from secrets import token_bytes
 
 __all__ = ["new_id"]
 
 
 def new_id(now_ms: int | None = None) -> str:
     ms = int(time.time() * 1000) if now_ms is None else now_ms
-    rand = int.from_bytes(urandom(10), "big")  # what secrets.token_bytes reads
+    rand = int.from_bytes(token_bytes(10), "big")
     value = (ms & ((1 << 48) - 1)) << 80
     value |= 0x7 << 76
     value |= (rand >> 68) << 64 & (0xFFF << 64)

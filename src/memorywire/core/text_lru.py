@@ -13,7 +13,6 @@ the texts are; a scope of long texts then holds fewer of them.
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, NamedTuple, TypeVar
@@ -32,8 +31,16 @@ class CacheInfo(NamedTuple):
 
 class TextLru(Generic[V]):
     """``fn(text)``, remembered for at most ``max_items`` texts of at most ``max_chars``
-    characters in all, least recently used first out. Safe across threads: an entry evicted
-    by another thread between a lookup and its reuse is simply computed again."""
+    characters in all, least recently used first out.
+
+    Shared by threads (a store's worker thread and the event loop's) without a lock: core
+    imports no threading, and every step that must be whole is one call into the C-level
+    ``OrderedDict`` (a lookup, ``setdefault``, ``popitem``), which the interpreter lock keeps
+    whole. An entry evicted by another thread between a lookup and its reuse is computed
+    again. Only the character count is updated in two steps, so concurrent inserts can skew
+    it; it is recounted exactly every ``max_items // 8`` inserts (at least 1,024). The entry
+    bound holds at rest; between an insert and its eviction it is passed by at most one
+    entry per inserting thread."""
 
     def __init__(self, fn: Callable[[str], V], max_items: int, max_chars: int) -> None:
         if max_items < 1 or max_chars < 1:
@@ -45,7 +52,8 @@ class TextLru(Generic[V]):
         self._chars = 0
         self._hits = 0
         self._misses = 0
-        self._lock = threading.Lock()
+        self._inserts = 0
+        self._recount_every = max(1024, max_items // 8)
         self.__doc__ = fn.__doc__
 
     def __call__(self, text: str) -> V:
@@ -59,21 +67,29 @@ class TextLru(Generic[V]):
             self._hits += 1
             return value
         value = self._fn(text)
-        with self._lock:
-            self._misses += 1
-            if text not in items:
-                items[text] = value
-                self._chars += len(text)
-                while len(items) > self._max_items or (
-                        self._chars > self._max_chars and len(items) > 1):
-                    old, _ = items.popitem(last=False)
-                    self._chars -= len(old)
+        self._misses += 1
+        if items.setdefault(text, value) is value:  # not inserted meanwhile by another thread
+            self._chars += len(text)
+            self._inserts += 1
+            if self._inserts >= self._recount_every:
+                self._inserts = 0
+                self._chars = sum(map(len, list(items)))
+            self._trim()
         return value
+
+    def _trim(self) -> None:
+        items = self._items
+        while len(items) > self._max_items or (
+                self._chars > self._max_chars and len(items) > 1):
+            try:
+                old, _ = items.popitem(last=False)
+            except KeyError:  # emptied by another thread
+                return
+            self._chars -= len(old)
 
     def cache_info(self) -> CacheInfo:
         return CacheInfo(self._hits, self._misses, len(self._items), self._chars)
 
     def cache_clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._chars = self._hits = self._misses = 0
+        self._items.clear()
+        self._chars = self._hits = self._misses = self._inserts = 0

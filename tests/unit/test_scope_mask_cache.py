@@ -133,3 +133,19 @@ async def test_kept_masks_are_read_only_and_reused(tmp_path: Path) -> None:
         assert expired is not mask and int(expired.sum()) == 9
     finally:
         await store.aclose()
+
+
+def test_kept_masks_count_against_the_cache_budget() -> None:
+    """The scope cache evicts by ``nbytes``: masks it keeps must be in it, or eight kept
+    masks of a large scope would sit outside the budget the user set."""
+    import numpy as np
+
+    n = 64  # masks are kept at every size here (the autouse fixture)
+    rows = [(i + 1, f"m{i}", f"u{i % 3}", "semantic", i, None, 0) for i in range(n)]
+    index = vector_cache.ScopeIndex.from_rows(
+        4, 1, rows, np.ones((n, 4), dtype=np.float32).tobytes())
+    before = index.nbytes
+    mask, positions = index.scope(10 ** 6, user_id="u1", types=None)
+    assert index.nbytes == before + mask.nbytes + positions.nbytes
+    index.scope(10 ** 6, user_id="u2", types=[MemoryType.SEMANTIC])
+    assert index.nbytes > before + mask.nbytes + positions.nbytes

@@ -108,7 +108,11 @@ class ScopeIndex:
 
     @property
     def nbytes(self) -> int:
-        return int(self._matrix.nbytes) + self._rids.shape[0] * (_ROW_OVERHEAD + 40)
+        """What the cache's byte budget counts: the matrix, the per-row columns and the kept
+        recall masks with their positions (up to ``_SCOPES_KEPT`` of them, ~9 bytes a row
+        each)."""
+        kept = sum(int(s.mask.nbytes) + int(s.positions.nbytes) for s in self._scopes.values())
+        return int(self._matrix.nbytes) + self._rids.shape[0] * (_ROW_OVERHEAD + 40) + kept
 
     def _grow(self, need: int) -> None:
         cap = self._rids.shape[0]

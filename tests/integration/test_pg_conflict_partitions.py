@@ -15,7 +15,6 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import psycopg
@@ -37,6 +36,7 @@ from memorywire.store.timeline import CONFLICT_NEIGHBOURS, Probe
 from memorywire.testing import postgres as _pg
 from memorywire.testing.pg_cluster import PG_BIN_ENV, start_cluster
 from memorywire.wire.models import MemoryType, RememberRequest
+from tests.integration.pg_explain import ExplainingConnection
 from tests.integration.pg_rows import copy_rows
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
@@ -75,22 +75,6 @@ def _fill(dsn: str, dim: int) -> None:
                 f"note {i}", 2_000_000 + i, vector_literal(v)) for i, v in enumerate(vecs)))
 
 
-class _Explaining(psycopg.AsyncConnection[dict[str, Any]]):
-    """A real connection that, before each HNSW statement, EXPLAINs that statement with its
-    params in the same transaction, so the plan is made under the settings the store set."""
-
-    plans: list[tuple[str, str]]
-
-    async def execute(self, query: Any, params: Any = None, *,
-                      prepare: bool | None = None, binary: bool = False) -> Any:
-        if isinstance(query, str) and "ORDER BY embedding <=>" in query:
-            ef = await super().execute("SELECT current_setting('hnsw.ef_search') AS ef")
-            cur = await super().execute("EXPLAIN " + query, params)
-            plan = "\n".join(str(next(iter(r.values()))) for r in await cur.fetchall())
-            self.plans.append((str((await ef.fetchone() or {})["ef"]), plan))
-        return await super().execute(query, params, prepare=prepare, binary=binary)
-
-
 def _pgvector(dsn: str) -> tuple[int, ...]:
     with psycopg.connect(dsn) as conn:
         row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'"
@@ -127,7 +111,7 @@ async def test_a_large_partitioned_scopes_conflict_search_uses_its_graph(dsn: st
         assert ann_ef(CONFLICT_NEIGHBOURS, rows, BIG + 1 + OTHERS, (0, 6, 2)) > 600
 
         probe = Probe("big", "u", MemoryType.SEMANTIC, RYANAIR, emb.embed([RYANAIR])[0])
-        conn = await _Explaining.connect(dsn, row_factory=dict_row, autocommit=True)
+        conn = await ExplainingConnection.connect(dsn, row_factory=dict_row, autocommit=True)
         conn.plans = []
         async with conn:
             # the vector leg alone (no subject words): the graph finds the early fact
@@ -142,7 +126,7 @@ async def test_a_large_partitioned_scopes_conflict_search_uses_its_graph(dsn: st
             cur = await conn.execute("SELECT current_setting('hnsw.ef_search') AS ef")
             assert (await cur.fetchone() or {}).get("ef") == "40"
             assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        assert [e for e, _ in conn.plans] == [str(ef), str(ef)]  # what the store set
+        assert [e for e, _ in conn.plans] == [ef, ef]  # what the store set
 
         resp = await store.remember(RememberRequest(
             agent_id="big", user_id="u", type=MemoryType.SEMANTIC, content=RYANAIR))

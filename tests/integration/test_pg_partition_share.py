@@ -7,7 +7,6 @@ HNSW index under it, and the answer still holds the scope's true nearest rows.""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import numpy as np
 import psycopg
@@ -20,6 +19,7 @@ from memorywire.store.postgres.knn import ann_ef, scope_counts, vector_candidate
 from memorywire.store.postgres.partitions import partition_by_agent
 from memorywire.store.postgres.sql import PgVector, scope_where, vector_literal
 from memorywire.testing import postgres as _pg
+from tests.integration.pg_explain import ExplainingConnection
 from tests.integration.pg_rows import copy_rows
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
@@ -28,22 +28,6 @@ pg_dsn = _pg.pg_dsn
 
 AGENTS, PER_AGENT, PARTITIONS, POOL, EXACT_LIMIT = 10, 1500, 8, 10, 100
 PGVECTOR_06 = (0, 6, 2)  # the share scaling applies only before iterative scans
-
-
-class _Recording(psycopg.AsyncConnection[dict[str, Any]]):
-    """A real connection that, before each HNSW statement, records the ``ef_search`` in
-    force and EXPLAINs the statement with its params in the same transaction."""
-
-    plans: list[tuple[int, str]]
-
-    async def execute(self, query: Any, params: Any = None, *,
-                      prepare: bool | None = None, binary: bool = False) -> Any:
-        if isinstance(query, str) and "ORDER BY embedding <=>" in query:
-            ef = await super().execute("SELECT current_setting('hnsw.ef_search') AS ef")
-            cur = await super().execute("EXPLAIN " + query, params)
-            plan = "\n".join(str(next(iter(r.values()))) for r in await cur.fetchall())
-            self.plans.append((int((await ef.fetchone() or {})["ef"]), plan))
-        return await super().execute(query, params, prepare=prepare, binary=binary)
 
 
 def _load(dsn: str, vecs: np.ndarray) -> None:
@@ -76,7 +60,7 @@ async def test_a_partitioned_scopes_search_width_is_its_partitions_share(
             "AND tablename LIKE 'memorywire_memories_p%'").fetchall()}
     assert part is not None and PER_AGENT <= part[0] < n
 
-    conn = await _Recording.connect(pg_dsn, row_factory=dict_row)
+    conn = await ExplainingConnection.connect(pg_dsn, row_factory=dict_row)
     conn.plans = []
     async with conn:
         counts = await scope_counts(conn, ["agent-0", "nobody"], EXACT_LIMIT)
